@@ -1,0 +1,180 @@
+#include "core/ir/graph.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sn {
+
+namespace {
+constexpr size_t kSrcBlock = 1 << 14;  // pointers per source block
+
+uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg& arg, int64_t tag) {
+  uint64_t h = hash_combine(uint64_t(op) * 0x100000001b3ULL, (uint64_t(dt.scalar) << 24) | (uint64_t(dt.lanes) << 8) |
+                                                                  (uint64_t(dt.ptr) << 4) | uint64_t(dt.addrspace));
+  for (auto* s : src) h = hash_combine(h, s->id);
+  h = hash_combine(h, hash_arg(arg));
+  return hash_combine(h, uint64_t(tag));
+}
+}  // namespace
+
+Graph::Graph() { table_.assign(1024, nullptr); }
+Graph::~Graph() = default;
+
+void Graph::grow() {
+  std::vector<UOp*> bigger(table_.size() * 2, nullptr);
+  size_t mask = bigger.size() - 1;
+  for (UOp* u : table_) {
+    if (!u) continue;
+    size_t i = u->hash_ & mask;
+    while (bigger[i]) i = (i + 1) & mask;
+    bigger[i] = u;
+  }
+  table_.swap(bigger);
+}
+
+const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Arg&& arg, int64_t tag) {
+  for (auto* s : src) {
+    if (s == nullptr) fail(Code::InvalidArg, op_name(op), ": source is null");
+    if (s->graph_ != this) fail(Code::InvalidArg, op_name(op), ": source %", s->id, " belongs to another graph");
+  }
+  uint64_t h = intern_hash(op, dtype, src, arg, tag);
+  size_t mask = table_.size() - 1;
+  size_t i = h & mask;
+  for (UOp* u = table_[i]; u; u = table_[i = (i + 1) & mask]) {
+    if (u->hash_ == h && u->op == op && u->dtype == dtype && u->tag == tag && u->nsrc_ == src.size() &&
+        std::equal(src.begin(), src.end(), u->srcs_) && arg_equal(u->arg, arg))
+      return u;
+  }
+  // New node: verify it against the spec and derive its shape before it exists.
+  verify_node(op, dtype, src, arg);
+  Shape shape;
+  bool has_shape = derive_shape(op, dtype, src, arg, &shape);
+
+  UOp& n = nodes_.emplace_back();
+  n.op = op;
+  n.dtype = dtype;
+  n.arg = std::move(arg);
+  n.tag = tag;
+  n.id = uint32_t(nodes_.size() - 1);
+  n.graph_ = this;
+  n.hash_ = h;
+  n.has_shape_ = has_shape;
+  n.shape_ = std::move(shape);
+  if (!src.empty()) {
+    if (src_left_ < src.size()) {
+      size_t sz = std::max(kSrcBlock, src.size());
+      src_blocks_.emplace_back(new const UOp*[sz]);
+      src_cur_ = src_blocks_.back().get();
+      src_left_ = sz;
+    }
+    std::copy(src.begin(), src.end(), src_cur_);
+    n.srcs_ = src_cur_;
+    src_cur_ += src.size();
+    src_left_ -= src.size();
+  }
+  n.nsrc_ = uint32_t(src.size());
+  table_[i] = &n;
+  if (nodes_.size() * 2 > table_.size()) grow();
+  return &n;
+}
+
+const UOp* Graph::make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg, int64_t tag) {
+  if (size_t(op) >= size_t(Op::Count_)) fail(Code::InvalidArg, "unknown op value ", int(op));
+  return intern(op, dtype, src, std::move(arg), tag);
+}
+
+const UOp* Graph::replace_src(const UOp* u, std::span<const UOp* const> src) {
+  if (src.size() == u->nsrc() && std::equal(src.begin(), src.end(), u->src().begin())) return u;
+  return make(u->op, u->dtype, src, u->arg, u->tag);
+}
+
+const UOp* Graph::with_tag(const UOp* u, int64_t tag) {
+  if (u->tag == tag) return u;
+  return make(u->op, u->dtype, u->src(), u->arg, tag);
+}
+
+const UOp* Graph::cint(int64_t v, DType dt) {
+  if (dt.is_float()) return make(Op::Const, dt, {}, double(v));
+  if (dt.is_bool()) v = v != 0;
+  return make(Op::Const, dt, {}, v);
+}
+
+const UOp* Graph::cfloat(double v, DType dt) {
+  if (!dt.is_float()) fail(Code::InvalidArg, "Const: cfloat needs a float dtype, got ", dt.name());
+  return make(Op::Const, dt, {}, round_float(dt, v));
+}
+
+const UOp* Graph::const_like(const UOp* like, double v) {
+  DType dt = like->dtype.base();
+  if (dt.is_float()) return make(Op::Const, dt, {}, round_float(dt, v));
+  return cint(int64_t(v), dt);
+}
+
+const UOp* Graph::var(const std::string& name, int64_t min, int64_t max) {
+  return make(Op::DefineVar, dtypes::index, {}, VarArg{name, min, max});
+}
+
+const UOp* Graph::alu(Op op, std::span<const UOp* const> src) {
+  if (src.empty()) fail(Code::InvalidArg, op_name(op), ": no sources");
+  DType dt = src[0]->dtype;
+  if (is_comparison(op) || op == Op::Not) {
+    dt = DType(Scalar::Bool).vec(src[0]->dtype.lanes);
+    if (op == Op::Not) dt = src[0]->dtype;
+  } else if (op == Op::Where) {
+    if (src.size() != 3) fail(Code::InvalidArg, "Where: needs 3 sources, got ", src.size());
+    dt = src[1]->dtype;
+  } else if (op == Op::Cast || op == Op::Bitcast) {
+    fail(Code::InvalidArg, op_name(op), ": use cast() with a target dtype");
+  }
+  return make(op, dt, src);
+}
+
+const UOp* Graph::shape_uop(const Shape& s) {
+  std::vector<const UOp*> dims;
+  dims.reserve(s.size());
+  for (auto& d : s) dims.push_back(d.is_const() ? cint(d.value) : d.sym);
+  return make(Op::Stack, dtypes::index, dims);
+}
+
+const UOp* Graph::shape_uop(std::span<const int64_t> dims) {
+  Shape s;
+  for (auto d : dims) s.push_back(Dim::of(d));
+  return shape_uop(s);
+}
+
+Shape as_shape(const UOp* u) {
+  Shape s;
+  s.reserve(u->nsrc());
+  for (auto* d : u->src()) s.push_back(d->op == Op::Const ? Dim::of(int64_t(d->const_int())) : Dim{0, d});
+  return s;
+}
+
+std::vector<const UOp*> toposort(std::span<const UOp* const> roots) {
+  std::vector<const UOp*> out;
+  if (roots.empty()) return out;
+  Graph* g = roots[0]->graph();
+  std::vector<uint8_t> state(g->size(), 0);  // 0 new, 1 on stack, 2 done
+  std::vector<std::pair<const UOp*, size_t>> stack;
+  for (auto* r : roots) {
+    if (state[r->id]) continue;
+    stack.push_back({r, 0});
+    state[r->id] = 1;
+    while (!stack.empty()) {
+      auto& [u, i] = stack.back();
+      if (i < u->nsrc()) {
+        const UOp* s = u->src(i++);
+        if (!state[s->id]) {
+          state[s->id] = 1;
+          stack.push_back({s, 0});
+        }
+        continue;
+      }
+      state[u->id] = 2;
+      out.push_back(u);
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
+}  // namespace sn

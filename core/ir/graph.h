@@ -1,0 +1,93 @@
+// A Graph owns its UOps: an arena plus an intern table, so structurally equal nodes are the
+// same pointer (keyed by op, dtype, arg, tag and the child pointers). Nodes live until the
+// graph is destroyed. One writer at a time; concurrent readers of built nodes are fine.
+#pragma once
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/ir/uop.h"
+#include "core/util/error.h"
+
+namespace sn {
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Build (or find) a node. Verifies it against the spec and derives its shape; a node that
+  // breaks a rule throws sn::Error(InvalidArg) naming the op, the rule and the values.
+  const UOp* make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg = {}, int64_t tag = 0);
+  const UOp* make(Op op, DType dtype, std::initializer_list<const UOp*> src, Arg arg = {}, int64_t tag = 0) {
+    return make(op, dtype, std::span<const UOp* const>(src.begin(), src.size()), std::move(arg), tag);
+  }
+  // Same node with other sources / arg / tag (returns u itself when nothing changes).
+  const UOp* replace_src(const UOp* u, std::span<const UOp* const> src);
+  const UOp* with_tag(const UOp* u, int64_t tag);
+
+  // ---- convenience builders --------------------------------------------------------------
+  const UOp* cint(int64_t v, DType dt = dtypes::index);  // integer/bool constant
+  const UOp* cfloat(double v, DType dt = dtypes::float32);
+  const UOp* cbool(bool v) { return cint(v ? 1 : 0, dtypes::bool_); }
+  const UOp* const_like(const UOp* like, double v);  // Const of like's scalar dtype
+  const UOp* var(const std::string& name, int64_t min, int64_t max);  // DefineVar (index)
+  // Elementwise op; dtype derived (comparisons give bool, Where takes src[1]'s, Cast needs dt).
+  const UOp* alu(Op op, std::span<const UOp* const> src);
+  const UOp* alu(Op op, const UOp* a) { return alu(op, {&a, 1}); }
+  const UOp* alu(Op op, const UOp* a, const UOp* b) {
+    const UOp* s[2] = {a, b};
+    return alu(op, s);
+  }
+  const UOp* alu(Op op, const UOp* a, const UOp* b, const UOp* c) {
+    const UOp* s[3] = {a, b, c};
+    return alu(op, s);
+  }
+  const UOp* cast(const UOp* a, DType dt) { return make(Op::Cast, dt, {a}, dt); }
+  // A shape operand for Reshape/Expand/Pad/Shrink: a Stack of index scalars.
+  const UOp* shape_uop(const Shape& s);
+  const UOp* shape_uop(std::span<const int64_t> dims);
+  const UOp* sink(std::span<const UOp* const> src) { return make(Op::Sink, dtypes::void_, src); }
+
+  size_t size() const { return nodes_.size(); }
+  uint64_t next_buffer_id() { return ++buffer_ids_; }
+
+ private:
+  const UOp* intern(Op op, DType dtype, std::span<const UOp* const> src, Arg&& arg, int64_t tag);
+  void grow();
+  std::deque<UOp> nodes_;
+  std::vector<UOp*> table_;  // open addressing, power-of-two capacity
+  std::vector<std::unique_ptr<const UOp*[]>> src_blocks_;
+  const UOp** src_cur_ = nullptr;
+  size_t src_left_ = 0;
+  uint64_t buffer_ids_ = 0;
+};
+
+// The constant dims of a shape operand (a Stack of index scalars) as a Shape.
+Shape as_shape(const UOp* shape_operand);
+
+// Derives and verifies the shape of a node about to be built (throws on a spec violation).
+// Returns false when the op has no shape (void ops).
+bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out);
+// Verifies arity and dtype rules (throws on a violation).
+void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg);
+
+// ---- printing ------------------------------------------------------------------------------
+// S-expression: "(add (mul a 2) 12)"; shared subterms print once as "%id = ..." bindings when
+// `bindings` is set.
+std::string to_sexpr(const UOp* root, bool bindings = true);
+// Indented tree with derived properties (dtype, shape, device, min/max) per node.
+std::string to_tree(const UOp* root);
+// Graphviz DOT of the DAG under root.
+std::string to_dot(const UOp* root);
+
+// All nodes under the roots, children before parents (iterative).
+std::vector<const UOp*> toposort(std::span<const UOp* const> roots);
+inline std::vector<const UOp*> toposort(const UOp* root) { return toposort({&root, 1}); }
+
+}  // namespace sn

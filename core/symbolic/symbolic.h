@@ -1,0 +1,16 @@
+// The symbolic simplifier: constant folding, identities, canonical order, like terms,
+// interval reasoning, comparison/where folding, floor and C division/modulo folding.
+#pragma once
+#include "core/rewrite/pattern.h"
+
+namespace sn {
+
+// The full simplifier rule set (index and integer math, bool algebra, folding).
+const PatternMatcher& symbolic_rules();
+// Simplify every node under root to a fixed point.
+const UOp* simplify(Graph& g, const UOp* root);
+// Simplify `expr` assuming `valid` (a bool expression) holds: tightens variable ranges under
+// the gate, then simplifies. Used for indexing under a validity mask.
+const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr);
+
+}  // namespace sn

@@ -1,0 +1,265 @@
+// Tests of the IR: dtypes, interning, the verifier, derived properties and printers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ir/graph.h"
+
+namespace sn {
+namespace {
+
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+const UOp* tensor(Graph& g, DType dt, std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  const UOp* b = g.make(Op::Buffer, dt, {}, BufferArg{g.next_buffer_id(), n, Device{{"CPU"}}, AddrSpace::Global});
+  return g.make(Op::Reshape, dt, {b, g.shape_uop(shape)});
+}
+
+TEST(DType, NamesSizesAndRanges) {
+  EXPECT_EQ(dtypes::float32.name(), "float32");
+  EXPECT_EQ(dtypes::float32.vec(4).name(), "float32x4");
+  EXPECT_EQ(dtypes::float32.as_ptr(AddrSpace::Global).name(), "float32*[global]");
+  EXPECT_EQ(dtypes::float16.itemsize(), 2);
+  EXPECT_EQ(dtypes::float32.vec(4).itemsize(), 16);
+  EXPECT_EQ(dtypes::fp8e4m3.itemsize(), 1);
+  EXPECT_TRUE(dtypes::bfloat16.is_float());
+  EXPECT_TRUE(dtypes::uint16.is_unsigned());
+  EXPECT_TRUE(dtypes::index.is_int());
+  EXPECT_FALSE(dtypes::bool_.is_int());
+  EXPECT_EQ(int64_t(dtypes::int8.int_min()), -128);
+  EXPECT_EQ(int64_t(dtypes::uint8.int_max()), 255);
+  EXPECT_EQ(dtypes::uint64.int_max(), (i128(1) << 64) - 1);
+  Scalar s;
+  ASSERT_TRUE(scalar_from_name("bfloat16", &s));
+  EXPECT_EQ(s, Scalar::BFloat16);
+  EXPECT_FALSE(scalar_from_name("float128", &s));
+}
+
+TEST(DType, WrapAndRound) {
+  EXPECT_EQ(int64_t(wrap_int(dtypes::int8, 200)), -56);
+  EXPECT_EQ(int64_t(wrap_int(dtypes::uint8, -1)), 255);
+  EXPECT_EQ(int64_t(wrap_int(dtypes::int32, i128(1) << 31)), -(int64_t(1) << 31));
+  EXPECT_EQ(int64_t(wrap_int(dtypes::bool_, 5)), 1);
+  EXPECT_EQ(wrap_int(dtypes::index, i128(1) << 70), i128(1) << 70);
+  EXPECT_EQ(round_float(dtypes::float16, 1.0 + 1.0 / 4096), 1.0);  // below half an ulp
+  EXPECT_EQ(round_float(dtypes::float16, 65519.0), 65504.0);
+  EXPECT_TRUE(std::isinf(round_float(dtypes::float16, 65520.0)));
+  EXPECT_EQ(round_float(dtypes::bfloat16, 1.00390625), 1.0);  // ties to even
+  EXPECT_EQ(round_float(dtypes::fp8e4m3, 0.3), 0.3125);
+  EXPECT_TRUE(std::isnan(round_float(dtypes::fp8e4m3, 1000.0)));  // e4m3 has no inf
+  EXPECT_EQ(round_float(dtypes::float32, 0.1), double(0.1f));
+}
+
+TEST(Ops, NamesAndCategories) {
+  Op op;
+  ASSERT_TRUE(op_from_name("cmplt", &op));
+  EXPECT_EQ(op, Op::CmpLt);
+  EXPECT_EQ(op_name(Op::Threefry), "Threefry");
+  EXPECT_TRUE(is_elementwise(Op::Where));
+  EXPECT_TRUE(is_movement(Op::Shrink));
+  EXPECT_TRUE(is_commutative(Op::Add));
+  EXPECT_FALSE(is_commutative(Op::Sub));
+  EXPECT_EQ(axis_type_letter(AxisType::Upcast), 'u');
+}
+
+TEST(Graph, InterningGivesPointerEquality) {
+  Graph g;
+  const UOp* a = g.var("a", 0, 8);
+  const UOp* x = g.alu(Op::Add, a, g.cint(1));
+  const UOp* y = g.alu(Op::Add, g.var("a", 0, 8), g.cint(1));
+  EXPECT_EQ(x, y);
+  EXPECT_NE(x, g.alu(Op::Add, g.cint(1), a));  // order matters
+  EXPECT_NE(g.cint(1), g.cint(1, dtypes::int32));  // dtype matters
+  EXPECT_NE(g.cfloat(0.0), g.cfloat(-0.0));        // -0.0 is its own constant
+  EXPECT_EQ(g.cfloat(NAN), g.cfloat(NAN));         // NaN interns
+  EXPECT_NE(g.with_tag(x, 3), x);
+  size_t before = g.size();
+  g.alu(Op::Add, a, g.cint(1));
+  EXPECT_EQ(g.size(), before);
+}
+
+TEST(Graph, ContentHashIsStructural) {
+  Graph g1, g2;
+  auto build = [](Graph& g) { return g.alu(Op::Mul, g.alu(Op::Add, g.var("x", 0, 9), g.cint(2)), g.cint(3)); };
+  const UOp* a = build(g1);
+  g2.cint(77);  // different ids in the second graph
+  const UOp* b = build(g2);
+  EXPECT_EQ(a->content_hash(), b->content_hash());
+  EXPECT_NE(a->content_hash(), a->src(0)->content_hash());
+}
+
+TEST(Verify, ArityAndDtypes) {
+  Graph g;
+  const UOp* i = tensor(g, dtypes::int32, {4});
+  const UOp* f = tensor(g, dtypes::float32, {4});
+  EXPECT_NE(error_of([&] { g.alu(Op::Add, i, f); }).find("Add: dtype mismatch: int32 vs float32"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Add, dtypes::int32, {i}); }).find("Add: needs 2 sources, got 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.alu(Op::Exp2, i); }).find("needs a float source"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.alu(Op::Idiv, f, f); }).find("needs integer sources"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.alu(Op::Where, i, f, f); }).find("condition must be bool"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Cast, dtypes::float32, {i}, dtypes::int8); }).find("differs from the target"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Const, dtypes::float32, {}, int64_t(1)); }).find("arg must be a float"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.var("n", 5, 2); }).find("min 5 > max 2"), std::string::npos);
+  EXPECT_EQ(g.alu(Op::CmpLt, i, i)->dtype, dtypes::bool_);
+}
+
+TEST(Verify, MovementShapes) {
+  Graph g;
+  const UOp* t = tensor(g, dtypes::float32, {2, 3});
+  EXPECT_EQ(shape_str(*t->shape()), "(2,3)");
+  EXPECT_NE(error_of([&] { g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 2})}); })
+                .find("Reshape: element count changes: (2,3) to (4,2)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Expand, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 3})}); })
+                .find("Expand: axis 0 of (2,3) is not 1"),
+            std::string::npos);
+  const UOp* one = g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{2, 1, 3})});
+  const UOp* ex = g.make(Op::Expand, dtypes::float32, {one, g.shape_uop(std::vector<int64_t>{2, 5, 3})});
+  EXPECT_EQ(shape_str(*ex->shape()), "(2,5,3)");
+  auto pad = [&](std::vector<int64_t> o, std::vector<int64_t> s) {
+    return g.make(Op::Pad, dtypes::float32, {t, g.shape_uop(o), g.shape_uop(s)});
+  };
+  EXPECT_EQ(shape_str(*pad({1, 0}, {4, 3})->shape()), "(4,3)");
+  EXPECT_NE(error_of([&] { pad({3, 0}, {4, 3}); }).find("Pad: axis 0: offset 3 + size 2 exceeds the padded size 4"),
+            std::string::npos);
+  auto shrink = [&](std::vector<int64_t> o, std::vector<int64_t> s) {
+    return g.make(Op::Shrink, dtypes::float32, {t, g.shape_uop(o), g.shape_uop(s)});
+  };
+  EXPECT_EQ(shape_str(*shrink({1, 1}, {1, 2})->shape()), "(1,2)");
+  EXPECT_NE(error_of([&] { shrink({0, 2}, {2, 2}); }).find("Shrink: axis 1: offset 2 + size 2 exceeds the axis size 3"),
+            std::string::npos);
+  const UOp* p = g.make(Op::Permute, dtypes::float32, {t}, std::vector<int64_t>{1, 0});
+  EXPECT_EQ(shape_str(*p->shape()), "(3,2)");
+  EXPECT_NE(error_of([&] { g.make(Op::Permute, dtypes::float32, {t}, std::vector<int64_t>{0, 0}); })
+                .find("is not a permutation"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Flip, dtypes::float32, {t}, std::vector<int64_t>{1}); }).find("one flag per axis"),
+            std::string::npos);
+  const UOp* r = g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Add, {1}});
+  EXPECT_EQ(shape_str(*r->shape()), "(2,1)");
+  EXPECT_NE(error_of([&] { g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Add, {2}}); })
+                .find("Reduce: reduce axis 2 is out of range for rank 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Sub, {0}}); })
+                .find("must be Add, Max or Mul"),
+            std::string::npos);
+  const UOp* st = g.make(Op::Stack, dtypes::float32, {t, t, t});
+  EXPECT_EQ(shape_str(*st->shape()), "(3,2,3)");
+  const UOp* bc = g.make(Op::Bitcast, dtypes::float16, {t}, dtypes::float16);
+  EXPECT_EQ(shape_str(*bc->shape()), "(2,6)");
+}
+
+TEST(Verify, Broadcasting) {
+  Graph g;
+  const UOp* a = tensor(g, dtypes::float32, {4, 1, 3});
+  const UOp* b = tensor(g, dtypes::float32, {5, 1});
+  EXPECT_EQ(shape_str(*g.alu(Op::Add, a, b)->shape()), "(4,5,3)");
+  EXPECT_EQ(shape_str(*g.alu(Op::Mul, a, g.cfloat(2))->shape()), "(4,1,3)");
+  const UOp* c = tensor(g, dtypes::float32, {2, 3});
+  EXPECT_NE(error_of([&] { g.alu(Op::Add, c, tensor(g, dtypes::float32, {4, 3})); })
+                .find("Add: shapes (2,3) and (4,3) do not broadcast"),
+            std::string::npos);
+}
+
+TEST(Verify, SymbolicShapes) {
+  Graph g;
+  const UOp* n = g.var("n", 1, 64);
+  const UOp* b = g.make(Op::Buffer, dtypes::float32, {}, BufferArg{g.next_buffer_id(), 64 * 4, Device{{"CPU"}}});
+  const UOp* pshape = g.shape_uop(Shape{Dim{0, n}, Dim::of(4)});
+  const UOp* p = g.make(Op::Param, dtypes::float32, {pshape}, ParamArg{0, Device{{"CPU"}}});
+  EXPECT_EQ(shape_str(*p->shape()), "(n,4)");
+  const UOp* r = g.make(Op::Reshape, dtypes::float32, {p, g.shape_uop(Shape{Dim::of(4), Dim{0, n}})});
+  EXPECT_EQ(shape_str(*r->shape()), "(4,n)");
+  EXPECT_FALSE(error_of([&] { g.make(Op::Reshape, dtypes::float32, {p, g.shape_uop(Shape{Dim::of(8), Dim{0, n}})}); })
+                   .empty());
+  (void)b;
+}
+
+TEST(Props, MinMax) {
+  Graph g;
+  const UOp* a = g.var("a", 0, 8);
+  const UOp* b = g.var("b", -3, 5);
+  auto mm = [](const UOp* u) { return std::pair<int64_t, int64_t>(int64_t(u->minmax().lo), int64_t(u->minmax().hi)); };
+  EXPECT_EQ(mm(g.alu(Op::Add, a, b)), std::make_pair(int64_t(-3), int64_t(13)));
+  EXPECT_EQ(mm(g.alu(Op::Mul, a, b)), std::make_pair(int64_t(-24), int64_t(40)));
+  EXPECT_EQ(mm(g.alu(Op::Max, a, b)), std::make_pair(int64_t(0), int64_t(8)));
+  EXPECT_EQ(mm(g.alu(Op::Idiv, b, g.cint(2))), std::make_pair(int64_t(-2), int64_t(2)));
+  EXPECT_EQ(mm(g.alu(Op::Mod, b, g.cint(4))), std::make_pair(int64_t(0), int64_t(3)));
+  EXPECT_EQ(mm(g.alu(Op::CDiv, b, g.cint(2))), std::make_pair(int64_t(-1), int64_t(2)));
+  EXPECT_EQ(mm(g.alu(Op::CMod, b, g.cint(4))), std::make_pair(int64_t(-3), int64_t(3)));
+  EXPECT_EQ(mm(g.alu(Op::CmpLt, a, g.cint(9))), std::make_pair(int64_t(1), int64_t(1)));
+  EXPECT_EQ(mm(g.alu(Op::CmpLt, a, g.cint(4))), std::make_pair(int64_t(0), int64_t(1)));
+  EXPECT_EQ(mm(g.alu(Op::Where, g.alu(Op::CmpLt, a, g.cint(4)), a, g.cint(20))), std::make_pair(int64_t(0), int64_t(20)));
+  EXPECT_EQ(mm(g.cast(g.alu(Op::Add, a, g.cint(250)), dtypes::uint8)), std::make_pair(int64_t(0), int64_t(255)));
+  EXPECT_EQ(mm(g.alu(Op::Shl, a, g.cint(2))), std::make_pair(int64_t(0), int64_t(32)));
+  const UOp* r = g.make(Op::Range, dtypes::index, {g.cint(16)}, RangeArg{0, AxisType::Loop});
+  EXPECT_EQ(mm(r), std::make_pair(int64_t(0), int64_t(15)));
+  EXPECT_TRUE(g.cfloat(2.5)->minmax().is_float);
+  EXPECT_EQ(g.cfloat(2.5)->minmax().fhi, 2.5);
+  const UOp* t = tensor(g, dtypes::int8, {3});
+  EXPECT_EQ(mm(t), std::make_pair(int64_t(-128), int64_t(127)));
+}
+
+TEST(Props, DeviceAndAxis) {
+  Graph g;
+  Device multi{{"CPU:0", "CPU:1"}, true};
+  const UOp* b = g.make(Op::Buffer, dtypes::float32, {}, BufferArg{g.next_buffer_id(), 6, multi});
+  EXPECT_EQ(shape_str(*b->shape()), "(12,)");
+  EXPECT_EQ(b->device().str(), "(CPU:0,CPU:1)");
+  EXPECT_EQ(b->axis(), 0);
+  const UOp* r = g.make(Op::Reshape, dtypes::float32, {b, g.shape_uop(std::vector<int64_t>{12, 1})});
+  EXPECT_EQ(r->axis(), 0);
+  const UOp* p = g.make(Op::Permute, dtypes::float32, {r}, std::vector<int64_t>{1, 0});
+  EXPECT_EQ(p->axis(), 1);
+  const UOp* red = g.make(Op::Reduce, dtypes::float32, {p}, ReduceArg{Op::Add, {1}});
+  EXPECT_EQ(red->axis(), -1);
+  const UOp* sum = g.alu(Op::Add, p, g.cfloat(1));
+  EXPECT_EQ(sum->axis(), 1);
+  EXPECT_EQ(sum->device().str(), "(CPU:0,CPU:1)");
+  EXPECT_TRUE(g.cfloat(1)->device().null());
+  const UOp* cp = g.make(Op::Copy, dtypes::float32, {b}, MemArg{Device{{"CPU"}}});
+  EXPECT_EQ(cp->device().str(), "CPU");
+  EXPECT_EQ(cp->axis(), -1);
+}
+
+TEST(Props, DeepChainDoesNotRecurse) {
+  Graph g;
+  const UOp* x = g.var("x", 0, 10);
+  const UOp* one = g.cint(1);
+  for (int i = 0; i < 1000000; i++) x = g.alu(Op::Add, x, one);
+  EXPECT_EQ(int64_t(x->minmax().hi), 1000010);
+  EXPECT_TRUE(x->device().null());
+  EXPECT_EQ(x->axis(), -1);
+  EXPECT_NE(x->content_hash(), 0u);
+  EXPECT_EQ(toposort(x).size(), 1000002u);
+  EXPECT_GT(to_sexpr(x).size(), 1000000u);
+}
+
+TEST(Print, SexprTreeDot) {
+  Graph g;
+  const UOp* a = g.var("a", 0, 8);
+  const UOp* e = g.alu(Op::Add, g.alu(Op::Mul, a, g.cint(2)), g.cint(12));
+  EXPECT_EQ(to_sexpr(e), "(add (mul a 2) 12)");
+  const UOp* s = g.alu(Op::Add, a, g.cint(1));
+  EXPECT_EQ(to_sexpr(g.alu(Op::Mul, s, s)), "%" + std::to_string(s->id) + " = (add a 1)\n(mul %" + std::to_string(s->id) +
+                                                " %" + std::to_string(s->id) + ")");
+  std::string tree = to_tree(e);
+  EXPECT_NE(tree.find("range=[12,28]"), std::string::npos);
+  std::string dot = to_dot(e);
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
+  EXPECT_NE(dot.find("->"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sn
