@@ -1,6 +1,8 @@
 // A Graph owns its UOps: an arena plus an intern table, so structurally equal nodes are the
 // same pointer (keyed by op, dtype, arg, tag and the child pointers). Nodes live until the
-// graph is destroyed. One writer at a time; concurrent readers of built nodes are fine.
+// graph is destroyed. One thread at a time per graph: building nodes, and also the first read
+// of a lazily derived property (minmax, device, axis, content_hash), write to the graph.
+// Structure (op, dtype, src, arg, shape) of built nodes may be read concurrently.
 #pragma once
 #include <deque>
 #include <initializer_list>

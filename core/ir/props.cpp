@@ -121,10 +121,18 @@ MinMax compute_minmax(const UOp* u) {
     case Op::Idiv:
     case Op::CDiv: {
       const MinMax &a = S(0), &b = S(1);
-      if (b.lo <= 0 && b.hi >= 0) return full;  // divisor may be 0
+      if (b.lo == 0 && b.hi == 0) return full;
       auto div = [&](i128 x, i128 y) { return u->op == Op::Idiv ? floordiv(x, y) : x / y; };
-      i128 c[4] = {div(a.lo, b.lo), div(a.lo, b.hi), div(a.hi, b.lo), div(a.hi, b.hi)};
-      return fit(ints(*std::min_element(c, c + 4), *std::max_element(c, c + 4)));
+      // Division by zero is undefined, so a divisor range through 0 is the union of its
+      // negative and positive parts; the quotient's extremes sit at the corners of each part.
+      i128 lo = kBig, hi = -kBig;
+      auto corners = [&](i128 blo, i128 bhi) {
+        for (i128 x : {a.lo, a.hi})
+          for (i128 y : {blo, bhi}) lo = std::min(lo, div(x, y)), hi = std::max(hi, div(x, y));
+      };
+      if (b.lo < 0) corners(b.lo, std::min<i128>(b.hi, -1));
+      if (b.hi > 0) corners(std::max<i128>(b.lo, 1), b.hi);
+      return fit(ints(lo, hi));
     }
     case Op::Mod: {
       const MinMax &a = S(0), &b = S(1);
@@ -133,14 +141,14 @@ MinMax compute_minmax(const UOp* u) {
         if (c > 0 && floordiv(a.lo, c) == floordiv(a.hi, c)) return ints(floormod(a.lo, c), floormod(a.hi, c));
         return c > 0 ? ints(0, c - 1) : ints(c + 1, 0);
       }
-      if (b.lo > 0) return ints(0, b.hi - 1);
-      if (b.hi < 0) return ints(b.lo + 1, 0);
-      return full;
+      if (b.lo == 0 && b.hi == 0) return full;
+      // floor modulo takes the divisor's sign and |r| < |divisor| (a zero divisor is undefined)
+      return ints(std::min<i128>(b.lo + 1, 0), std::max<i128>(b.hi - 1, 0));
     }
     case Op::CMod: {
       const MinMax &a = S(0), &b = S(1);
-      if (b.lo <= 0 && b.hi >= 0) return full;
-      i128 m = std::max(b.hi, -b.lo) - 1;  // largest |divisor| - 1 (the divisor excludes 0)
+      if (b.lo == 0 && b.hi == 0) return full;
+      i128 m = std::max(b.hi, -b.lo) - 1;  // largest |divisor| - 1 (a zero divisor is undefined)
       if (a.lo >= 0) {
         if (b.lo == b.hi && a.lo / b.lo == a.hi / b.lo) return ints(a.lo % b.lo, a.hi % b.lo);
         return ints(0, std::min(a.hi, m));

@@ -1,0 +1,80 @@
+// The CPU backend: LLVM IR rendered from a Linear, compiled in process by ORC LLJIT for the host
+// CPU, run on a thread pool (one task per THREAD index).
+//
+// Kernel ABI: void name(void** bufs, const int64_t* vars, int64_t core_id, int64_t ncores)
+//   bufs[slot]  the buffer of Param slot `slot`
+//   vars[i]     the value of LoweredKernel::vars[i] (sorted by name)
+//   core_id     THREAD index in [0, ncores); ncores = LoweredKernel::threads
+// Buffers are declared noalias: two slots of one launch must not overlap when either is written
+// (CpuCompiler::run checks this).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/codegen/codegen.h"
+#include "core/runtime/thread_pool.h"
+
+namespace sn {
+
+// LLVM IR text of a lowered kernel; `symbol` is the name of the exported entry point.
+std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol);
+
+// The host CPU as LLVM sees it (name, features), all cores.
+CpuTarget host_cpu_target();
+
+struct CompiledKernel {
+  using Fn = void (*)(void* const* bufs, const int64_t* vars, int64_t core_id, int64_t ncores);
+  std::string name;    // readable kernel name
+  std::string symbol;  // unique entry point in the JIT
+  std::string source;  // LLVM IR as rendered (before optimization)
+  Fn fn = nullptr;
+  int64_t threads = 1;
+  std::vector<KernelParam> params;
+  std::vector<KernelVar> vars;
+  double compile_ms = 0;  // LLVM parse + optimize + codegen of this kernel
+  double opt_ms = 0;      // of which the optimization pipeline
+};
+
+struct CpuCompilerStats {
+  uint64_t compiled = 0;    // kernels given to LLVM
+  uint64_t cache_hits = 0;  // compile()/compile_ast() answered from the cache
+  double compile_ms = 0;    // total LLVM time
+};
+
+// One LLJIT; compile() is thread-safe (compiles are serialized) and caches kernels by their
+// AST key and by their IR text.
+class CpuCompiler {
+ public:
+  // threads: width of the thread pool and of THREAD splits (0 = all cores).
+  explicit CpuCompiler(int threads = 0);
+  ~CpuCompiler();
+  CpuCompiler(const CpuCompiler&) = delete;
+  CpuCompiler& operator=(const CpuCompiler&) = delete;
+
+  const CpuTarget& target() const;
+
+  std::shared_ptr<const CompiledKernel> compile(const LoweredKernel& k);
+  // Lowers (unless cached) and compiles a kernel AST for this compiler's target.
+  std::shared_ptr<const CompiledKernel> compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts = {});
+  // A kernel compiled before under lowered-kernel key `key`, or nullptr.
+  std::shared_ptr<const CompiledKernel> find(uint64_t key) const;
+
+  // Runs the kernel: one call per THREAD index, spread over the pool. `vars` may be null when
+  // the kernel has no variables. Throws Error(InvalidArg) when a variable is out of its range
+  // or written buffers overlap.
+  void run(const CompiledKernel& k, void* const* bufs, const int64_t* vars = nullptr);
+
+  // Optimized LLVM IR of a kernel (for SN_DEBUG dumps); compiles nothing.
+  std::string optimized_ir(const CompiledKernel& k);
+
+  CpuCompilerStats stats() const;
+  ThreadPool& pool();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sn

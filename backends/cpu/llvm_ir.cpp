@@ -1,0 +1,572 @@
+// Linear -> LLVM IR text. Plain text (no LLVM headers here): easy to dump for SN_DEBUG and fast
+// to compile; the JIT parses it.
+//
+// Layout: an internal `<sym>.body(ptr noalias %b<slot>..., i64 %var<i>..., i64 %core_id)` with
+// the kernel, always inlined into the exported `<sym>(ptr bufs, ptr vars, i64 core_id, i64 n)`
+// that unpacks the argument arrays (after inlining, noalias becomes alias-scope metadata).
+// Loops are do-while loops with a phi induction variable behind a trip-count guard; gated loads
+// and stores branch around the memory access. Accumulators are allocas (mem2reg makes them
+// phis). Float math keeps IEEE semantics: the only fast-math flags are `contract` on Mulacc and
+// `reassoc contract` on accumulator updates (the reduction order is unspecified).
+#include <bit>
+#include <charconv>
+#include <string_view>
+#include <type_traits>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace sn {
+
+namespace {
+
+// String building without iostreams (rendering is on the compile path of every kernel).
+inline void app(std::string& o, std::string_view v) { o.append(v.data(), v.size()); }
+inline void app(std::string& o, char c) { o += c; }
+template <class T>
+  requires std::is_integral_v<T>
+inline void app(std::string& o, T v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  o.append(buf, r.ptr);
+}
+template <class... T>
+std::string str(const T&... parts) {
+  std::string o;
+  (app(o, parts), ...);
+  return o;
+}
+
+bool is_bf16(DType d) { return d.scalar == Scalar::BFloat16; }
+bool signed_int(DType d) { return d.is_signed_int() || d.is_index(); }
+
+std::string_view reg_type(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool: return "i1";
+    case Scalar::Int8:
+    case Scalar::UInt8: return "i8";
+    case Scalar::Int16:
+    case Scalar::UInt16:
+    case Scalar::BFloat16: return "i16";  // bfloat16 lives as bits; math goes through float32
+    case Scalar::Int32:
+    case Scalar::UInt32: return "i32";
+    case Scalar::Int64:
+    case Scalar::UInt64:
+    case Scalar::Index: return "i64";
+    case Scalar::Float16: return "half";
+    case Scalar::Float32: return "float";
+    case Scalar::Float64: return "double";
+    default: fail(Code::Unsupported, "llvm: dtype ", d.name(), " has no LLVM type");
+  }
+}
+
+// Element type in memory: bools are bytes in buffers, i1 in registers.
+std::string_view mem_type(DType ptr) {
+  DType e = ptr.base();
+  if (e.is_bool() && ptr.addrspace != AddrSpace::Reg) return "i8";
+  return reg_type(e);
+}
+
+int int_bits(DType d) { return d.is_bool() ? 1 : d.bits(); }
+
+// IEEE half bits of a double (round to nearest even).
+uint16_t half_bits(double v) {
+  float f = float(round_float(dtypes::float16, v));
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  if (std::isnan(f)) return uint16_t(sign | 0x7e00);
+  if (std::isinf(f)) return uint16_t(sign | 0x7c00);
+  double a = std::fabs(double(f));
+  if (a == 0) return sign;
+  int e;
+  double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  int exp = e - 1 + 15;          // biased exponent of 1.xxx * 2^(e-1)
+  if (exp <= 0) return uint16_t(sign | uint16_t(std::ldexp(a, 24)));  // subnormal: a / 2^-24 (exact)
+  uint16_t mant = uint16_t(std::ldexp(m * 2 - 1, 10));
+  return uint16_t(sign | (exp << 10) | mant);
+}
+
+uint16_t bf16_bits(double v) {
+  float f = float(v);
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if (std::isnan(f)) return uint16_t((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return uint16_t(x >> 16);
+}
+
+std::string hex64(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string literal(DType d, double fv, i128 iv, bool is_float_value) {
+  if (d.is_float()) {
+    double v = is_float_value ? fv : double(iv);
+    switch (d.scalar) {
+      case Scalar::Float32: return hex64(std::bit_cast<uint64_t>(double(float(v))));
+      case Scalar::Float64: return hex64(std::bit_cast<uint64_t>(v));
+      case Scalar::Float16: {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "0xH%04X", half_bits(v));
+        return buf;
+      }
+      case Scalar::BFloat16: return std::to_string(int16_t(bf16_bits(v)));
+      default: fail(Code::Unsupported, "llvm: constant of ", d.name());
+    }
+  }
+  if (d.is_bool()) return iv ? "true" : "false";
+  i128 w = wrap_int(d, is_float_value ? i128(fv) : iv);
+  int bits = d.bits();
+  if (bits < 64 && w >= (i128(1) << (bits - 1))) w -= i128(1) << bits;  // unsigned values as signed bits
+  if (bits == 64 && w > i128(INT64_MAX)) w -= (i128(1) << 64);
+  return std::to_string(int64_t(w));
+}
+
+std::string const_literal(const UOp* c) {
+  if (c->holds<double>()) return literal(c->dtype, c->as<double>(), 0, true);
+  return literal(c->dtype, 0, c->as<int64_t>(), false);
+}
+
+bool is_acc_address(const UOp* a) {
+  if (a->op != Op::Index) return false;
+  const UOp* b = a->src(0);
+  while (b->op == Op::After) b = b->src(0);
+  return b->op == Op::Buffer && b->as<BufferArg>().addrspace == AddrSpace::Reg;
+}
+
+bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->src(0)); }
+
+class IrWriter {
+ public:
+  IrWriter(const LoweredKernel& k, std::string symbol) : k_(k), sym_(std::move(symbol)) {}
+
+  std::string render() {
+    for (size_t i = 0; i < k_.vars.size(); i++) var_index_[k_.vars[i].name] = i;
+    for (const UOp* u : k_.linear->src()) instruction(u);
+    std::ostringstream os;
+    os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
+    os << "define internal void @" << sym_ << ".body(";
+    bool first = true;
+    for (const KernelParam& p : k_.params) {
+      os << (first ? "" : ", ") << "ptr noalias %b" << p.slot;
+      first = false;
+    }
+    for (size_t i = 0; i < k_.vars.size(); i++) {
+      os << (first ? "" : ", ") << "i64 %var" << i;
+      first = false;
+    }
+    os << (first ? "" : ", ") << "i64 %core_id) #0 {\nentry:\n" << allocas_ << body_ << "  ret void\n}\n\n";
+    os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
+    std::string args;
+    for (const KernelParam& p : k_.params) {
+      os << "  %pa" << p.slot << " = getelementptr inbounds ptr, ptr %bufs, i64 " << p.slot << "\n";
+      os << "  %p" << p.slot << " = load ptr, ptr %pa" << p.slot << ", align 8\n";
+      args += str(args.empty() ? "" : ", ", "ptr %p", p.slot);
+    }
+    for (size_t i = 0; i < k_.vars.size(); i++) {
+      os << "  %va" << i << " = getelementptr inbounds i64, ptr %vars, i64 " << i << "\n";
+      os << "  %v" << i << " = load i64, ptr %va" << i << ", align 8\n";
+      args += str(args.empty() ? "" : ", ", "i64 %v", i);
+    }
+    args += str(args.empty() ? "" : ", ", "i64 %core_id");
+    os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
+    for (const std::string& d : decls_) os << d << "\n";
+    for (const std::string& m : tile_loops_) os << m;
+    os << "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n";
+    os << "attributes #1 = { nounwind \"no-trapping-math\"=\"true\" }\n";
+    return os.str();
+  }
+
+ private:
+  // ---- helpers --------------------------------------------------------------------------
+  std::string tmp() { return str("%t", ntmp_++); }
+  std::string emit(const std::string& rhs) {
+    std::string n = tmp();
+    body_ += "  ";
+    body_ += n;
+    body_ += " = ";
+    body_ += rhs;
+    body_ += '\n';
+    return n;
+  }
+  void line(const std::string& s) {
+    body_ += "  ";
+    body_ += s;
+    body_ += '\n';
+  }
+  void label(const std::string& l) {
+    body_ += l;
+    body_ += ":\n";
+    block_ = l;
+  }
+  const std::string& v(const UOp* u) {
+    auto it = val_.find(u);
+    if (it == val_.end()) {
+      if (u->op == Op::Const) return val_[u] = const_literal(u);
+      fail(Code::Internal, "llvm: ", op_name(u->op), " is used before it is defined");
+    }
+    return it->second;
+  }
+  std::string call(const std::string& ret, const std::string& name, const std::string& args_types,
+                   const std::string& args, const std::string& flags = "") {
+    decls_.insert(str("declare ", ret, " @", name, "(", args_types, ")"));
+    return emit(str("call ", flags.empty() ? "" : flags + " ", ret, " @", name, "(", args, ")"));
+  }
+  static std::string fsuffix(DType d) { return d.scalar == Scalar::Float64 ? "f64" : d.scalar == Scalar::Float16 ? "f16" : "f32"; }
+
+  // value as i64 (index arithmetic and addresses)
+  std::string as_i64(const UOp* u) {
+    DType d = u->dtype;
+    if (reg_type(d) == "i64") return v(u);
+    if (d.is_bool()) return emit(str("zext i1 ", v(u), " to i64"));
+    return emit(str(d.is_unsigned() ? "zext " : "sext ", reg_type(d), " ", v(u), " to i64"));
+  }
+
+  // ---- casts ----------------------------------------------------------------------------
+  std::string bf16_to_f32(const std::string& x) {
+    std::string w = emit(str("zext i16 ", x, " to i32"));
+    std::string s = emit(str("shl i32 ", w, ", 16"));
+    return emit(str("bitcast i32 ", s, " to float"));
+  }
+  std::string f32_to_bf16(const std::string& x) {  // round to nearest even, NaN stays quiet NaN
+    std::string b = emit(str("bitcast float ", x, " to i32"));
+    std::string hi = emit(str("lshr i32 ", b, ", 16"));
+    std::string lsb = emit(str("and i32 ", hi, ", 1"));
+    std::string bias = emit(str("add i32 ", lsb, ", 32767"));
+    std::string r = emit(str("add i32 ", b, ", ", bias));
+    std::string rh = emit(str("lshr i32 ", r, ", 16"));
+    std::string qn = emit(str("or i32 ", hi, ", 64"));
+    std::string nan = emit(str("fcmp uno float ", x, ", 0.0"));
+    std::string sel = emit(str("select i1 ", nan, ", i32 ", qn, ", i32 ", rh));
+    return emit(str("trunc i32 ", sel, " to i16"));
+  }
+
+  std::string cast(const std::string& x, DType from, DType to) {
+    if (from == to) return x;
+    if (is_bf16(from)) return cast(bf16_to_f32(x), dtypes::float32, to);
+    if (is_bf16(to)) return f32_to_bf16(cast(x, from, dtypes::float32));
+    std::string ft(reg_type(from)), tt(reg_type(to));
+    if (to.is_bool()) {
+      if (from.is_float()) return emit(str("fcmp une ", ft, " ", x, ", 0.0"));  // NaN is true
+      return emit(str("icmp ne ", ft, " ", x, ", 0"));
+    }
+    if (from.is_bool()) {
+      if (to.is_float()) return emit(str("uitofp i1 ", x, " to ", tt));
+      return emit(str("zext i1 ", x, " to ", tt));
+    }
+    if (from.is_float() && to.is_float()) {
+      int fb = from.bits(), tb = to.bits();
+      if (fb == tb) return x;
+      return emit(str(fb < tb ? "fpext " : "fptrunc ", ft, " ", x, " to ", tt));
+    }
+    if (!from.is_float() && to.is_float()) return emit(str(signed_int(from) ? "sitofp " : "uitofp ", ft, " ", x, " to ", tt));
+    if (from.is_float()) {  // float -> int: truncate toward zero, then wrap (saturating beyond int64)
+      std::string s = call("i64", str("llvm.fptosi.sat.i64.", fsuffix(from)), ft, str(ft, " ", x));
+      if (to.scalar == Scalar::UInt64) {
+        std::string u = call("i64", str("llvm.fptoui.sat.i64.", fsuffix(from)), ft, str(ft, " ", x));
+        std::string neg = emit(str("fcmp olt ", ft, " ", x, ", 0.0"));
+        return emit(str("select i1 ", neg, ", i64 ", s, ", i64 ", u));
+      }
+      if (tt == "i64") return s;
+      return emit(str("trunc i64 ", s, " to ", tt));
+    }
+    int fb = int_bits(from), tb = int_bits(to);  // int -> int
+    if (fb == tb) return x;
+    if (fb > tb) return emit(str("trunc ", ft, " ", x, " to ", tt));
+    return emit(str(signed_int(from) ? "sext " : "zext ", ft, " ", x, " to ", tt));
+  }
+
+  // ---- instructions ---------------------------------------------------------------------
+  void instruction(const UOp* u) {
+    switch (u->op) {
+      case Op::Const: val_[u] = const_literal(u); return;
+      case Op::Param: val_[u] = str("%b", u->as<ParamArg>().slot); return;
+      case Op::DefineVar: {
+        auto it = var_index_.find(u->as<VarArg>().name);
+        if (it == var_index_.end()) fail(Code::Internal, "llvm: unknown variable ", u->as<VarArg>().name);
+        val_[u] = str("%var", it->second);
+        return;
+      }
+      case Op::Special: val_[u] = "%core_id"; return;
+      case Op::Buffer: {
+        const BufferArg& b = u->as<BufferArg>();
+        std::string n = str("%acc", nacc_++);
+        allocas_ += str("  ", n, " = alloca ", reg_type(u->dtype), ", i64 ", std::max<int64_t>(1, b.size), "\n");
+        val_[u] = n;
+        return;
+      }
+      case Op::After: val_[u] = v(u->src(0)); return;
+      case Op::Group:
+      case Op::Stack: return;
+      case Op::Index:
+        val_[u] = emit(str("getelementptr inbounds ", mem_type(u->dtype), ", ptr ", v(u->src(0)), ", i64 ", as_i64(u->src(1))));
+        return;
+      case Op::Load: return load(u);
+      case Op::Store: return store(u);
+      case Op::Range: return open_loop(u);
+      case Op::End: return close_loop(u);
+      default: break;
+    }
+    if (u->op == Op::Cast) {
+      val_[u] = cast(v(u->src(0)), u->src(0)->dtype, u->dtype);
+      return;
+    }
+    if (u->op == Op::Bitcast) {
+      DType from = u->src(0)->dtype, to = u->dtype;
+      if (from.is_bool() || to.is_bool()) fail(Code::Unsupported, "llvm: bitcast of bool");
+      std::string ft(reg_type(from)), tt(reg_type(to));
+      val_[u] = ft == tt ? v(u->src(0)) : emit(str("bitcast ", ft, " ", v(u->src(0)), " to ", tt));
+      return;
+    }
+    if (is_elementwise(u->op)) {
+      val_[u] = alu(u);
+      return;
+    }
+    fail(Code::Unsupported, "llvm: cannot render ", op_name(u->op));
+  }
+
+  void load(const UOp* u) {
+    const UOp* addr = u->src(0);
+    std::string mt(mem_type(addr->dtype));
+    int align = std::max(1, addr->dtype.base().itemsize());
+    auto read = [&] {
+      std::string x = emit(str("load ", mt, ", ptr ", v(addr), ", align ", align));
+      if (mt != reg_type(u->dtype)) x = emit(str("icmp ne ", mt, " ", x, ", 0"));  // bool byte
+      return x;
+    };
+    if (u->nsrc() < 3) {
+      val_[u] = read();
+      return;
+    }
+    int n = nlabel_++;
+    std::string from = block_;
+    line(str("br i1 ", v(u->src(2)), ", label %ld", n, ", label %ld", n, ".j"));
+    label(str("ld", n));
+    std::string x = read();
+    std::string inner = block_;
+    line(str("br label %ld", n, ".j"));
+    label(str("ld", n, ".j"));
+    val_[u] = emit(str("phi ", reg_type(u->dtype), " [ ", x, ", %", inner, " ], [ ", v(u->src(1)), ", %", from, " ]"));
+  }
+
+  void store(const UOp* u) {
+    const UOp* addr = u->src(0);
+    std::string mt(mem_type(addr->dtype));
+    int align = std::max(1, addr->dtype.base().itemsize());
+    auto write = [&] {
+      std::string x = v(u->src(1));
+      if (mt != reg_type(u->src(1)->dtype)) x = emit(str("zext i1 ", x, " to ", mt));
+      line(str("store ", mt, " ", x, ", ptr ", v(addr), ", align ", align));
+    };
+    if (u->nsrc() < 3) return write();
+    int n = nlabel_++;
+    line(str("br i1 ", v(u->src(2)), ", label %st", n, ", label %st", n, ".j"));
+    label(str("st", n));
+    write();
+    line(str("br label %st", n, ".j"));
+    label(str("st", n, ".j"));
+  }
+
+  struct Loop {
+    int n;
+    std::string var, bound;
+  };
+
+  void open_loop(const UOp* r) {
+    int n = nlabel_++;
+    Loop L{n, str("%r", n), as_i64(r->src(0))};
+    if (r->src(0)->minmax().lo >= 1) {
+      line(str("br label %L", n));
+    } else {
+      std::string g = emit(str("icmp sgt i64 ", L.bound, ", 0"));
+      line(str("br i1 ", g, ", label %L", n, ", label %L", n, ".exit"));
+    }
+    std::string from = block_;
+    label(str("L", n));
+    line(str(L.var, " = phi i64 [ 0, %", from, " ], [ ", L.var, ".next, %L", n, ".latch ]"));
+    val_[r] = L.var;
+    loops_[r] = L;
+  }
+
+  void close_loop(const UOp* e) {
+    const UOp* r = e->src(1);
+    auto it = loops_.find(r);
+    if (it == loops_.end()) fail(Code::Internal, "llvm: End of a loop that is not open");
+    const Loop& L = it->second;
+    line(str("br label %L", L.n, ".latch"));
+    label(str("L", L.n, ".latch"));
+    line(str(L.var, ".next = add nuw nsw i64 ", L.var, ", 1"));
+    line(str(L.var, ".c = icmp slt i64 ", L.var, ".next, ", L.bound));
+    // A loop that updates a register tile (several accumulators from UPCAST copies) is left to
+    // the SLP vectorizer, which packs the copies; the loop vectorizer would vectorize along this
+    // loop instead, usually with gathers.
+    bool tile = e->src(0)->op == Op::Group;
+    for (const UOp* s : e->src(0)->src()) tile = tile && s->op == Op::Store && is_acc_address(s->src(0));
+    std::string md;
+    if (tile) {
+      int id = 2 * int(tile_loops_.size());
+      md = str(", !llvm.loop !", id);
+      tile_loops_.push_back(str("!", id, " = distinct !{!", id, ", !", id + 1, "}\n!", id + 1,
+                                " = !{!\"llvm.loop.vectorize.enable\", i1 false}\n"));
+    }
+    line(str("br i1 ", L.var, ".c, label %L", L.n, ", label %L", L.n, ".exit", md));
+    label(str("L", L.n, ".exit"));
+  }
+
+  std::string alu(const UOp* u) {
+    Op op = u->op;
+    DType d = op == Op::Where ? u->src(1)->dtype : u->src(0)->dtype;  // operand dtype
+    std::string t(reg_type(d));
+    auto a = [&](size_t i) { return v(u->src(i)); };
+    bool fl = d.is_float();
+    bool sg = signed_int(d);
+    bool acc = false;  // an accumulator update: may be reassociated
+    for (const UOp* s : u->src()) acc = acc || is_acc_load(s);
+    std::string ff = acc ? "reassoc contract " : "";
+    std::string iflags = d.is_index() ? "nsw " : "";
+    auto bin = [&](const char* iop, const char* fop) {
+      if (fl) return emit(str(fop, " ", ff, t, " ", a(0), ", ", a(1)));
+      return emit(str(iop, " ", iflags, t, " ", a(0), ", ", a(1)));
+    };
+    auto icmp = [&](const char* s_, const char* u_) {
+      return emit(str("icmp ", sg ? s_ : u_, " ", t, " ", a(0), ", ", a(1)));
+    };
+    auto fcmp = [&](const char* c) { return emit(str("fcmp ", c, " ", t, " ", a(0), ", ", a(1))); };
+    auto fcall = [&](const char* name, size_t nargs) {
+      std::string types, args;
+      for (size_t i = 0; i < nargs; i++) {
+        types += str(i ? ", " : "", t);
+        args += str(i ? ", " : "", t, " ", a(i));
+      }
+      return call(t, str("llvm.", name, ".", fsuffix(d)), types, args, acc ? "reassoc" : "");
+    };
+    switch (op) {
+      case Op::Add: return bin("add", "fadd");
+      case Op::Sub: return bin("sub", "fsub");
+      case Op::Mul: return bin("mul", "fmul");
+      case Op::Div:
+        if (!fl) fail(Code::Unsupported, "llvm: Div of ", d.name());
+        return emit(str("fdiv ", t, " ", a(0), ", ", a(1)));
+      case Op::Recip: return emit(str("fdiv ", t, " ", literal(d, 1.0, 0, true), ", ", a(0)));
+      case Op::Neg:
+        if (fl) return emit(str("fneg ", t, " ", a(0)));
+        return emit(str("sub ", t, " 0, ", a(0)));
+      case Op::Mulacc: {
+        if (fl) {
+          std::string m = emit(str("fmul contract ", t, " ", a(0), ", ", a(1)));
+          return emit(str("fadd contract ", acc ? "reassoc " : "", t, " ", m, ", ", a(2)));
+        }
+        std::string m = emit(str("mul ", iflags, t, " ", a(0), ", ", a(1)));
+        return emit(str("add ", iflags, t, " ", m, ", ", a(2)));
+      }
+      case Op::Max:
+        if (fl) return fcall("maximum", 2);
+        if (d.is_bool()) return emit(str("or i1 ", a(0), ", ", a(1)));
+        return call(t, str(sg ? "llvm.smax." : "llvm.umax.", t), str(t, ", ", t), str(t, " ", a(0), ", ", t, " ", a(1)));
+      case Op::CDiv:
+      case Op::CMod: return divmod(u, d);
+      case Op::CmpLt: return fl ? fcmp("olt") : icmp("slt", "ult");
+      case Op::CmpGt: return fl ? fcmp("ogt") : icmp("sgt", "ugt");
+      case Op::CmpGe: return fl ? fcmp("uge") : icmp("sge", "uge");  // !(a < b)
+      case Op::CmpLe: return fl ? fcmp("ule") : icmp("sle", "ule");  // !(b < a)
+      case Op::CmpNe: return fl ? fcmp("une") : icmp("ne", "ne");
+      case Op::CmpEq: return fl ? fcmp("oeq") : icmp("eq", "eq");
+      case Op::And: return emit(str("and ", t, " ", a(0), ", ", a(1)));
+      case Op::Or: return emit(str("or ", t, " ", a(0), ", ", a(1)));
+      case Op::Xor: return emit(str("xor ", t, " ", a(0), ", ", a(1)));
+      case Op::Shl:
+      case Op::Shr: return shift(u, d);
+      case Op::Where:
+        return emit(str("select i1 ", a(0), ", ", t, " ", a(1), ", ", t, " ", a(2)));
+      case Op::Not:
+        if (d.is_bool()) return emit(str("xor i1 ", a(0), ", true"));
+        return emit(str("zext i1 ", emit(str("icmp eq ", t, " ", a(0), ", 0")), " to ", t));
+      case Op::Trunc:
+        if (!fl) return a(0);
+        return fcall("trunc", 1);
+      case Op::Sqrt: return fcall("sqrt", 1);
+      case Op::Exp2: return fcall("exp2", 1);
+      case Op::Log2: return fcall("log2", 1);
+      case Op::Sin: return fcall("sin", 1);
+      case Op::Pow: return fcall("pow", 2);
+      default: fail(Code::Unsupported, "llvm: cannot render ", op_name(op), " on ", d.name());
+    }
+  }
+
+  // C-truncating division and remainder that never trap: x/0 gives x, x%0 gives 0, and
+  // INT_MIN/-1 wraps.
+  std::string divmod(const UOp* u, DType d) {
+    bool div = u->op == Op::CDiv;
+    std::string t(reg_type(d));
+    const UOp *A = u->src(0), *B = u->src(1);
+    std::string a = v(A), b = v(B);
+    bool sg = signed_int(d);
+    const MinMax &ma = A->minmax(), &mb = B->minmax();
+    // Both operands non-negative: the unsigned ops are cheaper and give the same result.
+    bool unsigned_ok = !sg || ma.lo >= 0;
+    const char* op = unsigned_ok && (!sg || mb.lo >= 1) ? (div ? "udiv" : "urem") : (div ? "sdiv" : "srem");
+    if (mb.lo >= 1) return emit(str(op, " ", t, " ", a, ", ", b));
+    if (B->op == Op::Const) {
+      if (B->as<int64_t>() == 0) return div ? a : literal(d, 0, 0, false);
+      if (sg && B->as<int64_t>() == -1) return div ? emit(str("sub ", t, " 0, ", a)) : literal(d, 0, 0, false);
+      return emit(str(op, " ", t, " ", a, ", ", b));
+    }
+    std::string zero = emit(str("icmp eq ", t, " ", b, ", 0"));
+    std::string bad = zero, m1;
+    if (sg) {
+      m1 = emit(str("icmp eq ", t, " ", b, ", -1"));
+      bad = emit(str("or i1 ", zero, ", ", m1));
+    }
+    std::string safe = emit(str("select i1 ", bad, ", ", t, " 1, ", t, " ", b));
+    std::string r = emit(str(op, " ", t, " ", a, ", ", safe));
+    if (div && sg) {
+      std::string neg = emit(str("sub ", t, " 0, ", a));
+      r = emit(str("select i1 ", m1, ", ", t, " ", neg, ", ", t, " ", r));
+    }
+    return r;
+  }
+
+  // Shifts by at least the bit width: << gives 0, >> gives 0 or -1 (sign fill).
+  std::string shift(const UOp* u, DType d) {
+    std::string t(reg_type(d));
+    const UOp* B = u->src(1);
+    std::string a = v(u->src(0)), b = v(B);
+    int bits = d.bits();
+    bool shl = u->op == Op::Shl;
+    const char* op = shl ? "shl" : signed_int(d) ? "ashr" : "lshr";
+    const MinMax& mb = B->minmax();
+    if (mb.lo >= 0 && mb.hi < bits) return emit(str(op, " ", t, " ", a, ", ", b));
+    std::string big = emit(str("icmp uge ", t, " ", b, ", ", bits));
+    if (!shl && signed_int(d)) {
+      std::string amt = emit(str("select i1 ", big, ", ", t, " ", bits - 1, ", ", t, " ", b));
+      return emit(str("ashr ", t, " ", a, ", ", amt));
+    }
+    std::string s = emit(str(op, " ", t, " ", a, ", ", b));
+    return emit(str("select i1 ", big, ", ", t, " 0, ", t, " ", s));
+  }
+
+  const LoweredKernel& k_;
+  std::string sym_;
+  std::string body_, allocas_;
+  std::set<std::string> decls_;
+  std::unordered_map<const UOp*, std::string> val_;
+  std::unordered_map<std::string, size_t> var_index_;
+  std::unordered_map<const UOp*, Loop> loops_;
+  std::string block_ = "entry";
+  int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
+  std::vector<std::string> tile_loops_;  // loop metadata
+};
+
+}  // namespace
+
+std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol) {
+  if (!k.linear || k.linear->op != Op::Linear) fail(Code::InvalidArg, "render_llvm_ir: the kernel has no Linear");
+  return IrWriter(k, symbol).render();
+}
+
+}  // namespace sn

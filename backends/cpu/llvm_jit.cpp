@@ -1,0 +1,285 @@
+// CpuCompiler: ORC LLJIT for the host CPU. The only translation unit that includes LLVM headers
+// (they are slow to compile). Each kernel: fresh LLVMContext, parse the rendered IR, run the O3
+// pipeline (loop + SLP vectorization, host TargetTransformInfo), add to the one JITDylib, look
+// up the entry point. libm/libc symbols (exp2f, sinf, powf, memset, ...) resolve from the process.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#pragma GCC diagnostic pop
+
+namespace sn {
+
+namespace {
+
+std::string llvm_message(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+template <class T>
+T unwrap(llvm::Expected<T> v, const char* what) {
+  if (!v) fail(Code::Compile, "llvm: ", what, ": ", llvm_message(v.takeError()));
+  return std::move(*v);
+}
+
+void init_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (o.empty() || std::isdigit(static_cast<unsigned char>(o[0]))) o = "k" + o;
+  return o;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+CpuTarget host_cpu_target() {
+  init_llvm();
+  CpuTarget t;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> names;
+  for (const auto& f : features) names.push_back((f.second ? "+" : "-") + f.first().str());
+  std::sort(names.begin(), names.end());  // the map's order is not stable; cache keys must be
+  for (const std::string& n : names) t.features += (t.features.empty() ? "" : ",") + n;
+  auto has = [&](const char* f) { return features.lookup(f); };
+  t.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  t.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
+  t.has_f16c = has("f16c");
+  return t;
+}
+
+struct CpuCompiler::Impl {
+  CpuTarget target;
+  ThreadPool pool;
+  mutable std::mutex mu;  // guards everything below; compiles are serialized
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unordered_map<uint64_t, std::shared_ptr<const CompiledKernel>> by_key;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> by_source;
+  CpuCompilerStats stats;
+  uint64_t counter = 0;
+
+  explicit Impl(int threads) : pool(threads) {
+    init_llvm();
+    target = host_cpu_target();
+    target.cores = pool.size();
+    auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
+    // detectHost() already carries the host CPU name and its features (AVX-512 on Zen 4/5).
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    tm = unwrap(jtmb.createTargetMachine(), "create target machine");
+    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
+    char prefix = jit->getDataLayout().getGlobalPrefix();
+    // Process symbols: libc/libm (exp2f, sinf, powf, memset) and libgcc helpers.
+    jit->getMainJITDylib().addGenerator(
+        unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));
+    for (const char* lib : {"libm.so.6", "libmvec.so.1"})
+      if (auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix))
+        jit->getMainJITDylib().addGenerator(std::move(*g));
+      else
+        llvm::consumeError(g.takeError());
+  }
+
+  void optimize(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    pto.LoopUnrolling = true;
+    llvm::PassBuilder pb(tm.get(), pto);
+    llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(m, mam);
+  }
+
+  std::unique_ptr<llvm::Module> parse(const std::string& src, llvm::LLVMContext& ctx, const std::string& name) {
+    llvm::SMDiagnostic diag;
+    auto buf = llvm::MemoryBuffer::getMemBuffer(src, name, false);
+    std::unique_ptr<llvm::Module> m = llvm::parseIR(buf->getMemBufferRef(), diag, ctx);
+    if (!m) {
+      std::string msg;
+      llvm::raw_string_ostream os(msg);
+      diag.print(name.c_str(), os);
+      fail(Code::Compile, "llvm: cannot parse the IR of kernel ", name, ": ", os.str(), "\n", src);
+    }
+    m->setDataLayout(jit->getDataLayout());
+    m->setTargetTriple(jit->getTargetTriple().str());
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (llvm::verifyModule(*m, &es)) fail(Code::Compile, "llvm: invalid IR for kernel ", name, ": ", es.str(), "\n", src);
+    for (llvm::Function& fn : *m)
+      if (!fn.isDeclaration()) {
+        fn.addFnAttr("target-cpu", target.cpu);
+        fn.addFnAttr("target-features", tm->getTargetFeatureString());
+        fn.addFnAttr("prefer-vector-width", std::to_string(target.vector_bits));
+      }
+    return m;
+  }
+};
+
+CpuCompiler::CpuCompiler(int threads) : impl_(std::make_unique<Impl>(threads)) {}
+CpuCompiler::~CpuCompiler() = default;
+
+const CpuTarget& CpuCompiler::target() const { return impl_->target; }
+ThreadPool& CpuCompiler::pool() { return impl_->pool; }
+
+CpuCompilerStats CpuCompiler::stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->stats;
+}
+
+std::shared_ptr<const CompiledKernel> CpuCompiler::find(uint64_t key) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  auto it = impl_->by_key.find(key);
+  return it == impl_->by_key.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const CompiledKernel> CpuCompiler::compile(const LoweredKernel& k) {
+  Impl& I = *impl_;
+  std::lock_guard<std::mutex> lk(I.mu);
+  if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
+    I.stats.cache_hits++;
+    return it->second;
+  }
+  // The symbol is not part of the text used as the source cache key.
+  const std::string placeholder = "__sn_kernel__";
+  std::string text = render_llvm_ir(k, placeholder);
+  if (auto it = I.by_source.find(text); it != I.by_source.end()) {
+    I.stats.cache_hits++;
+    I.by_key[k.key] = it->second;
+    return it->second;
+  }
+  auto ck = std::make_shared<CompiledKernel>();
+  ck->name = k.name;
+  ck->symbol = cat(sanitize(k.name), "_", I.counter++);
+  ck->threads = k.threads;
+  ck->params = k.params;
+  ck->vars = k.vars;
+  ck->source = text;
+  for (size_t pos = 0; (pos = ck->source.find(placeholder, pos)) != std::string::npos; pos += ck->symbol.size())
+    ck->source.replace(pos, placeholder.size(), ck->symbol);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m = I.parse(ck->source, *ctx, ck->symbol);
+  auto t1 = std::chrono::steady_clock::now();
+  I.optimize(*m);
+  ck->opt_ms = ms_since(t1);
+  if (auto err = I.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    fail(Code::Compile, "llvm: cannot add kernel ", ck->symbol, ": ", llvm_message(std::move(err)));
+  auto addr = unwrap(I.jit->lookup(ck->symbol), "look up the kernel");
+  ck->fn = addr.toPtr<CompiledKernel::Fn>();
+  ck->compile_ms = ms_since(t0);
+  I.stats.compiled++;
+  I.stats.compile_ms += ck->compile_ms;
+  I.by_key[k.key] = ck;
+  I.by_source.emplace(std::move(text), ck);
+  return ck;
+}
+
+std::shared_ptr<const CompiledKernel> CpuCompiler::compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts) {
+  if (auto hit = find(kernel_key(ast, impl_->target, opts))) {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stats.cache_hits++;
+    return hit;
+  }
+  return compile(lower_kernel(g, ast, impl_->target, opts));
+}
+
+std::string CpuCompiler::optimized_ir(const CompiledKernel& k) {
+  Impl& I = *impl_;
+  std::lock_guard<std::mutex> lk(I.mu);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = I.parse(k.source, ctx, k.symbol);
+  I.optimize(*m);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  m->print(os, nullptr);
+  return os.str();
+}
+
+void CpuCompiler::run(const CompiledKernel& k, void* const* bufs, const int64_t* vars) {
+  for (size_t i = 0; i < k.vars.size(); i++) {
+    if (!vars) fail(Code::InvalidArg, "run ", k.name, ": variable ", k.vars[i].name, " is not bound");
+    if (vars[i] < k.vars[i].min || vars[i] > k.vars[i].max)
+      fail(Code::InvalidArg, "run ", k.name, ": ", k.vars[i].name, " = ", vars[i], " is outside [", k.vars[i].min, ", ",
+           k.vars[i].max, "]");
+  }
+  // noalias: a written buffer must not overlap another slot's buffer.
+  for (size_t i = 0; i < k.params.size(); i++) {
+    const KernelParam& p = k.params[i];
+    if (!bufs[p.slot] && p.size != 0) fail(Code::InvalidArg, "run ", k.name, ": buffer slot ", p.slot, " is null");
+    if (p.size < 0) continue;
+    auto lo = reinterpret_cast<uintptr_t>(bufs[p.slot]);
+    uintptr_t hi = lo + uintptr_t(p.size) * uintptr_t(p.dtype.itemsize());
+    for (size_t j = i + 1; j < k.params.size(); j++) {
+      const KernelParam& q = k.params[j];
+      if (!(p.written || q.written) || q.size < 0) continue;
+      auto lo2 = reinterpret_cast<uintptr_t>(bufs[q.slot]);
+      uintptr_t hi2 = lo2 + uintptr_t(q.size) * uintptr_t(q.dtype.itemsize());
+      if (lo < hi2 && lo2 < hi)
+        fail(Code::InvalidArg, "run ", k.name, ": buffer slots ", p.slot, " and ", q.slot,
+             " overlap and one is written");
+    }
+  }
+  static const int64_t kNoVars = 0;
+  const int64_t* vp = vars ? vars : &kNoVars;
+  if (k.threads <= 1) {
+    k.fn(bufs, vp, 0, 1);
+    return;
+  }
+  CompiledKernel::Fn fn = k.fn;
+  int64_t n = k.threads;
+  impl_->pool.parallel_for(n, [&](int64_t i) { fn(bufs, vp, i, n); });
+}
+
+}  // namespace sn

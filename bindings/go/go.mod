@@ -1,0 +1,3 @@
+module sinter
+
+go 1.19

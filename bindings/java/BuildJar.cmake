@@ -1,0 +1,27 @@
+# Build-time step: compile every .java under SOURCE_DIRS (SWIG's generated files are only known once SWIG has
+# run, so they are globbed here rather than listed at configure time) and pack them into OUTPUT.
+#   cmake -DJAVAC=... -DJAR=... -DSOURCE_DIRS="a|b" -DCLASSES=<dir> -DOUTPUT=<jar> [-DCLASSPATH=...] -P BuildJar.cmake
+string(REPLACE "|" ";" SOURCE_DIRS "${SOURCE_DIRS}")
+set(_sources "")
+foreach(_d IN LISTS SOURCE_DIRS)
+  file(GLOB_RECURSE _found "${_d}/*.java")
+  list(APPEND _sources ${_found})
+endforeach()
+if(NOT _sources)
+  message(FATAL_ERROR "BuildJar: no .java files under ${SOURCE_DIRS}")
+endif()
+file(REMOVE_RECURSE "${CLASSES}")
+file(MAKE_DIRECTORY "${CLASSES}")
+set(_cp "")
+if(CLASSPATH)
+  set(_cp -classpath "${CLASSPATH}")
+endif()
+execute_process(COMMAND "${JAVAC}" -Xlint:all -encoding UTF-8 --release 17 -d "${CLASSES}" ${_cp} ${_sources}
+                RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "javac failed (${_rc})")
+endif()
+execute_process(COMMAND "${JAR}" cf "${OUTPUT}" -C "${CLASSES}" . RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "jar failed (${_rc})")
+endif()

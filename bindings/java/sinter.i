@@ -1,0 +1,283 @@
+/* SWIG interface for the Java binding: JNI glue over capi/include/sinter/sinter.h.
+ *
+ * The generated classes (package org.sinter.jni: SinterNative, SinterNativeJNI, SinterNativeConstants) are
+ * the raw layer; the public API is the hand-written facade in org.sinter (Context, Graph, UOp, ...), which owns
+ * the handles (AutoCloseable + Cleaner) and turns ints into enums.
+ *
+ * Mapping rules:
+ *   - every handle (sn_context*, sn_graph*, sn_uop*) is a Java long; the facade owns their lifetime
+ *   - the trailing `sn_error **err` disappears from the Java signature; a reported error is thrown as
+ *     org.sinter.SinterException(code, C message) and freed
+ *   - `const int64_t *` inputs are long[]; `sn_uop *const *srcs` is long[] of handles
+ *   - out-parameters (int64_t*, double*, int*, sn_uop**) are one-element arrays
+ *   - returned `char *` strings become java.lang.String and are freed with sn_string_free
+ *   - enums and #defines are plain int constants (SinterNativeConstants)
+ * sn_arg has pointers into Java-owned or graph-owned memory, so it is not wrapped as a struct: the snj_* helpers
+ * at the end pass its fixed fields as a long[12] (order in org.sinter.Arg) and its arrays separately.
+ * Not wrapped: the dlopen function table (sn_api, sn_get_api), which a JVM has no use for, and the last-error
+ * functions, which exceptions replace.
+ */
+%module(jniclassname="SinterNativeJNI") SinterNative
+
+%{
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sinter/sinter.h>
+
+/* Throws org.sinter.SinterException(int code, String message) for `e` and frees it. Leaves any exception that
+   is already pending (e.g. an OutOfMemoryError from an argument conversion) in place. */
+static void snj_throw(JNIEnv *jenv, sn_error *e) {
+  if (!(*jenv)->ExceptionCheck(jenv)) {
+    jclass cls = (*jenv)->FindClass(jenv, "org/sinter/SinterException");
+    if (cls != NULL) {
+      jmethodID ctor = (*jenv)->GetMethodID(jenv, cls, "<init>", "(ILjava/lang/String;)V");
+      jstring msg = (*jenv)->NewStringUTF(jenv, sn_error_message(e));
+      if (ctor != NULL && msg != NULL) {
+        jobject ex = (*jenv)->NewObject(jenv, cls, ctor, (jint)sn_error_code(e), msg);
+        if (ex != NULL) (*jenv)->Throw(jenv, (jthrowable)ex);
+      }
+    }
+  }
+  sn_error_free(e);
+}
+
+/* The arg of `uop` in `a`; 0 (with *err set) on failure. */
+static int snj_arg_get(const sn_uop *uop, sn_arg *a, sn_error **err) {
+  return sn_arg_init(a, sizeof *a, err) == SN_OK && sn_uop_arg(uop, a, err) == SN_OK;
+}
+%}
+
+/* The header's attribute macros mean nothing to SWIG's parser. */
+#define SN_API
+#define SN_NODISCARD
+
+%pragma(java) jniclasscode=%{
+  static {
+    // libsinterjni.so (this glue) links libsinter.so; -Djava.library.path must name its directory.
+    System.loadLibrary("sinterjni");
+  }
+%}
+
+/* Fixed-width integers get the typemaps of the Java type that holds them, without SWIG ever deciding what C
+   type int64_t is (stdint.i would make it `long long` or, on LP64, a Java int): generated casts say int64_t. */
+%apply long long { int64_t };
+%apply unsigned int { uint32_t };
+%include "enumsimple.swg"
+%javaconst(1);
+/* "1u" is no Java literal: read this one through JNI at class load instead. */
+%javaconst(0) SN_API_VERSION;
+
+/* ---- errors: sn_error **err -> exception ---- */
+%typemap(in, numinputs=0) sn_error **err (sn_error *tmp = NULL) %{ $1 = &tmp; %}
+/* No early return: later freearg typemaps (pinned arrays) must still run; JNI allows their Release calls with
+   the exception pending, and Java discards the return value of a call that threw. */
+%typemap(argout) sn_error **err %{
+  if (tmp$argnum != NULL) snj_throw(jenv, tmp$argnum);
+%}
+
+/* ---- handles as long ---- */
+%define SN_HANDLE(TYPE)
+%typemap(jni) TYPE *, const TYPE * "jlong"
+%typemap(jtype) TYPE *, const TYPE * "long"
+%typemap(jstype) TYPE *, const TYPE * "long"
+%typemap(in) TYPE *, const TYPE * %{ $1 = ($1_ltype)(intptr_t)$input; %}
+%typemap(out) TYPE *, const TYPE * %{ $result = (jlong)(intptr_t)$1; %}
+%typemap(javain) TYPE *, const TYPE * "$javainput"
+%typemap(javaout) TYPE *, const TYPE * { return $jnicall; }
+%enddef
+SN_HANDLE(sn_context)
+SN_HANDLE(sn_graph)
+SN_HANDLE(sn_uop)
+
+/* ---- int64 arrays (shapes, axes, offsets) as long[] ---- */
+%typemap(jni) const int64_t * "jlongArray"
+%typemap(jtype) const int64_t * "long[]"
+%typemap(jstype) const int64_t * "long[]"
+%typemap(javain) const int64_t * "$javainput"
+%typemap(in) const int64_t * %{
+  $1 = $input ? (int64_t *)(*jenv)->GetLongArrayElements(jenv, $input, NULL) : NULL;
+  if ($input && $1 == NULL) return $null; /* OutOfMemoryError pending */
+%}
+%typemap(freearg) const int64_t * %{
+  if ($1) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, JNI_ABORT);
+%}
+
+/* ---- node arrays as long[] of handles ---- */
+%typemap(jni) sn_uop *const *srcs "jlongArray"
+%typemap(jtype) sn_uop *const *srcs "long[]"
+%typemap(jstype) sn_uop *const *srcs "long[]"
+%typemap(javain) sn_uop *const *srcs "$javainput"
+%typemap(in) sn_uop *const *srcs %{
+  $1 = NULL;
+  if ($input) {
+    jsize n = (*jenv)->GetArrayLength(jenv, $input), i;
+    jlong *h = (*jenv)->GetLongArrayElements(jenv, $input, NULL);
+    if (h == NULL) return $null;
+    $1 = (sn_uop **)malloc(sizeof(sn_uop *) * (size_t)(n > 0 ? n : 1));
+    if ($1 != NULL)
+      for (i = 0; i < n; i++) $1[i] = (sn_uop *)(intptr_t)h[i];
+    (*jenv)->ReleaseLongArrayElements(jenv, $input, h, JNI_ABORT);
+    if ($1 == NULL) {
+      (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"), "sinter: srcs");
+      return $null;
+    }
+  }
+%}
+%typemap(freearg) sn_uop *const *srcs %{ free((void *)$1); %}
+
+/* ---- out-parameters as one-element arrays ---- */
+%define SN_OUT(CTYPE, JNITYPE, JTYPE, JARRAY, SETTER, ...)
+%typemap(jni) CTYPE *OUTPUT1 #JARRAY
+%typemap(jtype) CTYPE *OUTPUT1 #JTYPE "[]"
+%typemap(jstype) CTYPE *OUTPUT1 #JTYPE "[]"
+%typemap(javain) CTYPE *OUTPUT1 "$javainput"
+%typemap(in) CTYPE *OUTPUT1 (CTYPE tmp = 0) %{ $1 = &tmp; %}
+%typemap(argout) CTYPE *OUTPUT1 %{
+  if ($input != NULL && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    JNITYPE v = (JNITYPE)tmp$argnum;
+    (*jenv)->SETTER(jenv, $input, 0, 1, &v);
+  }
+%}
+%apply CTYPE *OUTPUT1 { __VA_ARGS__ };
+%enddef
+SN_OUT(int64_t, jlong, long, jlongArray, SetLongArrayRegion, int64_t *value, int64_t *min, int64_t *max)
+SN_OUT(double, jdouble, double, jdoubleArray, SetDoubleArrayRegion, double *min, double *max)
+SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
+
+%typemap(jni) sn_uop **sym "jlongArray"
+%typemap(jtype) sn_uop **sym "long[]"
+%typemap(jstype) sn_uop **sym "long[]"
+%typemap(javain) sn_uop **sym "$javainput"
+%typemap(in) sn_uop **sym (sn_uop *tmp = NULL) %{ $1 = &tmp; %}
+%typemap(argout) sn_uop **sym %{
+  if ($input != NULL && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    jlong v = (jlong)(intptr_t)tmp$argnum;
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v);
+  }
+%}
+
+/* ---- sn_arg's fixed fields as long[12] out ---- */
+%typemap(jni) int64_t *fields12 "jlongArray"
+%typemap(jtype) int64_t *fields12 "long[]"
+%typemap(jstype) int64_t *fields12 "long[]"
+%typemap(javain) int64_t *fields12 "$javainput"
+%typemap(in) int64_t *fields12 (int64_t tmp[12]) %{
+  memset(tmp, 0, sizeof tmp);
+  $1 = tmp;
+%}
+%typemap(argout) int64_t *fields12 %{
+  if ($input != NULL && (*jenv)->GetArrayLength(jenv, $input) >= 12)
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 12, (const jlong *)tmp$argnum);
+%}
+
+/* ---- bytes in (Binary data, names) as byte[] ---- */
+%typemap(jni) (const void *bytes, size_t nbytes) "jbyteArray"
+%typemap(jtype) (const void *bytes, size_t nbytes) "byte[]"
+%typemap(jstype) (const void *bytes, size_t nbytes) "byte[]"
+%typemap(javain) (const void *bytes, size_t nbytes) "$javainput"
+%typemap(in) (const void *bytes, size_t nbytes) %{
+  $1 = $input ? (void *)(*jenv)->GetByteArrayElements(jenv, $input, NULL) : NULL;
+  $2 = $input ? (size_t)(*jenv)->GetArrayLength(jenv, $input) : 0;
+  if ($input && $1 == NULL) return $null;
+%}
+%typemap(freearg) (const void *bytes, size_t nbytes) %{
+  if ($1) (*jenv)->ReleaseByteArrayElements(jenv, $input, (jbyte *)$1, JNI_ABORT);
+%}
+
+/* ---- strings we own: copy, then sn_string_free ---- */
+%newobject sn_uop_device;
+%newobject sn_uop_to_string;
+%newobject sn_uop_to_tree;
+%newobject sn_uop_to_dot;
+%typemap(newfree) char * "sn_string_free($1);";
+
+/* ---- not wrapped ---- */
+%ignore sn_error_code;
+%ignore sn_error_message;
+%ignore sn_error_free;
+%ignore sn_string_free;
+%ignore sn_arg;
+%ignore sn_arg_init;
+%ignore sn_uop_new;
+%ignore sn_uop_arg;
+%ignore sn_last_error_code;
+%ignore sn_last_error_message;
+%ignore sn_clear_last_error;
+%ignore sn_api;
+%ignore sn_get_api;
+%ignore sn_get_api_fn;
+
+%include <sinter/sinter.h>
+
+/* ---- sn_arg through flat fields: fields / fields12 = {kind, int_value, nints, dtype, reduce_op, str_len, id,
+   axis_type, addrspace, size, min, max} ---- */
+%inline %{
+/* sn_uop_new with the arg given as flat fields (bytes: the str of STRING and VAR args). */
+sn_uop *snj_uop_new(sn_graph *graph, sn_op op, sn_dtype dtype, sn_uop *const *srcs, size_t nsrcs,
+                    const int64_t *fields, double float_value, const int64_t *ints, size_t nints,
+                    const void *bytes, size_t nbytes, const char *device, sn_error **err) {
+  sn_arg a;
+  if (sn_arg_init(&a, sizeof a, err) != SN_OK) return NULL;
+  if (fields != NULL) {
+    a.kind = (sn_arg_kind)fields[0];
+    a.int_value = fields[1];
+    a.dtype = (sn_dtype)fields[3];
+    a.reduce_op = (sn_op)fields[4];
+    a.id = fields[6];
+    a.axis_type = (sn_axis_type)fields[7];
+    a.addrspace = (sn_addrspace)fields[8];
+    a.size = fields[9];
+    a.min = fields[10];
+    a.max = fields[11];
+  }
+  a.float_value = float_value;
+  a.ints = ints;
+  a.nints = nints;
+  a.str = (const char *)bytes;
+  a.str_len = nbytes;
+  a.device = device;
+  return sn_uop_new(graph, op, dtype, srcs, nsrcs, fields != NULL ? &a : NULL, err);
+}
+
+/* The fixed fields of the arg of `uop` (order above). */
+void snj_uop_arg_fields(const sn_uop *uop, int64_t *fields12, sn_error **err) {
+  sn_arg a;
+  if (!snj_arg_get(uop, &a, err)) return;
+  fields12[0] = a.kind;
+  fields12[1] = a.int_value;
+  fields12[2] = (int64_t)a.nints;
+  fields12[3] = a.dtype;
+  fields12[4] = a.reduce_op;
+  fields12[5] = (int64_t)a.str_len;
+  fields12[6] = a.id;
+  fields12[7] = a.axis_type;
+  fields12[8] = a.addrspace;
+  fields12[9] = a.size;
+  fields12[10] = a.min;
+  fields12[11] = a.max;
+}
+
+double snj_uop_arg_float(const sn_uop *uop, sn_error **err) {
+  sn_arg a;
+  return snj_arg_get(uop, &a, err) ? a.float_value : 0.0;
+}
+
+/* ints[i] of the arg (the caller bounds i by nints). */
+int64_t snj_uop_arg_int_at(const sn_uop *uop, size_t i, sn_error **err) {
+  sn_arg a;
+  return snj_arg_get(uop, &a, err) && i < a.nints ? a.ints[i] : 0;
+}
+
+/* str[i] of the arg as 0..255 (the caller bounds i by str_len). */
+int snj_uop_arg_byte_at(const sn_uop *uop, size_t i, sn_error **err) {
+  sn_arg a;
+  return snj_arg_get(uop, &a, err) && i < a.str_len ? (unsigned char)a.str[i] : 0;
+}
+
+/* The device of the arg ("" for none); borrowed from the graph. */
+const char *snj_uop_arg_device(const sn_uop *uop, sn_error **err) {
+  sn_arg a;
+  return snj_arg_get(uop, &a, err) && a.device != NULL ? a.device : "";
+}
+%}

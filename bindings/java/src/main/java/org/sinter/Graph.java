@@ -1,0 +1,139 @@
+package org.sinter;
+
+import java.lang.ref.Reference;
+import org.sinter.jni.SinterNative;
+
+/**
+ * An arena of hash-consed UOps. Every {@link UOp} refers to its graph, so a reachable node keeps its graph
+ * reachable. Close the graph when done (try-with-resources); afterwards its nodes throw IllegalStateException.
+ *
+ * <p>The C API allows one thread at a time per graph; this class serializes its calls (and those of its
+ * nodes) on the Graph object, so sharing one between threads is safe, though not parallel.
+ */
+public final class Graph implements AutoCloseable {
+  private final NativeHandle handle;
+
+  Graph(Context ctx) {
+    long p = SinterNative.sn_graph_create(ctx.ptr());
+    Reference.reachabilityFence(ctx);
+    handle = new NativeHandle(this, p, SinterNative::sn_graph_release);
+  }
+
+  /** A new empty graph in {@code ctx} (same as {@code ctx.graph()}). */
+  public static Graph create(Context ctx) {
+    return new Graph(ctx);
+  }
+
+  /** One native call that returns a node handle of this graph. */
+  @FunctionalInterface
+  interface NodeCall {
+    long call(long graph);
+  }
+
+  /** Runs {@code c} with the graph locked and open, and wraps the node it returns. */
+  synchronized UOp build(NodeCall c) {
+    try {
+      return new UOp(this, c.call(ptr()));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  long ptr() {
+    return handle.get("Graph");
+  }
+
+  long own(UOp u) {
+    if (u == null || u.graph != this) {
+      throw new IllegalArgumentException("the uop is null or belongs to another graph");
+    }
+    return u.ptr;
+  }
+
+  long[] own(UOp... us) {
+    long[] out = new long[us.length];
+    for (int i = 0; i < us.length; i++) out[i] = own(us[i]);
+    return out;
+  }
+
+  /** Number of distinct nodes. */
+  public synchronized long nodeCount() {
+    try {
+      return SinterNative.sn_graph_node_count(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** The generic builder: the node (op, dtype, srcs, arg), verified against the spec. */
+  public UOp node(Op op, DType dtype, Arg arg, UOp... srcs) {
+    long[] s = own(srcs);
+    long[] fields = arg.kind() == Arg.Kind.NONE ? null : arg.fields();
+    long[] ints = arg.ints();
+    byte[] bytes = arg.bytes();
+    String device = arg.device().isEmpty() ? null : arg.device();
+    return build(g -> SinterNative.snj_uop_new(g, op.value(), dtype.value(), s, s.length, fields, arg.floatValue(),
+        ints, ints.length, bytes, device));
+  }
+
+  /** A scalar constant (every dtype but void; a float dtype gets the value converted). */
+  public UOp constInt(DType dtype, long value) {
+    return build(g -> SinterNative.sn_uop_const_int(g, dtype.value(), value));
+  }
+
+  /** A scalar constant of a float dtype (rounded to it). */
+  public UOp constFloat(DType dtype, double value) {
+    return build(g -> SinterNative.sn_uop_const_float(g, dtype.value(), value));
+  }
+
+  /** A bounded symbolic integer {@code min <= name <= max} (index dtype). */
+  public UOp var(String name, long min, long max) {
+    return build(g -> SinterNative.sn_uop_var(g, name, min, max));
+  }
+
+  /** A new, distinct buffer of {@code size} elements on {@code device} (null for none). Shape (size,). */
+  public UOp buffer(DType dtype, long size, String device) {
+    return build(g -> SinterNative.sn_uop_buffer(g, dtype.value(), size, device));
+  }
+
+  /** Placeholder number {@code slot} of the given shape on {@code device} (null for none). */
+  public UOp param(long slot, DType dtype, long[] shape, String device) {
+    return build(g -> SinterNative.sn_uop_param(g, slot, dtype.value(), shape, shape.length, device));
+  }
+
+  /** An elementwise op over 1 to 3 sources (the dtype is derived). */
+  public UOp alu(Op op, UOp... srcs) {
+    long[] s = own(srcs);
+    return build(g -> SinterNative.sn_uop_alu(g, op.value(), s, s.length));
+  }
+
+  /** Collects several roots into one void node. */
+  public UOp sink(UOp... srcs) {
+    long[] s = own(srcs);
+    return build(g -> SinterNative.sn_uop_sink(g, s, s.length));
+  }
+
+  /** Simplifies {@code root} with the symbolic rules to a fixed point (root itself when nothing changes). */
+  public UOp simplify(UOp root) {
+    long r = own(root);
+    return build(g -> SinterNative.sn_graph_simplify(g, r));
+  }
+
+  /** Simplifies {@code expr} assuming the bool expression {@code valid} holds. */
+  public UOp simplifyGiven(UOp valid, UOp expr) {
+    long v = own(valid);
+    long e = own(expr);
+    return build(g -> SinterNative.sn_graph_simplify_given(g, v, e));
+  }
+
+  /** Whether {@link #close()} was called. */
+  public boolean isClosed() {
+    return handle.isClosed();
+  }
+
+  /** Releases the graph and all its nodes. Idempotent. */
+  @Override
+  public synchronized void close() {
+    handle.close();
+  }
+}

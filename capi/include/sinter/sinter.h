@@ -1,0 +1,575 @@
+/* sinter.h - the public C API of Sinter, an embeddable tensor compiler built on tinygrad's UOp dialect.
+ *
+ * This one header is the whole interface of libsinter.so. It is plain C89 (also valid C99/C11 and
+ * C++), so every language with a C FFI can bind it.
+ *
+ * ---- Conventions ------------------------------------------------------------------------------
+ *
+ * Handles. Every object is an opaque pointer (`sn_context *`, `sn_graph *`, ...).
+ *   - Owned handles (sn_context, sn_graph) are reference counted. `_create` returns a handle with
+ *     one reference; `_retain` adds one and returns its argument; `_release` drops one. Release is
+ *     NULL-safe. A child keeps its parent alive (a graph retains its context), so handles may be
+ *     released in any order.
+ *   - sn_uop is BORROWED: it belongs to the graph that made it and is valid while that graph lives.
+ *     Never release a uop. UOps are immutable and hash-consed: building the same node twice in one
+ *     graph returns the same pointer, so pointer equality is structural equality.
+ *   - Handles are validated against a registry of live handles: a released, foreign or random
+ *     pointer is reported as SN_E_INVALID_ARG and never dereferenced. (A released handle whose
+ *     address a newer handle of the same kind reuses cannot be told apart from it.)
+ *
+ * Errors. Every call that can fail takes a trailing `sn_error **err`.
+ *   - On failure a handle-returning call returns NULL, a call returning sn_code returns a code other
+ *     than SN_OK, and a query returns the sentinel its documentation names.
+ *   - If `err` is not NULL, `*err` must be NULL or hold an earlier error. If it is NULL, it receives
+ *     a new error that the caller owns and frees with sn_error_free. If it already holds an error,
+ *     that first error is kept (the new one only becomes the last error below). On success `*err`
+ *     is left untouched. So initialise it to NULL; a chain of calls may then share one `err` and be
+ *     checked once at the end: a call given a NULL handle from a failed earlier call fails too, and
+ *     `*err` names the root cause.
+ *   - Independently of `err`, every failing call also records its code and message as the calling
+ *     thread's "last error" (sn_last_error_code / sn_last_error_message). Successful calls do NOT
+ *     clear it; call sn_clear_last_error to reset it. Decide success by the return value, never by
+ *     the last error alone.
+ *   - Messages name the function, the parameter or rule that failed and the offending values, e.g.
+ *     "sn_uop_reshape: Reshape: element count changes: (2,3) to (4,2)".
+ *   - No C++ exception ever crosses this interface, and no input reaches an assert or abort.
+ *
+ * Strings. Input strings are NUL-terminated UTF-8 and copied when kept. Every `char *` this API
+ * returns is owned by the caller and freed with sn_string_free (not free()). `const char *` results
+ * are borrowed; their lifetime is documented per function.
+ *
+ * Extensible structs start with `uint32_t struct_size` (set it to sizeof the struct, or use the
+ * struct's _init function). Fields are only ever appended; the library reads only the fields the
+ * caller's struct_size covers. A struct_size smaller than the first released layout is an error.
+ *
+ * Enums have explicit values that never change; new values are only appended. An unknown value is
+ * reported as SN_E_INVALID_ARG naming the value.
+ *
+ * Threads. sn_context is thread-safe, and calls on different graphs may run in parallel. Calls on
+ * one graph and its uops must not overlap, with one exception: the structural queries (sn_uop_op,
+ * _dtype, _lanes, _is_pointer, _pointer_addrspace, _num_srcs, _src, _arg, _rank, _dim) may run
+ * concurrently with each other. Derived properties (min/max, device, axis), printing, simplifying
+ * and building are computed lazily inside the graph and need one thread at a time. The last error is
+ * per OS thread.
+ */
+#ifndef SINTER_SINTER_H
+#define SINTER_SINTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Symbol visibility: the library is built with hidden visibility and exports exactly what SN_API
+   marks. Define SN_API / SN_NODISCARD before including this header to override (e.g. for FFI
+   generators that do not understand GNU attributes). */
+#ifndef SN_API
+#if defined(_WIN32) && defined(SN_BUILDING_LIBRARY)
+#define SN_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define SN_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define SN_API __attribute__((visibility("default")))
+#else
+#define SN_API
+#endif
+#endif
+
+#ifndef SN_NODISCARD
+#if defined(__GNUC__)
+#define SN_NODISCARD __attribute__((warn_unused_result))
+#else
+#define SN_NODISCARD
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== Versions ================================================================================ */
+
+/* Version of this header. Compare with sn_version_number() to detect a header/library mismatch. */
+#define SN_VERSION_MAJOR 0
+#define SN_VERSION_MINOR 1
+#define SN_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
+/* Version of the sn_api function table; bumped by every release that appends entries to it. */
+#define SN_API_VERSION 1u
+
+/* "0.1.0": the library's version (static string, never freed). */
+SN_API const char *sn_version_string(void);
+/* The library's SN_VERSION_NUMBER. */
+SN_API uint32_t sn_version_number(void);
+
+/* ==== Handles ================================================================================= */
+
+typedef struct sn_error sn_error;     /* an error: code + message; owned by the caller */
+typedef struct sn_context sn_context; /* library state shared by graphs (refcounted, thread-safe) */
+typedef struct sn_graph sn_graph;     /* an arena of hash-consed UOps (refcounted, one writer) */
+typedef struct sn_uop sn_uop;         /* a node of a graph (borrowed from its graph) */
+
+/* ==== Errors ================================================================================== */
+
+/* Error codes. The values are fixed. */
+typedef enum sn_code {
+  SN_OK = 0,
+  SN_E_INVALID_ARG = 1,   /* bad handle, bad value, or a graph that breaks a rule of the spec */
+  SN_E_UNSUPPORTED = 2,   /* valid, but not supported (yet) */
+  SN_E_COMPILE = 3,       /* a kernel failed to compile */
+  SN_E_DEVICE = 4,        /* a device failed or is not available */
+  SN_E_OUT_OF_MEMORY = 5, /* host or device memory exhausted */
+  SN_E_VERSION = 6,       /* version mismatch (API table, serialized data) */
+  SN_E_NOT_FOUND = 7,     /* a named thing does not exist */
+  SN_E_INTERNAL = 99      /* a bug in Sinter: please report it with the message */
+} sn_code;
+
+/* Code of an error (SN_OK for NULL). */
+SN_API sn_code sn_error_code(const sn_error *error);
+/* Message of an error ("" for NULL). Borrowed: valid until the error is freed. */
+SN_API const char *sn_error_message(const sn_error *error);
+/* Frees an error. NULL-safe. (An out-of-memory error is a static object that this ignores.) */
+SN_API void sn_error_free(sn_error *error);
+
+/* The calling thread's last error (see "Errors" above): SN_OK and "" when none was recorded since
+   the thread started or since sn_clear_last_error. The message is borrowed and valid until the next
+   failing call on this thread. */
+SN_API sn_code sn_last_error_code(void);
+SN_API const char *sn_last_error_message(void);
+SN_API void sn_clear_last_error(void);
+
+/* Frees a string returned by this API. NULL-safe. */
+SN_API void sn_string_free(char *s);
+
+/* ==== Enums of the dialect ==================================================================== */
+
+/* Scalar data types. SN_DTYPE_INVALID is never a valid input; queries return it on failure. */
+typedef enum sn_dtype {
+  SN_DTYPE_INVALID = 0,
+  SN_DTYPE_BOOL = 1,
+  SN_DTYPE_INT8 = 2,
+  SN_DTYPE_INT16 = 3,
+  SN_DTYPE_INT32 = 4,
+  SN_DTYPE_INT64 = 5,
+  SN_DTYPE_UINT8 = 6,
+  SN_DTYPE_UINT16 = 7,
+  SN_DTYPE_UINT32 = 8,
+  SN_DTYPE_UINT64 = 9,
+  SN_DTYPE_FLOAT16 = 10,
+  SN_DTYPE_BFLOAT16 = 11,
+  SN_DTYPE_FLOAT32 = 12,
+  SN_DTYPE_FLOAT64 = 13,
+  SN_DTYPE_FP8E4M3 = 14,
+  SN_DTYPE_FP8E5M2 = 15,
+  SN_DTYPE_INDEX = 16, /* exact integer of index math (treated as int64 for bounds) */
+  SN_DTYPE_VOID = 17   /* the dtype of nodes without a value (Sink, Store, ...) */
+} sn_dtype;
+
+/* Ops of the UOp dialect (see the spec for each op's sources and arg). SN_OP_INVALID is never a
+   valid input; queries return it on failure. */
+typedef enum sn_op {
+  SN_OP_INVALID = 0,
+  /* source ops */
+  SN_OP_PARAM = 1,
+  SN_OP_BUFFER = 2,
+  SN_OP_CONST = 3,
+  SN_OP_BINARY = 4,
+  SN_OP_DEFINE_VAR = 5,
+  /* movement ops */
+  SN_OP_PERMUTE = 6,
+  SN_OP_FLIP = 7,
+  SN_OP_RESHAPE = 8,
+  SN_OP_EXPAND = 9,
+  SN_OP_PAD = 10,
+  SN_OP_SHRINK = 11,
+  SN_OP_INDEX = 12,
+  SN_OP_STACK = 13,
+  SN_OP_REPLICATED = 14,
+  SN_OP_SLICE = 15,
+  SN_OP_BITCAST = 16,
+  /* reduce */
+  SN_OP_REDUCE = 17,
+  /* call ops */
+  SN_OP_FUNCTION = 18,
+  SN_OP_CALL = 19,
+  SN_OP_TUPLE = 20,
+  SN_OP_GET_TUPLE = 21,
+  /* load / store / copy */
+  SN_OP_LOAD = 22,
+  SN_OP_COPY = 23,
+  SN_OP_STORE = 24,
+  /* ordering */
+  SN_OP_RANGE = 25,
+  SN_OP_END = 26,
+  SN_OP_AFTER = 27,
+  SN_OP_GROUP = 28,
+  SN_OP_SINK = 29,
+  SN_OP_LINEAR = 30,
+  /* elementwise primitives */
+  SN_OP_RECIP = 31,
+  SN_OP_TRUNC = 32,
+  SN_OP_CAST = 33,
+  SN_OP_ADD = 34,
+  SN_OP_MUL = 35,
+  SN_OP_MAX = 36,
+  SN_OP_MOD = 37,  /* floor modulo */
+  SN_OP_IDIV = 38, /* floor division */
+  SN_OP_CMPLT = 39,
+  SN_OP_CMPNE = 40,
+  SN_OP_XOR = 41,
+  SN_OP_OR = 42,
+  SN_OP_AND = 43,
+  SN_OP_SHR = 44,
+  SN_OP_SHL = 45,
+  SN_OP_WHERE = 46,
+  /* decomposed elementwise */
+  SN_OP_NEG = 47,
+  SN_OP_SUB = 48,
+  SN_OP_DIV = 49,
+  SN_OP_CMPGT = 50,
+  SN_OP_CMPGE = 51,
+  SN_OP_CMPLE = 52,
+  SN_OP_CMPEQ = 53,
+  SN_OP_NOT = 54,
+  SN_OP_EXP2 = 55,
+  SN_OP_LOG2 = 56,
+  SN_OP_SIN = 57,
+  SN_OP_SQRT = 58,
+  SN_OP_POW = 59,
+  SN_OP_MULACC = 60,
+  SN_OP_THREEFRY = 61,
+  /* C-truncating division and modulo (what hardware does) */
+  SN_OP_CDIV = 62,
+  SN_OP_CMOD = 63,
+  /* markers */
+  SN_OP_CONTIGUOUS = 64,
+  SN_OP_CONTIGUOUS_BACKWARD = 65,
+  SN_OP_DETACH = 66,
+  /* internal */
+  SN_OP_STAGE = 67,
+  SN_OP_VECTORIZE = 68,
+  SN_OP_GEP = 69,
+  SN_OP_NOOP = 70,
+  /* codegen */
+  SN_OP_BARRIER = 71,
+  SN_OP_INS = 72,
+  SN_OP_SPECIAL = 73,
+  SN_OP_IF = 74,
+  SN_OP_ENDIF = 75,
+  SN_OP_WMMA = 76,
+  SN_OP_CUSTOM = 77,
+  SN_OP_ATOMIC_ADD = 78,
+  SN_OP_CUSTOM_FUNCTION = 79,
+  SN_OP_PROGRAM = 80,
+  SN_OP_SOURCE = 81
+} sn_op;
+
+/* Loop kinds of a Range (the spec's AxisType table). */
+typedef enum sn_axis_type {
+  SN_AXIS_INVALID = 0,
+  SN_AXIS_GLOBAL = 1,
+  SN_AXIS_LOCAL = 2,
+  SN_AXIS_WARP = 3,
+  SN_AXIS_THREAD = 4,
+  SN_AXIS_LOOP = 5,
+  SN_AXIS_REDUCE = 6,
+  SN_AXIS_GROUP_REDUCE = 7,
+  SN_AXIS_UPCAST = 8,
+  SN_AXIS_UNROLL = 9
+} sn_axis_type;
+
+/* Address spaces of buffers and pointers. As an input of a Buffer/Param/Load arg, NONE means the
+   default, GLOBAL. */
+typedef enum sn_addrspace {
+  SN_ADDRSPACE_NONE = 0,
+  SN_ADDRSPACE_GLOBAL = 1,
+  SN_ADDRSPACE_LOCAL = 2,
+  SN_ADDRSPACE_REG = 3
+} sn_addrspace;
+
+/* Names for printing: "float32", "Add", "GLOBAL". Static strings; NULL for an unknown value. */
+SN_API const char *sn_dtype_name(sn_dtype dtype);
+SN_API const char *sn_op_name(sn_op op);
+SN_API const char *sn_axis_type_name(sn_axis_type type);
+SN_API const char *sn_addrspace_name(sn_addrspace space);
+
+/* ==== Context ================================================================================= */
+
+/* A context holds the state graphs share. Release it whenever convenient: graphs keep it alive. */
+SN_API sn_context *sn_context_create(sn_error **err);
+/* Adds a reference and returns `ctx` (NULL, with the last error set, if ctx is not live). */
+SN_API sn_context *sn_context_retain(sn_context *ctx);
+/* Drops a reference. NULL-safe; a pointer that is not a live context is ignored (last error set). */
+SN_API void sn_context_release(sn_context *ctx);
+
+/* ==== Graph =================================================================================== */
+
+/* A new empty graph. It keeps `ctx` alive until the graph is destroyed. */
+SN_API sn_graph *sn_graph_create(sn_context *ctx, sn_error **err);
+/* Adds a reference and returns `graph` (NULL, with the last error set, if graph is not live). */
+SN_API sn_graph *sn_graph_retain(sn_graph *graph);
+/* Drops a reference; the last one frees the graph and every uop it made. NULL-safe; a pointer that
+   is not a live graph is ignored (last error set). */
+SN_API void sn_graph_release(sn_graph *graph);
+/* Number of distinct nodes in the graph (0 on failure). */
+SN_API size_t sn_graph_node_count(const sn_graph *graph, sn_error **err);
+
+/* ==== Op arguments ============================================================================ */
+
+/* Which member of sn_arg is meaningful. */
+typedef enum sn_arg_kind {
+  SN_ARG_NONE = 0,
+  SN_ARG_INT = 1,    /* int_value: Const of bool/int/index dtype (uint64: the bit pattern),
+                        GetTuple index, Gep lane */
+  SN_ARG_FLOAT = 2,  /* float_value: Const of a float dtype */
+  SN_ARG_INTS = 3,   /* ints[nints]: Permute order, Flip flags (0/1), Replicated axes, Gep lanes */
+  SN_ARG_DTYPE = 4,  /* dtype: Cast / Bitcast target */
+  SN_ARG_STRING = 5, /* str[str_len] (bytes, may hold NULs): Binary data, Source text, Special name,
+                        Custom format, Ins mnemonic, CustomFunction name */
+  SN_ARG_REDUCE = 6, /* reduce_op (ADD, MAX or MUL) + ints[nints] (the reduced axes) */
+  SN_ARG_RANGE = 7,  /* id (loop id) + axis_type */
+  SN_ARG_BUFFER = 8, /* id (0 = a new, distinct buffer), size (elements), device, addrspace */
+  SN_ARG_PARAM = 9,  /* id (slot number), device, addrspace */
+  SN_ARG_VAR = 10,   /* str[str_len] (name), min, max: a bounded symbolic integer */
+  SN_ARG_MEM = 11,   /* device, addrspace: target of Load / Copy / Stage */
+  SN_ARG_SLICE = 12  /* size (elements) + dtype */
+} sn_arg_kind;
+
+/* The `arg` of a UOp as a tagged struct: `kind` says which fields are used (see sn_arg_kind); the
+   others are ignored. Initialise with sn_arg_init before use (it zeroes the struct and sets
+   struct_size and addrspace). When a query fills an sn_arg, its pointers (ints, str, device) point
+   into the graph and stay valid while the graph lives.
+   Devices are strings: "CPU", "CUDA:0", a multi-device tuple "(CPU:0,CPU:1)", or NULL/"" for none. */
+typedef struct sn_arg {
+  uint32_t struct_size; /* sizeof(sn_arg) as the caller compiled it */
+  sn_arg_kind kind;
+  int64_t int_value;
+  double float_value;
+  const int64_t *ints;
+  size_t nints;
+  sn_dtype dtype;
+  sn_op reduce_op;
+  const char *str;
+  size_t str_len;
+  int64_t id;
+  sn_axis_type axis_type;
+  sn_addrspace addrspace;
+  int64_t size;
+  const char *device;
+  int64_t min;
+  int64_t max;
+} sn_arg;
+
+/* Zeroes `arg` (struct_size bytes), then sets arg->struct_size = struct_size, kind = SN_ARG_NONE and
+   addrspace = SN_ADDRSPACE_GLOBAL. Call as sn_arg_init(&a, sizeof a, &err). */
+SN_API SN_NODISCARD sn_code sn_arg_init(sn_arg *arg, size_t struct_size, sn_error **err);
+
+/* ==== Building nodes ========================================================================== */
+
+/* The generic builder: the node (op, dtype, srcs, arg), mirroring the dialect's
+   UOp(op, dtype, src, arg). `srcs` may be NULL when nsrcs is 0; `arg` may be NULL for no arg.
+   The node is verified against the spec (arity, dtypes, shapes, arg kind); a violation is
+   SN_E_INVALID_ARG with a message naming the op, the rule and the values. Returns the (possibly
+   already existing) node, or NULL on failure. */
+SN_API sn_uop *sn_uop_new(sn_graph *graph, sn_op op, sn_dtype dtype, sn_uop *const *srcs, size_t nsrcs,
+                          const sn_arg *arg, sn_error **err);
+
+/* Typed builders for the common ops. All return NULL on failure. */
+
+/* A scalar constant (shape ()). const_int accepts every dtype but void: a float dtype gets the value
+   converted, bool gets value != 0, uint64 takes the bit pattern ((int64_t)UINT64_MAX is the largest).
+   const_float needs a float dtype and rounds to it (float16, bfloat16, fp8: to nearest even). */
+SN_API sn_uop *sn_uop_const_int(sn_graph *graph, sn_dtype dtype, int64_t value, sn_error **err);
+SN_API sn_uop *sn_uop_const_float(sn_graph *graph, sn_dtype dtype, double value, sn_error **err);
+/* A bounded symbolic integer variable (index dtype) with min <= value <= max. */
+SN_API sn_uop *sn_uop_var(sn_graph *graph, const char *name, int64_t min, int64_t max, sn_error **err);
+/* A new, distinct buffer of `size` elements of `dtype` on `device` (e.g. "CPU"; NULL for none),
+   global address space. Shape (size,). */
+SN_API sn_uop *sn_uop_buffer(sn_graph *graph, sn_dtype dtype, int64_t size, const char *device, sn_error **err);
+/* Placeholder number `slot` with the given shape (shape[ndim]) on `device` (NULL for none). */
+SN_API sn_uop *sn_uop_param(sn_graph *graph, int64_t slot, sn_dtype dtype, const int64_t *shape, size_t ndim,
+                            const char *device, sn_error **err);
+
+/* Elementwise op (unary, binary or ternary, chosen by `op`); the dtype is derived: comparisons give
+   bool, Where gives its second source's, the others their first source's. Shapes broadcast
+   right-aligned. Cast needs a target dtype: use sn_uop_cast. */
+SN_API sn_uop *sn_uop_alu(sn_graph *graph, sn_op op, sn_uop *const *srcs, size_t nsrcs, sn_error **err);
+SN_API sn_uop *sn_uop_unary(sn_graph *graph, sn_op op, sn_uop *a, sn_error **err);
+SN_API sn_uop *sn_uop_binary(sn_graph *graph, sn_op op, sn_uop *a, sn_uop *b, sn_error **err);
+SN_API sn_uop *sn_uop_ternary(sn_graph *graph, sn_op op, sn_uop *a, sn_uop *b, sn_uop *c, sn_error **err);
+/* Convert the values to `dtype` (float to int truncates toward zero). */
+SN_API sn_uop *sn_uop_cast(sn_graph *graph, sn_uop *x, sn_dtype dtype, sn_error **err);
+/* Reinterpret the storage as `dtype` (total bytes preserved). */
+SN_API sn_uop *sn_uop_bitcast(sn_graph *graph, sn_uop *x, sn_dtype dtype, sn_error **err);
+
+/* Movement ops. Shapes are int64 arrays of `ndim` entries (NULL allowed when ndim is 0). */
+/* Reinterpret in row-major order; the element count must not change. */
+SN_API sn_uop *sn_uop_reshape(sn_graph *graph, sn_uop *x, const int64_t *shape, size_t ndim, sn_error **err);
+/* Broadcast size-1 axes to `shape` (same rank). */
+SN_API sn_uop *sn_uop_expand(sn_graph *graph, sn_uop *x, const int64_t *shape, size_t ndim, sn_error **err);
+/* Place x at `offsets` in a zero-filled tensor of shape `sizes`. */
+SN_API sn_uop *sn_uop_pad(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
+                          sn_error **err);
+/* Keep sizes[k] elements from offsets[k] on each axis. */
+SN_API sn_uop *sn_uop_shrink(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes,
+                             size_t ndim, sn_error **err);
+/* Reorder the axes: output axis k is input axis order[k]. */
+SN_API sn_uop *sn_uop_permute(sn_graph *graph, sn_uop *x, const int64_t *order, size_t ndim, sn_error **err);
+/* Reverse the axes whose flag is 1 (flags are 0 or 1, one per axis). */
+SN_API sn_uop *sn_uop_flip(sn_graph *graph, sn_uop *x, const int64_t *flags, size_t ndim, sn_error **err);
+/* Reduce `axes` with op SN_OP_ADD, SN_OP_MAX or SN_OP_MUL; reduced axes keep size 1. */
+SN_API sn_uop *sn_uop_reduce(sn_graph *graph, sn_uop *x, sn_op op, const int64_t *axes, size_t naxes,
+                             sn_error **err);
+/* Marker: force a contiguous materialization of x. */
+SN_API sn_uop *sn_uop_contiguous(sn_graph *graph, sn_uop *x, sn_error **err);
+/* Collect several roots into one void node. */
+SN_API sn_uop *sn_uop_sink(sn_graph *graph, sn_uop *const *srcs, size_t nsrcs, sn_error **err);
+
+/* ==== Queries ================================================================================= */
+/* Queries take any live uop (of any live graph). On failure they return the sentinel named. */
+
+/* The op (SN_OP_INVALID on failure). */
+SN_API sn_op sn_uop_op(const sn_uop *uop, sn_error **err);
+/* The scalar kind of the dtype (SN_DTYPE_INVALID on failure). For a vector it is the element's, for a
+   pointer the pointee's. */
+SN_API sn_dtype sn_uop_dtype(const sn_uop *uop, sn_error **err);
+/* Vector width of the dtype: 1 for scalars (0 on failure). */
+SN_API uint32_t sn_uop_lanes(const sn_uop *uop, sn_error **err);
+/* 1 if the dtype is a pointer, 0 if not (-1 on failure). */
+SN_API int sn_uop_is_pointer(const sn_uop *uop, sn_error **err);
+/* The address space a pointer dtype points into; SN_ADDRSPACE_NONE for values and on failure. */
+SN_API sn_addrspace sn_uop_pointer_addrspace(const sn_uop *uop, sn_error **err);
+/* Number of sources (0 on failure). */
+SN_API size_t sn_uop_num_srcs(const sn_uop *uop, sn_error **err);
+/* Source i (NULL on failure, e.g. i out of range). */
+SN_API sn_uop *sn_uop_src(const sn_uop *uop, size_t index, sn_error **err);
+/* Fills `out` with the arg (call sn_arg_init on it first: its struct_size must be set). Arrays and
+   strings point into the graph and stay valid while it lives. */
+SN_API SN_NODISCARD sn_code sn_uop_arg(const sn_uop *uop, sn_arg *out, sn_error **err);
+
+/* Shape: the rank, or -1 when the node has no shape (void ops) and on failure. */
+SN_API int64_t sn_uop_rank(const sn_uop *uop, sn_error **err);
+/* Dimension `index` of the shape. A constant dimension sets *value to its size and *sym (if sym is
+   not NULL) to NULL. A symbolic dimension sets *value to -1 and *sym to the uop of its index
+   expression. */
+SN_API SN_NODISCARD sn_code sn_uop_dim(const sn_uop *uop, size_t index, int64_t *value, sn_uop **sym,
+                                       sn_error **err);
+/* The device: "CPU", "(CPU:0,CPU:1)" for a multi-device tuple, "" for none (e.g. a Const). Free
+   with sn_string_free. NULL on failure. */
+SN_API char *sn_uop_device(const sn_uop *uop, sn_error **err);
+/* The sharding axis for multi-device tensors, or -1 for none (also -1 on failure). */
+SN_API int64_t sn_uop_axis(const sn_uop *uop, sn_error **err);
+/* The interval [*min, *max] of values the node can take, for bool/int/index dtypes. Bounds outside
+   int64 are clamped to INT64_MIN / INT64_MAX and *clamped (if not NULL) is set to 1 (else 0).
+   A float node is SN_E_INVALID_ARG: use sn_uop_min_max_float. */
+SN_API SN_NODISCARD sn_code sn_uop_min_max_int(const sn_uop *uop, int64_t *min, int64_t *max, int *clamped,
+                                               sn_error **err);
+/* The same interval as doubles, for every dtype (±infinity when unbounded). */
+SN_API SN_NODISCARD sn_code sn_uop_min_max_float(const sn_uop *uop, double *min, double *max, sn_error **err);
+
+/* ==== Printing ================================================================================ */
+/* Each returns a new string (free with sn_string_free), or NULL on failure. */
+
+/* S-expression, e.g. "(add (mul a 2) 12)"; shared subterms print once as "%id = ..." bindings. */
+SN_API char *sn_uop_to_string(const sn_uop *uop, sn_error **err);
+/* Indented tree with each node's derived properties (dtype, shape, device, min/max). */
+SN_API char *sn_uop_to_tree(const sn_uop *uop, sn_error **err);
+/* Graphviz DOT of the DAG under uop. */
+SN_API char *sn_uop_to_dot(const sn_uop *uop, sn_error **err);
+
+/* ==== Rewriting =============================================================================== */
+
+/* Simplifies `root` (a uop of `graph`) with the symbolic rules (constant folding, algebra, interval
+   reasoning, division/modulo folding) to a fixed point. Returns the simplified node of the same
+   graph (root itself when nothing changes), or NULL on failure. */
+SN_API sn_uop *sn_graph_simplify(sn_graph *graph, sn_uop *root, sn_error **err);
+/* Simplifies `expr` assuming the bool expression `valid` holds (used for indexing under a mask). */
+SN_API sn_uop *sn_graph_simplify_given(sn_graph *graph, sn_uop *valid, sn_uop *expr, sn_error **err);
+
+/* ==== Function table for dlopen hosts ========================================================= */
+
+/* One pointer per exported function, in a fixed order. Append-only: entries are never moved or
+   removed; a release that adds functions appends them and bumps SN_API_VERSION. Check struct_size
+   (or api_version) before touching entries newer than the version you asked for. */
+typedef struct sn_api {
+  uint32_t struct_size; /* sizeof(sn_api) of the library */
+  uint32_t api_version; /* SN_API_VERSION of the library (>= the version asked for) */
+  /* ---- version 1 ---- */
+  const char *(*version_string)(void);
+  uint32_t (*version_number)(void);
+  sn_code (*error_code)(const sn_error *error);
+  const char *(*error_message)(const sn_error *error);
+  void (*error_free)(sn_error *error);
+  sn_code (*last_error_code)(void);
+  const char *(*last_error_message)(void);
+  void (*clear_last_error)(void);
+  void (*string_free)(char *s);
+  const char *(*dtype_name)(sn_dtype dtype);
+  const char *(*op_name)(sn_op op);
+  const char *(*axis_type_name)(sn_axis_type type);
+  const char *(*addrspace_name)(sn_addrspace space);
+  sn_context *(*context_create)(sn_error **err);
+  sn_context *(*context_retain)(sn_context *ctx);
+  void (*context_release)(sn_context *ctx);
+  sn_graph *(*graph_create)(sn_context *ctx, sn_error **err);
+  sn_graph *(*graph_retain)(sn_graph *graph);
+  void (*graph_release)(sn_graph *graph);
+  size_t (*graph_node_count)(const sn_graph *graph, sn_error **err);
+  sn_code (*arg_init)(sn_arg *arg, size_t struct_size, sn_error **err);
+  sn_uop *(*uop_new)(sn_graph *graph, sn_op op, sn_dtype dtype, sn_uop *const *srcs, size_t nsrcs,
+                     const sn_arg *arg, sn_error **err);
+  sn_uop *(*uop_const_int)(sn_graph *graph, sn_dtype dtype, int64_t value, sn_error **err);
+  sn_uop *(*uop_const_float)(sn_graph *graph, sn_dtype dtype, double value, sn_error **err);
+  sn_uop *(*uop_var)(sn_graph *graph, const char *name, int64_t min, int64_t max, sn_error **err);
+  sn_uop *(*uop_buffer)(sn_graph *graph, sn_dtype dtype, int64_t size, const char *device, sn_error **err);
+  sn_uop *(*uop_param)(sn_graph *graph, int64_t slot, sn_dtype dtype, const int64_t *shape, size_t ndim,
+                       const char *device, sn_error **err);
+  sn_uop *(*uop_alu)(sn_graph *graph, sn_op op, sn_uop *const *srcs, size_t nsrcs, sn_error **err);
+  sn_uop *(*uop_unary)(sn_graph *graph, sn_op op, sn_uop *a, sn_error **err);
+  sn_uop *(*uop_binary)(sn_graph *graph, sn_op op, sn_uop *a, sn_uop *b, sn_error **err);
+  sn_uop *(*uop_ternary)(sn_graph *graph, sn_op op, sn_uop *a, sn_uop *b, sn_uop *c, sn_error **err);
+  sn_uop *(*uop_cast)(sn_graph *graph, sn_uop *x, sn_dtype dtype, sn_error **err);
+  sn_uop *(*uop_bitcast)(sn_graph *graph, sn_uop *x, sn_dtype dtype, sn_error **err);
+  sn_uop *(*uop_reshape)(sn_graph *graph, sn_uop *x, const int64_t *shape, size_t ndim, sn_error **err);
+  sn_uop *(*uop_expand)(sn_graph *graph, sn_uop *x, const int64_t *shape, size_t ndim, sn_error **err);
+  sn_uop *(*uop_pad)(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
+                     sn_error **err);
+  sn_uop *(*uop_shrink)(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
+                        sn_error **err);
+  sn_uop *(*uop_permute)(sn_graph *graph, sn_uop *x, const int64_t *order, size_t ndim, sn_error **err);
+  sn_uop *(*uop_flip)(sn_graph *graph, sn_uop *x, const int64_t *flags, size_t ndim, sn_error **err);
+  sn_uop *(*uop_reduce)(sn_graph *graph, sn_uop *x, sn_op op, const int64_t *axes, size_t naxes, sn_error **err);
+  sn_uop *(*uop_contiguous)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*uop_sink)(sn_graph *graph, sn_uop *const *srcs, size_t nsrcs, sn_error **err);
+  sn_op (*uop_op)(const sn_uop *uop, sn_error **err);
+  sn_dtype (*uop_dtype)(const sn_uop *uop, sn_error **err);
+  uint32_t (*uop_lanes)(const sn_uop *uop, sn_error **err);
+  int (*uop_is_pointer)(const sn_uop *uop, sn_error **err);
+  sn_addrspace (*uop_pointer_addrspace)(const sn_uop *uop, sn_error **err);
+  size_t (*uop_num_srcs)(const sn_uop *uop, sn_error **err);
+  sn_uop *(*uop_src)(const sn_uop *uop, size_t index, sn_error **err);
+  sn_code (*uop_arg)(const sn_uop *uop, sn_arg *out, sn_error **err);
+  int64_t (*uop_rank)(const sn_uop *uop, sn_error **err);
+  sn_code (*uop_dim)(const sn_uop *uop, size_t index, int64_t *value, sn_uop **sym, sn_error **err);
+  char *(*uop_device)(const sn_uop *uop, sn_error **err);
+  int64_t (*uop_axis)(const sn_uop *uop, sn_error **err);
+  sn_code (*uop_min_max_int)(const sn_uop *uop, int64_t *min, int64_t *max, int *clamped, sn_error **err);
+  sn_code (*uop_min_max_float)(const sn_uop *uop, double *min, double *max, sn_error **err);
+  char *(*uop_to_string)(const sn_uop *uop, sn_error **err);
+  char *(*uop_to_tree)(const sn_uop *uop, sn_error **err);
+  char *(*uop_to_dot)(const sn_uop *uop, sn_error **err);
+  sn_uop *(*graph_simplify)(sn_graph *graph, sn_uop *root, sn_error **err);
+  sn_uop *(*graph_simplify_given)(sn_graph *graph, sn_uop *valid, sn_uop *expr, sn_error **err);
+  /* ---- version 2 entries go below this line; never reorder the ones above ---- */
+} sn_api;
+
+/* The signature of sn_get_api, for dlsym. */
+typedef const sn_api *(*sn_get_api_fn)(uint32_t api_version);
+/* The function table for `api_version` (use SN_API_VERSION), or NULL when the library is older than
+   that version (or api_version is 0). The table is static: never freed. */
+SN_API const sn_api *sn_get_api(uint32_t api_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SINTER_SINTER_H */

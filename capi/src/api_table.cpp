@@ -1,0 +1,166 @@
+// The append-only function table for dlopen hosts, and compile-time checks that its layout (and
+// sn_arg's) never moves.
+#include <cstddef>
+
+#include "capi/src/capi_internal.h"
+
+namespace {
+
+// Each entry points at the exported function of the same name (designated initializers keep the
+// order honest: a field listed out of order does not compile).
+constexpr sn_api kApi = {
+    .struct_size = sizeof(sn_api),
+    .api_version = SN_API_VERSION,
+    .version_string = sn_version_string,
+    .version_number = sn_version_number,
+    .error_code = sn_error_code,
+    .error_message = sn_error_message,
+    .error_free = sn_error_free,
+    .last_error_code = sn_last_error_code,
+    .last_error_message = sn_last_error_message,
+    .clear_last_error = sn_clear_last_error,
+    .string_free = sn_string_free,
+    .dtype_name = sn_dtype_name,
+    .op_name = sn_op_name,
+    .axis_type_name = sn_axis_type_name,
+    .addrspace_name = sn_addrspace_name,
+    .context_create = sn_context_create,
+    .context_retain = sn_context_retain,
+    .context_release = sn_context_release,
+    .graph_create = sn_graph_create,
+    .graph_retain = sn_graph_retain,
+    .graph_release = sn_graph_release,
+    .graph_node_count = sn_graph_node_count,
+    .arg_init = sn_arg_init,
+    .uop_new = sn_uop_new,
+    .uop_const_int = sn_uop_const_int,
+    .uop_const_float = sn_uop_const_float,
+    .uop_var = sn_uop_var,
+    .uop_buffer = sn_uop_buffer,
+    .uop_param = sn_uop_param,
+    .uop_alu = sn_uop_alu,
+    .uop_unary = sn_uop_unary,
+    .uop_binary = sn_uop_binary,
+    .uop_ternary = sn_uop_ternary,
+    .uop_cast = sn_uop_cast,
+    .uop_bitcast = sn_uop_bitcast,
+    .uop_reshape = sn_uop_reshape,
+    .uop_expand = sn_uop_expand,
+    .uop_pad = sn_uop_pad,
+    .uop_shrink = sn_uop_shrink,
+    .uop_permute = sn_uop_permute,
+    .uop_flip = sn_uop_flip,
+    .uop_reduce = sn_uop_reduce,
+    .uop_contiguous = sn_uop_contiguous,
+    .uop_sink = sn_uop_sink,
+    .uop_op = sn_uop_op,
+    .uop_dtype = sn_uop_dtype,
+    .uop_lanes = sn_uop_lanes,
+    .uop_is_pointer = sn_uop_is_pointer,
+    .uop_pointer_addrspace = sn_uop_pointer_addrspace,
+    .uop_num_srcs = sn_uop_num_srcs,
+    .uop_src = sn_uop_src,
+    .uop_arg = sn_uop_arg,
+    .uop_rank = sn_uop_rank,
+    .uop_dim = sn_uop_dim,
+    .uop_device = sn_uop_device,
+    .uop_axis = sn_uop_axis,
+    .uop_min_max_int = sn_uop_min_max_int,
+    .uop_min_max_float = sn_uop_min_max_float,
+    .uop_to_string = sn_uop_to_string,
+    .uop_to_tree = sn_uop_to_tree,
+    .uop_to_dot = sn_uop_to_dot,
+    .graph_simplify = sn_graph_simplify,
+    .graph_simplify_given = sn_graph_simplify_given,
+};
+
+// Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
+// Inserting, removing or reordering an entry breaks the build here; appending does not.
+constexpr size_t kHead = 2 * sizeof(uint32_t);
+#define SN_CHECK_ENTRY(name, index) \
+  static_assert(offsetof(sn_api, name) == kHead + (index) * sizeof(void (*)(void)), "sn_api." #name " moved")
+SN_CHECK_ENTRY(version_string, 0);
+SN_CHECK_ENTRY(version_number, 1);
+SN_CHECK_ENTRY(error_code, 2);
+SN_CHECK_ENTRY(error_message, 3);
+SN_CHECK_ENTRY(error_free, 4);
+SN_CHECK_ENTRY(last_error_code, 5);
+SN_CHECK_ENTRY(last_error_message, 6);
+SN_CHECK_ENTRY(clear_last_error, 7);
+SN_CHECK_ENTRY(string_free, 8);
+SN_CHECK_ENTRY(dtype_name, 9);
+SN_CHECK_ENTRY(op_name, 10);
+SN_CHECK_ENTRY(axis_type_name, 11);
+SN_CHECK_ENTRY(addrspace_name, 12);
+SN_CHECK_ENTRY(context_create, 13);
+SN_CHECK_ENTRY(context_retain, 14);
+SN_CHECK_ENTRY(context_release, 15);
+SN_CHECK_ENTRY(graph_create, 16);
+SN_CHECK_ENTRY(graph_retain, 17);
+SN_CHECK_ENTRY(graph_release, 18);
+SN_CHECK_ENTRY(graph_node_count, 19);
+SN_CHECK_ENTRY(arg_init, 20);
+SN_CHECK_ENTRY(uop_new, 21);
+SN_CHECK_ENTRY(uop_const_int, 22);
+SN_CHECK_ENTRY(uop_const_float, 23);
+SN_CHECK_ENTRY(uop_var, 24);
+SN_CHECK_ENTRY(uop_buffer, 25);
+SN_CHECK_ENTRY(uop_param, 26);
+SN_CHECK_ENTRY(uop_alu, 27);
+SN_CHECK_ENTRY(uop_unary, 28);
+SN_CHECK_ENTRY(uop_binary, 29);
+SN_CHECK_ENTRY(uop_ternary, 30);
+SN_CHECK_ENTRY(uop_cast, 31);
+SN_CHECK_ENTRY(uop_bitcast, 32);
+SN_CHECK_ENTRY(uop_reshape, 33);
+SN_CHECK_ENTRY(uop_expand, 34);
+SN_CHECK_ENTRY(uop_pad, 35);
+SN_CHECK_ENTRY(uop_shrink, 36);
+SN_CHECK_ENTRY(uop_permute, 37);
+SN_CHECK_ENTRY(uop_flip, 38);
+SN_CHECK_ENTRY(uop_reduce, 39);
+SN_CHECK_ENTRY(uop_contiguous, 40);
+SN_CHECK_ENTRY(uop_sink, 41);
+SN_CHECK_ENTRY(uop_op, 42);
+SN_CHECK_ENTRY(uop_dtype, 43);
+SN_CHECK_ENTRY(uop_lanes, 44);
+SN_CHECK_ENTRY(uop_is_pointer, 45);
+SN_CHECK_ENTRY(uop_pointer_addrspace, 46);
+SN_CHECK_ENTRY(uop_num_srcs, 47);
+SN_CHECK_ENTRY(uop_src, 48);
+SN_CHECK_ENTRY(uop_arg, 49);
+SN_CHECK_ENTRY(uop_rank, 50);
+SN_CHECK_ENTRY(uop_dim, 51);
+SN_CHECK_ENTRY(uop_device, 52);
+SN_CHECK_ENTRY(uop_axis, 53);
+SN_CHECK_ENTRY(uop_min_max_int, 54);
+SN_CHECK_ENTRY(uop_min_max_float, 55);
+SN_CHECK_ENTRY(uop_to_string, 56);
+SN_CHECK_ENTRY(uop_to_tree, 57);
+SN_CHECK_ENTRY(uop_to_dot, 58);
+SN_CHECK_ENTRY(graph_simplify, 59);
+SN_CHECK_ENTRY(graph_simplify_given, 60);
+#undef SN_CHECK_ENTRY
+constexpr size_t kApiEntriesV1 = 61;
+static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
+
+// sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
+#if defined(__LP64__)
+static_assert(offsetof(sn_arg, struct_size) == 0 && offsetof(sn_arg, kind) == 4 && offsetof(sn_arg, int_value) == 8 &&
+                  offsetof(sn_arg, float_value) == 16 && offsetof(sn_arg, ints) == 24 &&
+                  offsetof(sn_arg, nints) == 32 && offsetof(sn_arg, dtype) == 40 && offsetof(sn_arg, reduce_op) == 44 &&
+                  offsetof(sn_arg, str) == 48 && offsetof(sn_arg, str_len) == 56 && offsetof(sn_arg, id) == 64 &&
+                  offsetof(sn_arg, axis_type) == 72 && offsetof(sn_arg, addrspace) == 76 &&
+                  offsetof(sn_arg, size) == 80 && offsetof(sn_arg, device) == 88 && offsetof(sn_arg, min) == 96 &&
+                  offsetof(sn_arg, max) == 104,
+              "sn_arg version-1 layout moved");
+static_assert(sn::capi::kArgSizeV1 == 112, "sizeof(sn_arg) of version 1 is 112 on LP64");
+#endif
+
+}  // namespace
+
+const sn_api* sn_get_api(uint32_t api_version) {
+  // Version 0 never existed; a newer version than ours means the caller needs entries we lack.
+  if (api_version == 0 || api_version > SN_API_VERSION) return nullptr;
+  return &kApi;
+}

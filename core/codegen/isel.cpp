@@ -1,0 +1,90 @@
+// Instruction selection: rewrite the kernel into the ops the renderers emit.
+//  - floor Idiv/Mod -> C-truncating CDiv/CMod; when min/max cannot prove both operands
+//    non-negative, the truncated quotient is corrected toward -inf.
+//  - float16 / bfloat16 math runs in float32 and is rounded back after every op (exactly the
+//    rounding of native half arithmetic: float32 holds every half sum/product exactly enough).
+//  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
+#include "core/codegen/codegen.h"
+#include "core/rewrite/pattern.h"
+
+namespace sn {
+
+namespace {
+
+bool is_half(DType dt) { return !dt.ptr && (dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16); }
+
+const UOp* floor_divmod(const Match& m) {
+  Graph& g = m.g;
+  const UOp* u = m.root;
+  const UOp *a = u->src(0), *b = u->src(1);
+  bool div = u->op == Op::Idiv;
+  Op cop = div ? Op::CDiv : Op::CMod;
+  const MinMax &ma = a->minmax(), &mb = b->minmax();
+  // Floor and truncation agree when both operands are non-negative (and for unsigned types).
+  if (u->dtype.is_unsigned() || (ma.lo >= 0 && mb.lo >= 0)) return g.make(cop, u->dtype, {a, b});
+  // Same sign of a and b (both <= 0): also truncation.
+  if (ma.hi <= 0 && mb.hi < 0) return g.make(cop, u->dtype, {a, b});
+  const UOp* q = g.make(Op::CDiv, u->dtype, {a, b});
+  const UOp* r = g.make(Op::CMod, u->dtype, {a, b});
+  const UOp* zero = g.cint(0, u->dtype);
+  // The remainder is nonzero and its sign differs from the divisor's: step toward -inf.
+  const UOp* fix;
+  if (mb.lo > 0) {
+    fix = g.alu(Op::CmpLt, r, zero);
+  } else if (mb.hi < 0) {
+    fix = g.alu(Op::CmpLt, zero, r);
+  } else {
+    fix = g.alu(Op::And, g.alu(Op::CmpNe, r, zero),
+                g.alu(Op::CmpNe, g.alu(Op::CmpLt, r, zero), g.alu(Op::CmpLt, b, zero)));
+  }
+  if (div) return g.alu(Op::Where, fix, g.alu(Op::Sub, q, g.cint(1, u->dtype)), q);
+  return g.alu(Op::Where, fix, g.alu(Op::Add, r, b), r);
+}
+
+// An elementwise op on float16/bfloat16 values: compute in float32, round the result back.
+const UOp* half_in_float(const Match& m) {
+  Graph& g = m.g;
+  const UOp* u = m.root;
+  if (u->op == Op::Cast || u->op == Op::Bitcast || u->op == Op::Where) return nullptr;
+  bool any = is_half(u->dtype);
+  for (const UOp* s : u->src()) any = any || is_half(s->dtype);
+  if (!any) return nullptr;
+  std::vector<const UOp*> srcs;
+  for (const UOp* s : u->src()) srcs.push_back(is_half(s->dtype) ? g.cast(s, dtypes::float32) : s);
+  DType out = is_half(u->dtype) ? dtypes::float32 : u->dtype;
+  const UOp* f = g.make(u->op, out, srcs, u->arg);
+  return is_half(u->dtype) ? g.cast(f, u->dtype) : f;
+}
+
+const PatternMatcher& isel_rules() {
+  static const PatternMatcher pm({
+      {Pat::ops({Op::Idiv, Op::Mod}), floor_divmod, "floor_to_c"},
+      {Pat::ops({Op::Add, Op::Max}).dtype({dtypes::bool_}),
+       [](const Match& m) { return m.g.alu(Op::Or, m.root->src(0), m.root->src(1)); }, "bool_add"},
+      {Pat::op(Op::Mul).dtype({dtypes::bool_}),
+       [](const Match& m) { return m.g.alu(Op::And, m.root->src(0), m.root->src(1)); }, "bool_mul"},
+      {Pat::op(Op::Trunc, {Pat::var("x")}).dtype_if([](DType d) { return d.is_int(); }),
+       [](const Match& m) { return m["x"]; }, "int_trunc"},
+      {Pat::op(Op::Cast, {Pat::var("x")}),
+       [](const Match& m) -> const UOp* { return m["x"]->dtype == m.root->dtype ? m["x"] : nullptr; }, "noop_cast"},
+      {Pat::any().dtype_if([](DType) { return true; }),
+       [](const Match& m) -> const UOp* { return is_elementwise(m.root->op) ? half_in_float(m) : nullptr; },
+       "half_in_float"},
+  });
+  return pm;
+}
+
+}  // namespace
+
+const UOp* select_instructions(Graph& g, const UOp* sink) {
+  for (const UOp* u : toposort(sink)) {
+    DType d = u->dtype.ptr ? u->dtype.base() : u->dtype;
+    if (d.scalar == Scalar::Fp8E4M3 || d.scalar == Scalar::Fp8E5M2)
+      fail(Code::Unsupported, "codegen: ", d.name(), " is not supported by the CPU backend (", op_name(u->op), ")");
+    if (u->op == Op::Threefry) fail(Code::Unsupported, "codegen: Threefry is not lowered yet");
+    if (d.lanes != 1) fail(Code::Unsupported, "codegen: vector dtype ", d.name(), " in a kernel AST");
+  }
+  return graph_rewrite(g, sink, isel_rules());
+}
+
+}  // namespace sn

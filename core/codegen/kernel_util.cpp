@@ -1,0 +1,176 @@
+#include "core/codegen/kernel_util.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sn {
+
+const UOp* Rebuilder::get(const UOp* root) {
+  if (auto it = done_.find(root); it != done_.end()) return it->second;
+  std::vector<std::pair<const UOp*, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      stack.back().second++;
+      const UOp* s = u->src(i);
+      if (!done_.count(s)) stack.push_back({s, 0});
+      continue;
+    }
+    stack.pop_back();
+    if (done_.count(u)) continue;  // a shared node finished through another path
+    std::vector<const UOp*> srcs;  // local: fn_ may call get() again
+    srcs.reserve(u->nsrc());
+    for (const UOp* s : u->src()) srcs.push_back(done_.at(s));
+    const UOp* r = fn_(u, srcs);
+    done_[u] = r;
+  }
+  return done_.at(root);
+}
+
+const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
+  Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+    if (auto it = map.find(u); it != map.end()) return it->second;
+    if (u->op == Op::Reduce || u->op == Op::End) {
+      std::vector<const UOp*> s{srcs[0]};
+      for (size_t i = 1; i < srcs.size(); i++)
+        if (srcs[i]->op == Op::Range) s.push_back(srcs[i]);
+      if (u->op == Op::End && s.size() == 1) return s[0];
+      if (u->op == Op::Reduce && s.size() == 1 && u->nsrc() > 1) return s[0];  // no range left: the value
+      return g.make(u->op, u->dtype, s, u->arg, u->tag);
+    }
+    return g.replace_src(u, srcs);
+  });
+  return rb.get(root);
+}
+
+std::span<const UOp* const> closed_ranges(const UOp* u) {
+  if ((u->op == Op::Reduce || u->op == Op::End) && u->nsrc() > 1) return u->src().subspan(1);
+  return {};
+}
+
+OpenRanges::OpenRanges(std::span<const UOp* const> order) {
+  uint32_t max_id = 0;
+  for (const UOp* u : order) max_id = std::max(max_id, u->id);
+  slot_.assign(size_t(max_id) + 1, -1);
+  sets_.reserve(order.size());
+  auto by_id = [](const UOp* a, const UOp* b) { return a->id < b->id; };
+  std::vector<const UOp*> merged;
+  for (const UOp* u : order) {
+    std::vector<const UOp*> set;
+    for (const UOp* s : u->src()) {
+      int32_t k = s->id < slot_.size() ? slot_[s->id] : -1;
+      if (k < 0) continue;
+      const auto& other = sets_[size_t(k)];
+      if (other.empty() || other == set) continue;
+      if (set.empty()) {
+        set = other;
+        continue;
+      }
+      merged.clear();
+      std::set_union(set.begin(), set.end(), other.begin(), other.end(), std::back_inserter(merged), by_id);
+      set.swap(merged);
+    }
+    if (u->op == Op::Range) {
+      auto pos = std::lower_bound(set.begin(), set.end(), u, by_id);
+      if (pos == set.end() || *pos != u) set.insert(pos, u);
+    }
+    for (const UOp* c : closed_ranges(u)) set.erase(std::remove(set.begin(), set.end(), c), set.end());
+    slot_[u->id] = int32_t(sets_.size());
+    sets_.push_back(std::move(set));
+  }
+}
+
+const std::vector<const UOp*>& OpenRanges::of(const UOp* u) const {
+  static const std::vector<const UOp*> kEmpty;
+  int32_t k = u->id < slot_.size() ? slot_[u->id] : -1;
+  return k < 0 ? kEmpty : sets_[size_t(k)];
+}
+
+bool OpenRanges::contains(const UOp* u, const UOp* range) const {
+  const auto& s = of(u);
+  return std::binary_search(s.begin(), s.end(), range, [](const UOp* a, const UOp* b) { return a->id < b->id; });
+}
+
+namespace {
+int64_t floordiv64(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+}  // namespace
+
+bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out) {
+  std::unordered_map<const UOp*, int64_t> val;
+  for (const UOp* u : toposort(root)) {
+    auto in = [&](size_t i) { return val.at(u->src(i)); };
+    int64_t v = 0;
+    if (u->op == Op::Const) {
+      if (!u->holds<int64_t>()) return false;
+      v = u->as<int64_t>();
+    } else if (u->op == Op::DefineVar || u->op == Op::Range || u->op == Op::Special) {
+      auto it = env.find(u);
+      v = it == env.end() ? 0 : it->second;
+    } else {
+      if (u->dtype.is_float() || u->dtype.ptr || u->dtype.is_void()) return false;
+      for (const UOp* s : u->src())
+        if (!val.count(s)) return false;
+      switch (u->op) {
+        case Op::Add: v = in(0) + in(1); break;
+        case Op::Sub: v = in(0) - in(1); break;
+        case Op::Mul: v = in(0) * in(1); break;
+        case Op::Neg: v = -in(0); break;
+        case Op::Max: v = std::max(in(0), in(1)); break;
+        case Op::Idiv: v = in(1) == 0 ? 0 : floordiv64(in(0), in(1)); break;
+        case Op::Mod: v = in(1) == 0 ? 0 : in(0) - floordiv64(in(0), in(1)) * in(1); break;
+        case Op::CDiv: v = in(1) == 0 ? 0 : in(0) / in(1); break;
+        case Op::CMod: v = in(1) == 0 ? 0 : in(0) % in(1); break;
+        case Op::And: v = in(0) & in(1); break;
+        case Op::Or: v = in(0) | in(1); break;
+        case Op::Xor: v = in(0) ^ in(1); break;
+        case Op::Shl: v = in(1) >= 0 && in(1) < 63 ? int64_t(uint64_t(in(0)) << in(1)) : 0; break;
+        case Op::Shr: v = in(1) >= 0 && in(1) < 63 ? in(0) >> in(1) : 0; break;
+        case Op::CmpLt: v = in(0) < in(1); break;
+        case Op::CmpNe: v = in(0) != in(1); break;
+        case Op::CmpEq: v = in(0) == in(1); break;
+        case Op::CmpGt: v = in(0) > in(1); break;
+        case Op::CmpGe: v = in(0) >= in(1); break;
+        case Op::CmpLe: v = in(0) <= in(1); break;
+        case Op::Not: v = in(0) == 0; break;
+        case Op::Where: v = in(0) ? in(1) : in(2); break;
+        case Op::Cast: v = in(0); break;
+        default: return false;
+      }
+    }
+    val[u] = v;
+  }
+  *out = val.at(root);
+  return true;
+}
+
+std::vector<const UOp*> ranges_of(const UOp* root) {
+  std::vector<const UOp*> out;
+  for (const UOp* u : toposort(root))
+    if (u->op == Op::Range) out.push_back(u);
+  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
+  return out;
+}
+
+int64_t const_bound(const UOp* range) {
+  const UOp* b = range->src(0);
+  return b->op == Op::Const && b->holds<int64_t>() ? b->as<int64_t>() : -1;
+}
+
+const UOp* reduce_identity(Graph& g, Op op, DType dt) {
+  dt = dt.base();
+  switch (op) {
+    case Op::Add: return g.cint(0, dt);
+    case Op::Mul: return dt.is_float() ? g.cfloat(1.0, dt) : g.cint(1, dt);
+    case Op::Max:
+      if (dt.is_float()) return g.cfloat(-std::numeric_limits<double>::infinity(), dt);
+      if (dt.is_bool()) return g.cbool(false);
+      return g.make(Op::Const, dt, {}, int64_t(dt.int_min()));
+    default: fail(Code::InvalidArg, "Reduce: op must be Add, Max or Mul, got ", op_name(op));
+  }
+}
+
+}  // namespace sn

@@ -1,0 +1,65 @@
+// Small helpers shared by the codegen and optimizer passes over kernel ASTs.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ir/graph.h"
+
+namespace sn {
+
+// Rebuilds the graph under the roots bottom-up, memoized. `fn(u, srcs)` gets a node and its
+// already-rebuilt sources and returns the replacement (return g.replace_src(u, srcs) to keep
+// it). get() may be called again from inside fn (for nodes fn needs rebuilt first), as long as
+// that does not reach the node being rebuilt.
+class Rebuilder {
+ public:
+  using Fn = std::function<const UOp*(const UOp* u, std::span<const UOp* const> srcs)>;
+  Rebuilder(Graph& g, Fn fn) : g_(g), fn_(std::move(fn)) {}
+  const UOp* get(const UOp* u);
+  Graph& graph() { return g_; }
+
+ private:
+  Graph& g_;
+  Fn fn_;
+  std::unordered_map<const UOp*, const UOp*> done_;
+};
+
+// Replaces nodes by a map in the graph under root; Reduce range lists follow (a Range that
+// maps to a Range stays a range; a Range that maps to anything else is dropped from them).
+const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+
+// Ranges each node is inside: the Ranges it reads that no Reduce or End on the way closes.
+// Sorted by node id. Indexed by the node ids of `order` (toposort of the graph).
+class OpenRanges {
+ public:
+  explicit OpenRanges(std::span<const UOp* const> order);
+  // Empty for nodes that were not in `order`.
+  const std::vector<const UOp*>& of(const UOp* u) const;
+  bool contains(const UOp* u, const UOp* range) const;
+
+ private:
+  std::vector<int32_t> slot_;  // by node id; -1: not in order
+  std::vector<std::vector<const UOp*>> sets_;
+};
+
+// The ranges a Reduce or End closes (its sources after the first).
+std::span<const UOp* const> closed_ranges(const UOp* u);
+
+// Evaluates an integer expression of Const, DefineVar, Range, Special and integer ALU ops with
+// the given values (missing Ranges/vars/Specials evaluate to 0). Floor Idiv/Mod. Returns false
+// for anything else (loads, floats).
+bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out);
+
+// All Range nodes under root, by id.
+std::vector<const UOp*> ranges_of(const UOp* root);
+
+// Bound of a range if it is a constant, else -1.
+int64_t const_bound(const UOp* range);
+
+// Identity element of a reduction op in dtype (0 for Add, 1 for Mul, -inf / dtype min for Max).
+const UOp* reduce_identity(Graph& g, Op op, DType dt);
+
+}  // namespace sn

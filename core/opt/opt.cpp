@@ -1,0 +1,323 @@
+#include "core/opt/opt.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/codegen/kernel_util.h"
+
+namespace sn {
+
+std::string opt_str(const Opt& o) {
+  const char* n = o.op == OptOp::Thread ? "THREAD" : o.op == OptOp::Upcast ? "UPCAST" : "UNROLL";
+  return cat(n, "(", o.axis, ",", o.amount, ")");
+}
+
+void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vector<const UOp*>* reduces) {
+  std::unordered_set<const UOp*> closed;
+  std::vector<const UOp*> all;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op == Op::Range) all.push_back(u);
+    if (u->op == Op::Reduce)
+      for (const UOp* r : closed_ranges(u)) closed.insert(r);
+  }
+  std::sort(all.begin(), all.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
+  for (const UOp* r : all) (closed.count(r) ? reduces : loops)->push_back(r);
+}
+
+namespace {
+
+const UOp* make_range(Graph& g, const UOp* bound, int64_t id, AxisType type) {
+  return g.make(Op::Range, dtypes::index, {bound}, RangeArg{id, type});
+}
+
+int64_t max_range_id(const UOp* sink) {
+  int64_t m = -1;
+  for (const UOp* r : ranges_of(sink)) m = std::max(m, r->as<RangeArg>().id);
+  return m;
+}
+
+// Replaces Range `r` by `expr` everywhere; in Reduce range lists r becomes `replacement`.
+const UOp* replace_range(Graph& g, const UOp* sink, const UOp* r, const UOp* expr,
+                         const std::vector<const UOp*>& replacement) {
+  Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+    if (u == r) return expr;
+    if (u->op == Op::Reduce) {
+      std::vector<const UOp*> s{srcs[0]};
+      for (size_t i = 1; i < u->nsrc(); i++) {
+        if (u->src(i) == r)
+          s.insert(s.end(), replacement.begin(), replacement.end());
+        else
+          s.push_back(srcs[i]);
+      }
+      if (s.size() == 1) return s[0];
+      return g.make(Op::Reduce, u->dtype, s, u->arg, u->tag);
+    }
+    return g.replace_src(u, srcs);
+  });
+  return rb.get(sink);
+}
+
+}  // namespace
+
+const UOp* apply_opt(Graph& g, const UOp* sink, const Opt& opt) {
+  const UOp* r = nullptr;
+  for (const UOp* x : ranges_of(sink))
+    if (x->as<RangeArg>().id == opt.axis) r = x;
+  if (!r) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", opt.axis);
+  int64_t n = const_bound(r);
+  if (n <= 0) fail(Code::InvalidArg, opt_str(opt), ": range ", opt.axis, " has no constant positive bound");
+  if (opt.amount < 1 || n % opt.amount != 0)
+    fail(Code::InvalidArg, opt_str(opt), ": ", opt.amount, " does not divide the bound ", n);
+  AxisType type = r->as<RangeArg>().type;
+  std::vector<const UOp*> loops, reduces;
+  classify_ranges(sink, &loops, &reduces);
+  bool is_reduce = std::find(reduces.begin(), reduces.end(), r) != reduces.end();
+  if ((opt.op == OptOp::Unroll) != is_reduce)
+    fail(Code::InvalidArg, opt_str(opt), ": ", opt.op == OptOp::Unroll ? "needs a reduce axis" : "needs a loop axis",
+         ", range ", opt.axis, " is a ", is_reduce ? "reduce" : "loop", " axis");
+  if (opt.amount == 1) return sink;
+  int64_t part_id = max_range_id(sink) + 1;
+  int64_t rest_n = n / opt.amount;
+  const UOp* rest = rest_n > 1 ? make_range(g, g.cint(rest_n), opt.axis, type) : nullptr;
+  const UOp* part = nullptr;
+  const UOp* expr = nullptr;
+  if (opt.op == OptOp::Thread) {
+    part = make_range(g, g.cint(opt.amount), part_id, AxisType::Thread);
+    expr = g.alu(Op::Mul, part, g.cint(rest_n));
+    if (rest) expr = g.alu(Op::Add, expr, rest);
+  } else {
+    part = make_range(g, g.cint(opt.amount), part_id, opt.op == OptOp::Upcast ? AxisType::Upcast : AxisType::Unroll);
+    expr = part;
+    if (rest) expr = g.alu(Op::Add, g.alu(Op::Mul, rest, g.cint(opt.amount)), part);
+  }
+  std::vector<const UOp*> repl;
+  if (rest) repl.push_back(rest);
+  repl.push_back(part);
+  return replace_range(g, sink, r, expr, repl);
+}
+
+const UOp* renumber_ranges(Graph& g, const UOp* sink, const std::vector<const UOp*>& loops,
+                           const std::vector<const UOp*>& reduces) {
+  std::vector<const UOp*> order;
+  std::unordered_set<const UOp*> seen;
+  for (const UOp* r : loops)
+    if (seen.insert(r).second) order.push_back(r);
+  for (const UOp* r : reduces)
+    if (seen.insert(r).second) order.push_back(r);
+  for (const UOp* r : ranges_of(sink))
+    if (seen.insert(r).second) order.push_back(r);
+  std::unordered_map<const UOp*, int64_t> pos;
+  for (size_t i = 0; i < order.size(); i++) pos[order[i]] = int64_t(i);
+  // Two steps so that no intermediate id collides with one still in use.
+  int64_t base = std::max<int64_t>(max_range_id(sink), int64_t(order.size())) + 1;
+  auto step = [&](const UOp* root, auto id_of) {
+    Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+      if (u->op == Op::Range) return make_range(g, srcs[0], id_of(u), u->as<RangeArg>().type);
+      return g.replace_src(u, srcs);
+    });
+    return rb.get(root);
+  };
+  std::unordered_map<int64_t, int64_t> by_old_id;
+  for (const UOp* r : order) by_old_id[r->as<RangeArg>().id] = pos[r];
+  const UOp* s1 = step(sink, [&](const UOp* u) { return base + by_old_id.at(u->as<RangeArg>().id); });
+  return step(s1, [&](const UOp* u) { return u->as<RangeArg>().id - base; });
+}
+
+namespace {
+
+// Representative launch values for variables in stride estimates.
+std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
+  std::unordered_map<const UOp*, int64_t> env;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::DefineVar) {
+      const auto& v = u->as<VarArg>();
+      env[u] = std::max(v.min, std::min<int64_t>(v.max, 64));
+    }
+  return env;
+}
+
+// How far the index moves when r goes from 0 to 1 (others at 0). nullopt if not evaluable.
+std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, std::unordered_map<const UOp*, int64_t> env) {
+  int64_t a = 0, b = 0;
+  if (!eval_int(idx, env, &a)) return std::nullopt;
+  env[r] = 1;
+  if (!eval_int(idx, env, &b)) return std::nullopt;
+  return b - a;
+}
+
+const UOp* address_index(const UOp* addr) {
+  return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
+}
+
+int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t c : choices)
+    if (c > 1 && n >= c && n % c == 0) return c;
+  return 0;
+}
+
+}  // namespace
+
+OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, const LowerOptions& opts) {
+  OptResult res;
+  res.sink = sink;
+  if (opts.opts) {  // forced opts, applied as given
+    for (const Opt& o : *opts.opts) {
+      res.sink = apply_opt(g, res.sink, o);
+      res.applied.push_back(o);
+      if (o.op == OptOp::Thread) res.threads *= o.amount;
+    }
+    return res;
+  }
+  if (!opts.optimize) return res;
+
+  std::vector<const UOp*> loops, reduces;
+  classify_ranges(sink, &loops, &reduces);
+  auto env = var_env(sink);
+  std::vector<const UOp*> stores;
+  for (const UOp* s : sink->src())
+    if (s->op == Op::Store) stores.push_back(s);
+
+  // 1. Loop order: the axis with the smallest store stride innermost.
+  constexpr int64_t kFar = std::numeric_limits<int64_t>::max();
+  std::unordered_map<const UOp*, int64_t> loop_key;
+  for (const UOp* r : loops) {
+    int64_t best = kFar;
+    for (const UOp* s : stores) {
+      const UOp* idx = address_index(s->src(0));
+      if (!idx) continue;
+      if (auto st = stride_of(idx, r, env); st && *st != 0) best = std::min(best, *st < 0 ? -*st : *st);
+    }
+    loop_key[r] = best;
+  }
+  std::stable_sort(loops.begin(), loops.end(), [&](const UOp* a, const UOp* b) { return loop_key[a] > loop_key[b]; });
+
+  // Reduce axes of each Reduce: the smallest load stride innermost.
+  std::vector<const UOp*> topo = toposort(sink);
+  std::vector<const UOp*> reduce_order;
+  std::vector<const UOp*> reduce_loads;  // loads inside reduced values
+  {
+    std::unordered_set<const UOp*> in_reduce_loads;
+    for (const UOp* u : topo) {
+      if (u->op != Op::Reduce || u->nsrc() < 2) continue;
+      std::vector<const UOp*> loads;
+      for (const UOp* x : toposort(u->src(0)))
+        if (x->op == Op::Load) {
+          loads.push_back(x);
+          if (in_reduce_loads.insert(x).second) reduce_loads.push_back(x);
+        }
+      std::vector<const UOp*> rs(u->src().begin() + 1, u->src().end());
+      std::unordered_map<const UOp*, int64_t> key;
+      for (const UOp* r : rs) {
+        int64_t best = kFar;
+        for (const UOp* l : loads) {
+          const UOp* idx = address_index(l->src(0));
+          if (!idx) continue;
+          if (auto st = stride_of(idx, r, env); st && *st != 0) best = std::min(best, *st < 0 ? -*st : *st);
+        }
+        key[r] = best;
+      }
+      std::stable_sort(rs.begin(), rs.end(), [&](const UOp* a, const UOp* b) { return key[a] > key[b]; });
+      for (const UOp* r : rs)
+        if (std::find(reduce_order.begin(), reduce_order.end(), r) == reduce_order.end()) reduce_order.push_back(r);
+    }
+  }
+  // Ids of the loops after renumbering: position in the order.
+  std::vector<const UOp*> loops_in_order = loops;
+  sink = renumber_ranges(g, sink, loops, reduce_order);
+  auto range_by_id = [&](const UOp* s, int64_t id) -> const UOp* {
+    for (const UOp* r : ranges_of(s))
+      if (r->as<RangeArg>().id == id) return r;
+    return nullptr;
+  };
+  auto apply = [&](Opt o) {
+    sink = apply_opt(g, sink, o);
+    res.applied.push_back(o);
+  };
+
+  // 2. Register tiles for reduces whose loads are reused across output axes (matmul, conv):
+  //    upcast the contiguous output axis to a vector width and one other reused axis by 4.
+  if (!reduces.empty() && !loops.empty()) {
+    topo = toposort(sink);
+    OpenRanges open(topo);
+    env = var_env(sink);
+    std::vector<const UOp*> rloads;
+    std::vector<const UOp*> rr;
+    {
+      std::vector<const UOp*> l2, r2;
+      classify_ranges(sink, &l2, &r2);
+      rr = r2;
+    }
+    for (const UOp* u : topo)
+      if (u->op == Op::Load) {
+        bool in_reduce = false;
+        for (const UOp* r : rr) in_reduce = in_reduce || open.contains(u, r);
+        if (in_reduce) rloads.push_back(u);
+      }
+    int elem_bits = 32;
+    for (const UOp* u : topo)
+      if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
+    int64_t vec = std::max<int64_t>(4, target.vector_bits / elem_bits);
+    int64_t budget = 64;
+    int64_t nloops = int64_t(loops_in_order.size());
+    for (int64_t pos = nloops - 1; pos >= 0; pos--) {
+      const UOp* r = range_by_id(sink, pos);
+      if (!r) continue;
+      int64_t n = const_bound(r);
+      bool reused = false, contiguous = false;
+      for (const UOp* l : rloads) {
+        if (!open.contains(l, r)) reused = true;
+        const UOp* idx = address_index(l->src(0));
+        if (idx && open.contains(l, r))
+          if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
+      }
+      if (!reused || n <= 1) continue;
+      if (pos == nloops - 1 && contiguous) {
+        int64_t amt = div_amount(n, {vec, vec / 2, 4});
+        if (amt && amt <= budget) {
+          apply({OptOp::Upcast, pos, amt});
+          budget /= amt;
+        }
+        continue;
+      }
+      int64_t amt = div_amount(n, {4, 2});
+      if (amt && amt <= budget) {
+        apply({OptOp::Upcast, pos, amt});
+        budget /= amt;
+        break;  // one more axis is enough
+      }
+    }
+  }
+
+  // 3. THREAD: split the outermost loop axis every store uses across the cores.
+  if (opts.allow_threads && target.cores > 1) {
+    int64_t t = target.cores;
+    topo = toposort(sink);
+    double iters = 1;
+    int64_t alus = 0;
+    for (const UOp* u : topo) {
+      if (u->op == Op::Range) iters *= double(std::max<int64_t>(1, const_bound(u)));
+      if (is_elementwise(u->op) || u->op == Op::Load || u->op == Op::Store) alus++;
+    }
+    if (iters * double(std::max<int64_t>(1, alus)) / double(t) >= double(opts.min_ops_per_thread)) {
+      OpenRanges open(topo);
+      for (int64_t pos = 0; pos < int64_t(loops_in_order.size()); pos++) {
+        const UOp* r = range_by_id(sink, pos);
+        if (!r) continue;
+        int64_t n = const_bound(r);
+        bool all = true;
+        for (const UOp* s : sink->src()) all = all && open.contains(s, r);
+        if (!all || n < t || n % t != 0) continue;
+        apply({OptOp::Thread, pos, t});
+        res.threads = t;
+        break;
+      }
+    }
+  }
+  res.sink = sink;
+  return res;
+}
+
+}  // namespace sn

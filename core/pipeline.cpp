@@ -1,0 +1,333 @@
+// The pipeline, stage by stage, as in the spec's table (DESIGN.md §2):
+//
+//   stage        in                  out                               where
+//   check        tensor graph        (errors only)                     here
+//   schedule     tensor graph        kernels over buffers, in order    core/schedule (Callify, Rangeify, split)
+//   lower        kernel AST          Linear                            core/codegen (optimize, expand, reduce,
+//                                                                      isel, linearize)
+//   compile      Linear              compiled kernel                   the device's backend (render + compile)
+//   plan         launch list         intermediate arena offsets        plan_arena (core/runtime/program.cpp)
+//
+// Each stage can be dumped (CompileOptions::on_stage / keep_stages, SN_DEBUG >= 3).
+#include "core/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/schedule/schedule.h"
+#include "core/tensor/tensor.h"
+#include "core/util/error.h"
+
+namespace sn {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Collects and prints stage dumps: kept when asked (keep_stages), printed by SN_DEBUG level
+// (3: optimized ASTs, 4: source, 5: linearized UOps), handed to the caller's hook.
+class Dumper {
+ public:
+  Dumper(const CompileOptions& o, int debug) : opts_(o), debug_(debug) {}
+
+  bool wants_graphs() const { return opts_.keep_stages || opts_.on_stage || debug_ >= 3; }
+
+  void graph(std::string_view stage, int kernel, const UOp* root) {
+    if (opts_.on_stage) opts_.on_stage(stage, kernel, root);
+    bool print = (debug_ >= 3 && stage == "optimized") || (debug_ >= 5 && stage == "linear");
+    if (!opts_.keep_stages && !print) return;
+    text(stage, kernel, stage == "linear" ? linear_str(root) : to_sexpr(root), print);
+  }
+
+  void text(std::string_view stage, int kernel, std::string text, bool print) {
+    if (print) {
+      std::fprintf(stderr, "sn: ---- %.*s%s ----\n%s%s", int(stage.size()), stage.data(),
+                   kernel >= 0 ? cat(" of kernel ", kernel).c_str() : "", text.c_str(),
+                   text.empty() || text.back() != '\n' ? "\n" : "");
+    }
+    if (opts_.keep_stages) dumps_.push_back(StageDump{std::string(stage), kernel, std::move(text)});
+  }
+
+  std::shared_ptr<const std::vector<StageDump>> take() {
+    if (!opts_.keep_stages) return nullptr;
+    return std::make_shared<const std::vector<StageDump>>(std::move(dumps_));
+  }
+
+ private:
+  const CompileOptions& opts_;
+  int debug_;
+  std::vector<StageDump> dumps_;
+};
+
+// ---- check -------------------------------------------------------------------------------
+
+// Everything the device cannot do that we can see before scheduling: value dtypes it cannot hold
+// or compute, inputs that live on another device.
+void check_graph(std::span<const UOp* const> outputs, const ComputeDevice& device) {
+  for (size_t i = 0; i < outputs.size(); i++)
+    if (outputs[i] == nullptr) fail(Code::InvalidArg, "compile: output ", i, " is null");
+  for (const UOp* u : toposort(outputs)) {
+    if (u->dtype.is_void() || u->dtype.is_index() || u->shape() == nullptr) continue;
+    DType d = u->dtype.ptr ? u->dtype.base() : u->dtype.elem();
+    if (std::string why = device.unsupported_dtype(d); !why.empty())
+      fail(Code::Unsupported, "compile: device ", device.name(), " cannot run ", d.name(), " (", op_name(u->op), " %",
+           u->id, "): ", why);
+    if (u->op == Op::Buffer) {
+      const Device& bd = u->as<BufferArg>().device;
+      if (bd.null()) continue;  // a buffer with no device runs wherever the program does
+      if (bd.tuple || canonical_device_name(bd.names[0]) != device.name())
+        fail(Code::Device, "compile: input Buffer %", u->id, " lives on ", bd.str(), ", the program is compiled for ",
+             device.name());
+    }
+  }
+}
+
+// ---- inputs in the caller's order ---------------------------------------------------------
+
+struct InputBinding {
+  TensorSpec spec;
+  int slot = -1;  // schedule input number, -1 when the outputs do not read it
+};
+
+std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* const> outputs,
+                                      const std::vector<const UOp*>& listed) {
+  std::unordered_map<const UOp*, int> slot_of;  // Buffer node -> schedule input number
+  for (const ScheduleBuffer& b : s.buffers)
+    if (b.kind == ScheduleBuffer::Kind::Input) slot_of.emplace(b.source, b.index);
+
+  std::vector<InputBinding> out;
+  if (!listed.empty()) {
+    std::unordered_set<const UOp*> seen;
+    for (size_t i = 0; i < listed.size(); i++) {
+      const UOp* t = listed[i];
+      if (t == nullptr) fail(Code::InvalidArg, "compile: input ", i, " is null");
+      const UOp* buf = nullptr;
+      if (t->op == Op::Buffer || (t->op == Op::Reshape && t->src(0)->op == Op::Buffer))
+        buf = t->op == Op::Buffer ? t : t->src(0);
+      else
+        fail(Code::InvalidArg, "compile: input ", i, " is a ", op_name(t->op),
+             ", not an input tensor (a Buffer, or the reshaped Buffer input() makes)");
+      if (!seen.insert(buf).second) fail(Code::InvalidArg, "compile: input ", i, " (Buffer %", buf->id, ") is listed twice");
+      auto it = slot_of.find(buf);
+      out.push_back({TensorSpec{buf->dtype, static_shape(t, "compile input")}, it == slot_of.end() ? -1 : it->second});
+    }
+    for (const auto& [buf, slot] : slot_of)
+      if (!seen.count(buf))
+        fail(Code::InvalidArg, "compile: the outputs read Buffer %", buf->id, " (", buf->dtype.name(), ", ",
+             buf->as<BufferArg>().size, " elements), which the input list does not name");
+    return out;
+  }
+
+  // Creation order, and the shape the graph views each buffer with when it has exactly one.
+  std::vector<const UOp*> bufs;
+  for (const auto& [buf, slot] : slot_of) bufs.push_back(buf);
+  std::sort(bufs.begin(), bufs.end(),
+            [](const UOp* a, const UOp* b) { return a->as<BufferArg>().id < b->as<BufferArg>().id; });
+  std::unordered_map<const UOp*, std::vector<const UOp*>> views;
+  for (const UOp* u : toposort(outputs))
+    if (u->op == Op::Reshape && u->src(0)->op == Op::Buffer) views[u->src(0)].push_back(u);
+  for (const UOp* buf : bufs) {
+    std::vector<int64_t> shape{buf->as<BufferArg>().size};
+    auto it = views.find(buf);
+    if (it != views.end() && it->second.size() == 1) shape = static_shape(it->second[0], "compile input");
+    out.push_back({TensorSpec{buf->dtype, shape}, slot_of.at(buf)});
+  }
+  return out;
+}
+
+// ---- memory plan --------------------------------------------------------------------------
+
+std::string plan_memory(Program& p) {
+  for (size_t l = 0; l < p.launches.size(); l++)
+    for (int b : p.launches[l].buffers) {
+      ProgramBuffer& pb = p.buffers[size_t(b)];
+      if (pb.first_use < 0) pb.first_use = int(l);
+      pb.last_use = int(l);
+    }
+  std::vector<size_t> bytes, ids;
+  std::vector<int> first, last;
+  p.unshared_bytes = 0;
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const ProgramBuffer& pb = p.buffers[b];
+    if (pb.role != ProgramBuffer::Role::Intermediate || pb.first_use < 0) continue;
+    ids.push_back(b);
+    bytes.push_back(pb.nbytes());
+    first.push_back(pb.first_use);
+    last.push_back(pb.last_use);
+    p.unshared_bytes += (pb.nbytes() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  }
+  std::vector<size_t> offsets = plan_arena(bytes, first, last, kBufferAlignment, &p.arena_bytes);
+  for (size_t k = 0; k < ids.size(); k++) p.buffers[ids[k]].arena_offset = offsets[k];
+
+  std::string text;
+  static const char* kRole[] = {"input", "output", "intermediate"};
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const ProgramBuffer& pb = p.buffers[b];
+    text += cat("buffer ", b, ": ", kRole[int(pb.role)], " ", pb.index, " ", pb.dtype.name(), "[", pb.size, "]");
+    if (pb.first_use >= 0) text += cat(" launches ", pb.first_use, "..", pb.last_use);
+    if (pb.role == ProgramBuffer::Role::Intermediate) text += cat(" arena offset ", pb.arena_offset);
+    text += "\n";
+  }
+  text += cat("arena: ", p.arena_bytes, " bytes (", p.unshared_bytes, " without sharing)\n");
+  return text;
+}
+
+std::string schedule_text(const Schedule& s) {
+  static const char* kKind[] = {"input", "output", "intermediate"};
+  std::string text;
+  for (size_t b = 0; b < s.buffers.size(); b++)
+    text += cat("buffer ", b, ": ", kKind[int(s.buffers[b].kind)], " ", s.buffers[b].index, " ",
+                s.buffers[b].dtype.name(), "[", s.buffers[b].size, "]\n");
+  for (size_t k = 0; k < s.kernels.size(); k++) {
+    text += cat("kernel ", k, ": buffers");
+    for (int b : s.kernels[k].buffers) text += cat(" ", b);
+    text += "\n";
+  }
+  return text;
+}
+
+uint64_t program_key(uint64_t schedule_hash, const ComputeDevice& device, const CompileOptions& o) {
+  uint64_t h = hash_combine(schedule_hash, hash_arg(Arg{device.name()}));
+  h = hash_combine(h, hash_arg(Arg{device.target().key()}));
+  return hash_combine(h, uint64_t(o.optimize) | uint64_t(o.allow_threads) << 1);
+}
+
+}  // namespace
+
+std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<const UOp* const> outputs,
+                                               std::shared_ptr<ComputeDevice> device, const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!device) device = rt.device();
+  const int debug = options.debug >= 0 ? options.debug : rt.debug();
+  Dumper dump(options, debug);
+  if (outputs.empty()) fail(Code::InvalidArg, "compile: no outputs");
+
+  // check
+  check_graph(outputs, *device);
+  if (dump.wants_graphs()) dump.graph("tensor", -1, g.sink(outputs));
+
+  // schedule: Callify + Rangeify + kernel split
+  Schedule s = schedule_graph(g, outputs);
+  if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
+  std::vector<InputBinding> inputs = bind_inputs(s, outputs, options.inputs);
+
+  auto finish = [&](std::shared_ptr<Program> p) {
+    p->inputs.clear();
+    p->input_slots.clear();
+    for (const InputBinding& in : inputs) {
+      p->inputs.push_back(in.spec);
+      p->input_slots.push_back(in.slot);
+    }
+    p->debug = debug;
+    if (!options.keep_stages) p->stages = nullptr;
+    p->compile_ms = ms_since(t0);
+    return std::shared_ptr<const Program>(std::move(p));
+  };
+
+  const uint64_t key = program_key(s.hash, *device, options);
+  if (options.use_cache && !dump.wants_graphs()) {
+    if (auto hit = rt.find_program(key)) {
+      if (debug >= 2)
+        std::fprintf(stderr, "sn: program %016llx from the cache (%zu kernels)\n",
+                     static_cast<unsigned long long>(s.hash), hit->launches.size());
+      return finish(std::make_shared<Program>(*hit));
+    }
+  }
+
+  auto p = std::make_shared<Program>();
+  p->device = device;
+  p->hash = s.hash;
+  for (const ScheduleBuffer& b : s.buffers) {
+    ProgramBuffer pb;
+    pb.role = b.kind == ScheduleBuffer::Kind::Input    ? ProgramBuffer::Role::Input
+              : b.kind == ScheduleBuffer::Kind::Output ? ProgramBuffer::Role::Output
+                                                       : ProgramBuffer::Role::Intermediate;
+    pb.dtype = b.dtype;
+    pb.size = b.size;
+    pb.index = b.index;
+    p->buffers.push_back(pb);
+    if (b.kind == ScheduleBuffer::Kind::Output) {
+      if (size_t(b.index) >= p->outputs.size()) p->outputs.resize(size_t(b.index) + 1);
+      p->outputs[size_t(b.index)] = TensorSpec{b.dtype, static_shape(b.source, "compile output")};
+    }
+  }
+  for (const UOp* v : s.vars) {
+    const VarArg& va = v->as<VarArg>();
+    auto same = [&](const KernelVar& k) { return k.name == va.name; };
+    auto it = std::find_if(p->vars.begin(), p->vars.end(), same);
+    if (it == p->vars.end())
+      p->vars.push_back(KernelVar{va.name, va.min, va.max});
+    else if (it->min != va.min || it->max != va.max)
+      fail(Code::InvalidArg, "compile: variable ", va.name, " has two ranges [", it->min, ", ", it->max, "] and [",
+           va.min, ", ", va.max, "]");
+  }
+  std::sort(p->vars.begin(), p->vars.end(), [](const KernelVar& a, const KernelVar& b) { return a.name < b.name; });
+
+  // lower + compile, kernel by kernel in launch order
+  LowerOptions lo;
+  lo.optimize = options.optimize;
+  lo.allow_threads = options.allow_threads;
+  std::vector<std::string> opts_applied(s.kernels.size(), "cached");
+  for (size_t k = 0; k < s.kernels.size(); k++) {
+    const ScheduledKernel& sk = s.kernels[k];
+    std::shared_ptr<const DeviceKernel> kernel;
+    if (!dump.wants_graphs()) kernel = device->find(kernel_key(sk.ast, device->target(), lo));
+    if (!kernel) {
+      LowerOptions klo = lo;
+      if (dump.wants_graphs())
+        klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
+      LoweredKernel lk = lower_kernel(g, sk.ast, device->target(), klo);
+      opts_applied[k].clear();
+      for (const std::string& o : lk.applied_opts) opts_applied[k] += (opts_applied[k].empty() ? "" : " ") + o;
+      kernel = device->compile(lk);
+    }
+    dump.text("source", int(k), kernel->source, debug >= 4);
+    Launch launch;
+    launch.kernel = kernel;
+    launch.buffers = sk.buffers;
+    if (kernel->params.size() > sk.buffers.size())
+      fail(Code::Internal, "compile: kernel ", k, " (", kernel->name, ") has ", kernel->params.size(),
+           " params but the schedule binds ", sk.buffers.size(), " buffers");
+    for (const KernelVar& kv : kernel->vars) {
+      auto it = std::find_if(p->vars.begin(), p->vars.end(), [&](const KernelVar& v) { return v.name == kv.name; });
+      if (it == p->vars.end()) fail(Code::Internal, "compile: kernel ", k, " uses unknown variable ", kv.name);
+      launch.var_index.push_back(int(it - p->vars.begin()));
+    }
+    p->launches.push_back(std::move(launch));
+  }
+
+  // plan
+  std::string plan = plan_memory(*p);
+  if (options.keep_stages) dump.text("plan", -1, plan, false);
+  p->stages = dump.take();
+
+  if (debug >= 2) {
+    std::fprintf(stderr, "sn: program %016llx: %zu kernels for %s in %.1f ms; arena %zu bytes (%zu unshared)\n",
+                 static_cast<unsigned long long>(s.hash), p->launches.size(), device->name().c_str(), ms_since(t0),
+                 p->arena_bytes, p->unshared_bytes);
+    for (size_t k = 0; k < p->launches.size(); k++) {
+      const Launch& l = p->launches[k];
+      std::string bufs;
+      for (int b : l.buffers) {
+        const ProgramBuffer& pb = p->buffers[size_t(b)];
+        const char* role = pb.role == ProgramBuffer::Role::Input    ? "in"
+                           : pb.role == ProgramBuffer::Role::Output ? "out"
+                                                                    : "tmp";
+        bufs += cat(bufs.empty() ? "" : " ", role, pb.index);
+      }
+      std::fprintf(stderr, "sn: %4zu %-32s threads %3lld  [%s]  {%s}  %.2f ms\n", k, l.kernel->name.c_str(),
+                   static_cast<long long>(l.kernel->threads), bufs.c_str(), opts_applied[k].c_str(),
+                   l.kernel->compile_ms);
+    }
+  }
+  if (options.use_cache) rt.store_program(key, p);
+  return finish(std::make_shared<Program>(*p));
+}
+
+}  // namespace sn

@@ -1,0 +1,46 @@
+// The compiler pipeline: one function that runs the stages of the spec's table in order, from a
+// tensor-level graph to a Program that a device can run (see core/pipeline.cpp).
+#pragma once
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/runtime/program.h"
+#include "core/runtime/runtime.h"
+
+namespace sn {
+
+struct CompileOptions {
+  int debug = -1;              // SN_DEBUG level for this compile and the program's runs; -1: the runtime's
+  bool optimize = true;        // run the kernel optimizer (false: loops as scheduled, one thread)
+  bool allow_threads = true;   // allow splitting kernels across the CPU's cores
+  bool keep_stages = false;    // keep the text of every stage in Program::stages
+  bool use_cache = true;       // look the program up in (and add it to) the runtime's program cache
+  // The program's inputs in the caller's order: tensors made by input() (or their Buffers). Inputs
+  // listed here but unused by the outputs are accepted and ignored when running; a Buffer the
+  // outputs read that is missing here is an error. Empty: every Buffer the outputs read, in
+  // creation order.
+  std::vector<const UOp*> inputs;
+  // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
+  // kernel "ast", "optimized", "expanded", "reduce", "isel", "linear". Not called for kernels or
+  // programs answered from a cache.
+  std::function<void(std::string_view stage, int kernel, const UOp* root)> on_stage;
+};
+
+// Compiles the tensor graph under `outputs` for `device` (nullptr: the runtime's default device):
+//   check      dtypes the device cannot run and inputs on other devices fail here, before any work
+//   schedule   Callify + Rangeify + kernel split (core/schedule): kernels over buffers, launch order
+//   lower      per kernel: optimize, expand, reduce, isel, linearize (core/codegen, core/opt)
+//   compile    per kernel: render + backend compile (cached by content: identical kernels once)
+//   plan       intermediates share one arena where their lifetimes in the launch order do not overlap
+// The result is cached by the schedule's content hash, so the same program built again (on other
+// buffers, in another graph) compiles once. Throws sn::Error: InvalidArg for a bad graph,
+// Unsupported for what cannot be compiled (naming the dtype or op), ComputeDevice, Compile.
+std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<const UOp* const> outputs,
+                                               std::shared_ptr<ComputeDevice> device = nullptr,
+                                               const CompileOptions& options = {});
+
+}  // namespace sn

@@ -1,0 +1,309 @@
+// graph_rewrite and substitute: explicit-stack traversals (graphs can be millions of nodes
+// deep), memoized per node so shared subgraphs are rewritten once.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/rewrite/pattern.h"
+
+namespace sn {
+
+namespace {
+
+// Successive rewrites of one node beyond this are taken as a rule cycle that never repeats a
+// node (e.g. a rule that keeps producing fresh constants).
+constexpr uint32_t kMaxSuccessiveRewrites = 100000;
+// A stack this deep is far beyond any real graph (a 1M-node chain needs about 2M frames); it
+// means rewrites keep nesting new work inside their results.
+constexpr size_t kMaxStack = size_t{1} << 24;
+
+// Marks a node whose rewrite has started but not finished. Never dereferenced.
+const char kBusyTag = 0;
+const UOp* const kBusy = reinterpret_cast<const UOp*>(&kBusyTag);
+
+// Map from node to node. graph_rewrite is the hot loop of compile time, and is called both on
+// whole graphs and, very often, on small expressions inside large graphs. Small maps are a
+// short array searched linearly (no allocation to speak of). Large ones switch to a table
+// indexed by node id (dense per graph): neighbouring nodes tend to have neighbouring ids, so
+// this beats hashing, which scatters every access. The table is paged so that rewriting part
+// of a huge graph only touches the pages of the ids it visits.
+class NodeMap {
+ public:
+  // The value for k, or nullptr when k is absent.
+  const UOp* get(const UOp* k) const {
+    if (small_n_ <= kSmall) {
+      for (size_t i = 0; i < small_n_; ++i)
+        if (small_[i].first == k) return small_[i].second;
+      return nullptr;
+    }
+    size_t p = k->id >> kPageBits;
+    if (p >= pages_.size() || !pages_[p]) return nullptr;
+    return pages_[p][k->id & kPageMask];
+  }
+
+  void set(const UOp* k, const UOp* v) {
+    if (small_n_ <= kSmall) {
+      for (size_t i = 0; i < small_n_; ++i) {
+        if (small_[i].first == k) {
+          small_[i].second = v;
+          return;
+        }
+      }
+      if (small_n_ < kSmall) {
+        small_[small_n_++] = {k, v};
+        return;
+      }
+      small_n_ = kSmall + 1;  // from now on: paged
+      for (const auto& [key, value] : small_) set_paged(key, value);
+    }
+    set_paged(k, v);
+  }
+
+ private:
+  static constexpr size_t kSmall = 32;
+  static constexpr unsigned kPageBits = 10;
+  static constexpr size_t kPageSize = size_t{1} << kPageBits;
+  static constexpr size_t kPageMask = kPageSize - 1;
+
+  void set_paged(const UOp* k, const UOp* v) {
+    size_t p = k->id >> kPageBits;
+    if (p >= pages_.size()) pages_.resize(p + 1);
+    if (!pages_[p]) pages_[p] = std::make_unique<const UOp*[]>(kPageSize);  // value-initialized: all null
+    pages_[p][k->id & kPageMask] = v;
+  }
+
+  std::array<std::pair<const UOp*, const UOp*>, kSmall> small_{};
+  size_t small_n_ = 0;  // > kSmall: the paged table is in use
+  std::vector<std::unique_ptr<const UOp*[]>> pages_;
+};
+
+// One unit of pending work. `stage` says what is left to do for `n`; `a`, `b` carry the
+// intermediate nodes of that work; `chain` counts successive rewrites leading to `n`.
+struct Frame {
+  const UOp* n;
+  const UOp* a;
+  const UOp* b;
+  uint32_t stage;
+  uint32_t chain;
+};
+
+[[noreturn]] void cycle_reentered(const UOp* u) {
+  fail(Code::Internal, "graph_rewrite: rule cycle: node ", op_name(u->op), " (", u->dtype.name(), ", id ", u->id,
+       ") is reached again while it is being rewritten");
+}
+
+[[noreturn]] void cycle_too_long(const UOp* u) {
+  fail(Code::Internal, "graph_rewrite: rule cycle: more than ", kMaxSuccessiveRewrites,
+       " successive rewrites, last node ", op_name(u->op), " (", u->dtype.name(), ")");
+}
+
+[[noreturn]] void stack_too_deep(const UOp* u) {
+  fail(Code::Internal, "graph_rewrite: rule cycle: work stack above ", kMaxStack, " entries at node ", op_name(u->op),
+       " (rewrites keep nesting)");
+}
+
+class Rewriter {
+ public:
+  Rewriter(Graph& g, const PatternMatcher& pm, void* ctx, RewriteStats* stats)
+      : g_(g), pm_(pm), ctx_(ctx), stats_(stats) {}
+
+  const UOp* children_first(const UOp* root);
+  const UOp* parent_first(const UOp* root);
+  const UOp* substitute(const UOp* root);
+  NodeMap& memo() { return memo_; }
+
+ private:
+  void push(const UOp* n, const UOp* a, const UOp* b, uint32_t stage, uint32_t chain) {
+    if (stack_.size() >= kMaxStack) stack_too_deep(n);
+    stack_.push_back(Frame{n, a, b, stage, chain});
+  }
+  // Push the sources of u that still need work, the first source on top.
+  void push_sources(const UOp* u) {
+    auto src = u->src();
+    for (size_t i = src.size(); i-- > 0;) {
+      const UOp* m = memo_.get(src[i]);
+      if (m == nullptr || m == kBusy) push(src[i], nullptr, nullptr, 0, 0);
+    }
+  }
+  // u with every source replaced by its final node (u itself when none changed).
+  const UOp* rebuild(const UOp* u) {
+    auto src = u->src();
+    size_t i = 0;
+    for (; i < src.size(); ++i)
+      if (memo_.get(src[i]) != src[i]) break;
+    if (i == src.size()) return u;
+    srcbuf_.assign(src.begin(), src.end());
+    for (; i < src.size(); ++i) srcbuf_[i] = memo_.get(src[i]);
+    return g_.replace_src(u, srcbuf_);
+  }
+  const UOp* apply(const UOp* u) {
+    if (stats_) ++stats_->visited;
+    const UOp* r = pm_.rewrite(g_, u, ctx_);
+    if (r == nullptr) return nullptr;
+    // The memo is indexed by node id, which is only unique within one graph.
+    if (r->graph() != &g_)
+      fail(Code::InvalidArg, "graph_rewrite: a rule on ", op_name(u->op), " returned a node of another graph");
+    if (stats_) ++stats_->rewrites;
+    return r;
+  }
+
+  Graph& g_;
+  const PatternMatcher& pm_;
+  void* ctx_;
+  RewriteStats* stats_;
+  NodeMap memo_;  // node -> its final rewrite (kBusy while in progress)
+  std::vector<Frame> stack_;
+  std::vector<const UOp*> srcbuf_;
+};
+
+// Stages: 0 = enter (push own sources), 1 = sources done: rebuild and apply rules,
+// 2 = the replacement b of (n, rebuilt a) is final: record it for n and a.
+const UOp* Rewriter::children_first(const UOp* root) {
+  push(root, nullptr, nullptr, 0, 0);
+  while (!stack_.empty()) {
+    Frame f = stack_.back();
+    stack_.pop_back();
+    if (f.stage == 0) {
+      const UOp* m = memo_.get(f.n);
+      if (m == kBusy) cycle_reentered(f.n);
+      if (m != nullptr) continue;
+      memo_.set(f.n, kBusy);
+      push(f.n, nullptr, nullptr, 1, f.chain);
+      push_sources(f.n);
+    } else if (f.stage == 1) {
+      const UOp* n2 = rebuild(f.n);
+      if (n2 != f.n) {
+        // The rebuilt node may already be known (the same expression reached another way).
+        const UOp* known = memo_.get(n2);
+        if (known == kBusy) cycle_reentered(n2);
+        if (known != nullptr) {
+          memo_.set(f.n, known);
+          continue;
+        }
+      }
+      const UOp* r = apply(n2);
+      if (r == nullptr) {
+        memo_.set(f.n, n2);
+        if (n2 != f.n) memo_.set(n2, n2);
+        continue;
+      }
+      const UOp* known = memo_.get(r);
+      if (known == kBusy) cycle_reentered(r);
+      if (known != nullptr) {
+        memo_.set(f.n, known);
+        if (n2 != f.n) memo_.set(n2, known);
+        continue;
+      }
+      if (f.chain + 1 > kMaxSuccessiveRewrites) cycle_too_long(r);
+      push(f.n, n2, r, 2, f.chain);
+      push(r, nullptr, nullptr, 0, f.chain + 1);
+    } else {
+      const UOp* fin = memo_.get(f.b);
+      memo_.set(f.n, fin);
+      if (f.a != f.n) memo_.set(f.a, fin);
+    }
+  }
+  return memo_.get(root);
+}
+
+// Stages: 0 = apply rules to n until none applies (result a), then push a's sources;
+// 1 = sources done: rebuild a; an unchanged a is final, a rebuilt one is rewritten again;
+// 2 = the rebuilt node b is final: record it for n and a.
+const UOp* Rewriter::parent_first(const UOp* root) {
+  push(root, nullptr, nullptr, 0, 0);
+  while (!stack_.empty()) {
+    Frame f = stack_.back();
+    stack_.pop_back();
+    if (f.stage == 0) {
+      const UOp* m = memo_.get(f.n);
+      if (m == kBusy) cycle_reentered(f.n);
+      if (m != nullptr) continue;
+      memo_.set(f.n, kBusy);
+      const UOp* cur = f.n;
+      uint32_t chain = f.chain;
+      const UOp* known = nullptr;
+      while (const UOp* r = apply(cur)) {
+        if (++chain > kMaxSuccessiveRewrites) cycle_too_long(r);
+        cur = r;
+        known = memo_.get(cur);
+        if (known == kBusy) cycle_reentered(cur);
+        if (known != nullptr) break;
+      }
+      if (known != nullptr) {
+        memo_.set(f.n, known);
+        continue;
+      }
+      if (cur != f.n) memo_.set(cur, kBusy);
+      push(f.n, cur, nullptr, 1, chain);
+      push_sources(cur);
+    } else if (f.stage == 1) {
+      const UOp* rebuilt = rebuild(f.a);
+      if (rebuilt == f.a) {
+        memo_.set(f.n, f.a);
+        if (f.a != f.n) memo_.set(f.a, f.a);
+        continue;
+      }
+      // New sources can enable rules on the node again, so it goes through stage 0 anew.
+      const UOp* known = memo_.get(rebuilt);
+      if (known == kBusy) cycle_reentered(rebuilt);
+      if (known != nullptr) {
+        memo_.set(f.n, known);
+        if (f.a != f.n) memo_.set(f.a, known);
+        continue;
+      }
+      if (f.chain + 1 > kMaxSuccessiveRewrites) cycle_too_long(rebuilt);
+      push(f.n, f.a, rebuilt, 2, f.chain);
+      push(rebuilt, nullptr, nullptr, 0, f.chain + 1);
+    } else {
+      const UOp* fin = memo_.get(f.b);
+      memo_.set(f.n, fin);
+      if (f.a != f.n) memo_.set(f.a, fin);
+    }
+  }
+  return memo_.get(root);
+}
+
+// The memo is preloaded with the map, so mapped nodes are final as given and never entered.
+const UOp* Rewriter::substitute(const UOp* root) {
+  push(root, nullptr, nullptr, 0, 0);
+  while (!stack_.empty()) {
+    Frame f = stack_.back();
+    stack_.pop_back();
+    if (f.stage == 0) {
+      if (memo_.get(f.n) != nullptr) continue;
+      memo_.set(f.n, kBusy);
+      push(f.n, nullptr, nullptr, 1, 0);
+      push_sources(f.n);
+    } else {
+      memo_.set(f.n, rebuild(f.n));
+    }
+  }
+  return memo_.get(root);
+}
+
+}  // namespace
+
+const UOp* graph_rewrite(Graph& g, const UOp* root, const PatternMatcher& pm, void* ctx, RewriteOrder order,
+                         RewriteStats* stats) {
+  if (root == nullptr) fail(Code::InvalidArg, "graph_rewrite: root is null");
+  if (root->graph() != &g) fail(Code::InvalidArg, "graph_rewrite: root belongs to another graph");
+  Rewriter rw(g, pm, ctx, stats);
+  return order == RewriteOrder::ChildrenFirst ? rw.children_first(root) : rw.parent_first(root);
+}
+
+const UOp* substitute(Graph& g, const UOp* root, const std::vector<std::pair<const UOp*, const UOp*>>& map) {
+  if (root == nullptr) fail(Code::InvalidArg, "substitute: root is null");
+  if (root->graph() != &g) fail(Code::InvalidArg, "substitute: root belongs to another graph");
+  const PatternMatcher no_rules;
+  Rewriter rw(g, no_rules, nullptr, nullptr);
+  for (const auto& [from, to] : map) {
+    if (from == nullptr || to == nullptr) fail(Code::InvalidArg, "substitute: null node in the map");
+    if (from->graph() != &g || to->graph() != &g) fail(Code::InvalidArg, "substitute: map node of another graph");
+    rw.memo().set(from, to);
+  }
+  return rw.substitute(root);
+}
+
+}  // namespace sn

@@ -1,0 +1,83 @@
+#include "core/runtime/buffer.h"
+
+#include <limits>
+
+#include "core/runtime/device.h"
+#include "core/util/error.h"
+
+namespace sn {
+
+std::string format_dims(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); i++) s += (i ? "," : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+int64_t checked_numel(const std::vector<int64_t>& shape, const char* what) {
+  int64_t n = 1;
+  for (size_t k = 0; k < shape.size(); k++) {
+    if (shape[k] < 0) fail(Code::InvalidArg, what, ": dim ", k, " of shape ", format_dims(shape), " is negative");
+    if (shape[k] != 0 && n > std::numeric_limits<int64_t>::max() / shape[k])
+      fail(Code::InvalidArg, what, ": shape ", format_dims(shape), " has too many elements");
+    n *= shape[k];
+  }
+  return n;
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(const std::shared_ptr<ComputeDevice>& device, DType dtype,
+                                         std::vector<int64_t> shape) {
+  if (!device) fail(Code::InvalidArg, "buffer: no device");
+  if (dtype.ptr || dtype.lanes != 1 || dtype.is_void() || dtype.is_index())
+    fail(Code::InvalidArg, "buffer: needs a scalar bool, integer or float dtype, got ", dtype.name());
+  if (std::string why = device->unsupported_dtype(dtype); !why.empty())
+    fail(Code::Unsupported, "buffer: device ", device->name(), " cannot hold ", dtype.name(), ": ", why);
+  int64_t n = checked_numel(shape, "buffer");
+  if (uint64_t(n) > std::numeric_limits<size_t>::max() / 2 / size_t(dtype.itemsize()))
+    fail(Code::OutOfMemory, "buffer: ", format_dims(shape), " of ", dtype.name(), " is too large");
+  auto storage = device->allocate(size_t(n) * size_t(dtype.itemsize()));
+  return std::make_shared<Buffer>(std::move(storage), 0, dtype, std::move(shape));
+}
+
+Buffer::Buffer(std::shared_ptr<Storage> storage, size_t byte_offset, DType dtype, std::vector<int64_t> shape)
+    : storage_(std::move(storage)), offset_(byte_offset), dtype_(dtype), shape_(std::move(shape)) {
+  if (!storage_) fail(Code::InvalidArg, "buffer: no storage");
+  numel_ = checked_numel(shape_, "buffer");
+  if (offset_ > storage_->bytes() || nbytes() > storage_->bytes() - offset_)
+    fail(Code::InvalidArg, "buffer: ", format_dims(shape_), " of ", dtype_.name(), " at byte ", offset_,
+         " does not fit in a storage of ", storage_->bytes(), " bytes");
+}
+
+void Buffer::copy_in(const void* src, size_t bytes) {
+  if (bytes != nbytes())
+    fail(Code::InvalidArg, "buffer copy in: got ", bytes, " bytes, the buffer ", str(), " holds ", nbytes());
+  if (bytes == 0) return;
+  if (src == nullptr) fail(Code::InvalidArg, "buffer copy in: source is null");
+  device().copy_in(*storage_, offset_, src, bytes);
+}
+
+void Buffer::copy_out(void* dst, size_t bytes) const {
+  if (bytes != nbytes())
+    fail(Code::InvalidArg, "buffer copy out: got room for ", bytes, " bytes, the buffer ", str(), " holds ", nbytes());
+  if (bytes == 0) return;
+  if (dst == nullptr) fail(Code::InvalidArg, "buffer copy out: destination is null");
+  device().copy_out(*storage_, offset_, dst, bytes);
+}
+
+std::shared_ptr<Buffer> Buffer::view(int64_t elem_offset, std::vector<int64_t> shape) const {
+  int64_t n = checked_numel(shape, "buffer view");
+  if (elem_offset < 0 || elem_offset > numel_ || n > numel_ - elem_offset)
+    fail(Code::InvalidArg, "buffer view: ", format_dims(shape), " at element ", elem_offset,
+         " does not fit in ", str());
+  return std::make_shared<Buffer>(storage_, offset_ + size_t(elem_offset) * size_t(dtype_.itemsize()), dtype_,
+                                  std::move(shape));
+}
+
+bool Buffer::overlaps(const Buffer& other) const {
+  if (storage_ != other.storage_ || nbytes() == 0 || other.nbytes() == 0) return false;
+  return offset_ < other.offset_ + other.nbytes() && other.offset_ < offset_ + nbytes();
+}
+
+std::string Buffer::str() const { return cat(dtype_.name(), format_dims(shape_), " on ", device().name()); }
+
+}  // namespace sn

@@ -1,0 +1,91 @@
+// ComputeDevice memory: a Storage is one allocation on a device (64-byte aligned on the CPU); a Buffer is a
+// typed, shaped window into a Storage (the whole of it, or a view at an offset). Buffers share their
+// Storage through shared_ptr, so a view keeps its parent's memory alive and the last Buffer to go
+// frees it. A Storage keeps its ComputeDevice alive.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/dtype.h"
+
+namespace sn {
+
+class ComputeDevice;
+
+// Alignment of every CPU allocation: a cache line, and the widest SIMD load (AVX-512).
+inline constexpr size_t kBufferAlignment = 64;
+
+// One allocation. Created by ComputeDevice::allocate; freed when the last reference goes.
+class Storage {
+ public:
+  Storage(std::shared_ptr<ComputeDevice> device, void* ptr, size_t bytes, void (*free_fn)(void*))
+      : device_(std::move(device)), ptr_(ptr), bytes_(bytes), free_(free_fn) {}
+  ~Storage() {
+    if (free_) free_(ptr_);
+  }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  ComputeDevice& device() const { return *device_; }
+  const std::shared_ptr<ComputeDevice>& device_ptr() const { return device_; }
+  // ComputeDevice address of byte 0 (a host pointer on the CPU). Never null, even for 0 bytes.
+  void* ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<ComputeDevice> device_;
+  void* ptr_;
+  size_t bytes_;
+  void (*free_)(void*);
+};
+
+// A typed, shaped, row-major contiguous window of a Storage: numel() elements of `dtype` starting
+// byte_offset() bytes into it.
+class Buffer {
+ public:
+  // Allocates a fresh buffer of `shape` on `device` (contents uninitialized).
+  static std::shared_ptr<Buffer> allocate(const std::shared_ptr<ComputeDevice>& device, DType dtype,
+                                          std::vector<int64_t> shape);
+  // Wraps `bytes` at `byte_offset` of `storage` (checked against its size).
+  Buffer(std::shared_ptr<Storage> storage, size_t byte_offset, DType dtype, std::vector<int64_t> shape);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return size_t(numel_) * size_t(dtype_.itemsize()); }
+  size_t byte_offset() const { return offset_; }
+  ComputeDevice& device() const { return storage_->device(); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // ComputeDevice address of element 0.
+  void* data() const { return static_cast<char*>(storage_->ptr()) + offset_; }
+
+  // Copies `bytes` host bytes into the buffer / out of it. The size must be exactly nbytes().
+  void copy_in(const void* src, size_t bytes);
+  void copy_out(void* dst, size_t bytes) const;
+
+  // A view of `shape` starting at element `elem_offset` of this buffer, same dtype. Keeps the memory
+  // alive. Throws InvalidArg when it does not fit inside this buffer.
+  std::shared_ptr<Buffer> view(int64_t elem_offset, std::vector<int64_t> shape) const;
+
+  // True when the byte ranges of the two buffers overlap (same Storage; empty buffers never do).
+  bool overlaps(const Buffer& other) const;
+
+  std::string str() const;  // "float32(2,3) on CPU"
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  size_t offset_;
+  DType dtype_;
+  std::vector<int64_t> shape_;
+  int64_t numel_;
+};
+
+// "(2,3)"; "()" for a scalar; "(5,)" for one axis.
+std::string format_dims(const std::vector<int64_t>& shape);
+// Product of the dims; throws InvalidArg for a negative dim or an overflow.
+int64_t checked_numel(const std::vector<int64_t>& shape, const char* what);
+
+}  // namespace sn

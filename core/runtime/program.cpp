@@ -1,0 +1,241 @@
+#include "core/runtime/program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "core/util/error.h"
+
+namespace sn {
+
+std::string TensorSpec::str() const { return dtype.name() + format_dims(shape); }
+
+std::string Program::stage_text(std::string_view stage) const {
+  std::string out;
+  if (!stages) return out;
+  for (const StageDump& d : *stages) {
+    if (d.stage != stage) continue;
+    if (d.kernel >= 0) {
+      const auto& k = *launches.at(size_t(d.kernel)).kernel;
+      out += cat("# kernel ", d.kernel, ": ", k.name, "\n");
+    }
+    out += d.text;
+    if (!d.text.empty() && d.text.back() != '\n') out += '\n';
+  }
+  return out;
+}
+
+std::vector<std::string> Program::stage_names() const {
+  std::vector<std::string> names;
+  if (!stages) return names;
+  for (const StageDump& d : *stages)
+    if (std::find(names.begin(), names.end(), d.stage) == names.end()) names.push_back(d.stage);
+  return names;
+}
+
+std::shared_ptr<Buffer> Program::allocate_output(size_t i) const {
+  if (i >= outputs.size()) fail(Code::InvalidArg, "program has ", outputs.size(), " outputs, asked for output ", i);
+  return Buffer::allocate(device, outputs[i].dtype, outputs[i].shape);
+}
+
+namespace {
+
+void check_binding(const Program& p, const char* what, size_t i, const TensorSpec& spec, const Buffer* b) {
+  if (b == nullptr) fail(Code::InvalidArg, what, " ", i, " is not bound");
+  if (b->dtype() != spec.dtype)
+    fail(Code::InvalidArg, what, " ", i, ": expected ", spec.str(), ", got a buffer of ", b->dtype().name(),
+         format_dims(b->shape()));
+  if (b->shape() != spec.shape)
+    fail(Code::InvalidArg, what, " ", i, ": expected shape ", format_dims(spec.shape), " (", spec.str(),
+         "), got a buffer of shape ", format_dims(b->shape()));
+  if (b->device().name() != p.device->name())
+    fail(Code::InvalidArg, what, " ", i, ": the buffer is on ", b->device().name(), ", the program runs on ",
+         p.device->name());
+}
+
+void check_var(const Program& p, size_t v, int64_t value) {
+  const KernelVar& kv = p.vars[v];
+  if (value < kv.min || value > kv.max)
+    fail(Code::InvalidArg, "variable ", kv.name, " = ", value, " is outside its range [", kv.min, ", ", kv.max, "]");
+}
+
+// Runs every launch of `p` on the bound buffers. `arena` holds the intermediates (p.arena_bytes).
+void execute(const Program& p, const std::vector<const Buffer*>& inputs, const std::vector<const Buffer*>& outputs,
+             const std::vector<int64_t>& vars, const std::vector<bool>& var_bound, Storage* arena,
+             std::vector<double>* timings) {
+  if (inputs.size() != p.inputs.size())
+    fail(Code::InvalidArg, "the program takes ", p.inputs.size(), " inputs, got ", inputs.size());
+  if (outputs.size() != p.outputs.size())
+    fail(Code::InvalidArg, "the program has ", p.outputs.size(), " outputs, got ", outputs.size());
+  for (size_t i = 0; i < inputs.size(); i++) check_binding(p, "input", i, p.inputs[i], inputs[i]);
+  for (size_t i = 0; i < outputs.size(); i++) check_binding(p, "output", i, p.outputs[i], outputs[i]);
+  // A kernel writing an output must never change what a later kernel reads.
+  for (size_t i = 0; i < outputs.size(); i++) {
+    for (size_t j = 0; j < inputs.size(); j++)
+      if (outputs[i]->overlaps(*inputs[j]))
+        fail(Code::InvalidArg, "output ", i, " overlaps input ", j, " (outputs need memory of their own)");
+    for (size_t j = 0; j < i; j++)
+      if (outputs[i]->overlaps(*outputs[j])) fail(Code::InvalidArg, "outputs ", j, " and ", i, " overlap");
+  }
+  for (size_t v = 0; v < p.vars.size(); v++) {
+    if (!var_bound[v]) fail(Code::InvalidArg, "variable ", p.vars[v].name, " is not bound");
+    check_var(p, v, vars[v]);
+  }
+
+  // ComputeDevice address of every program buffer.
+  std::vector<void*> addr(p.buffers.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); i++) {
+    if (p.input_slots[i] < 0) continue;  // listed by the caller, unused by the outputs
+    for (size_t b = 0; b < p.buffers.size(); b++)
+      if (p.buffers[b].role == ProgramBuffer::Role::Input && p.buffers[b].index == p.input_slots[i])
+        addr[b] = inputs[i]->data();
+  }
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const ProgramBuffer& pb = p.buffers[b];
+    if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->data();
+    if (pb.role == ProgramBuffer::Role::Intermediate) {
+      if (!arena) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
+      addr[b] = static_cast<char*>(arena->ptr()) + pb.arena_offset;
+    }
+  }
+
+  if (timings) timings->assign(p.launches.size(), 0.0);
+  std::vector<void*> bufs;
+  std::vector<int64_t> kvars;
+  double total_ms = 0;
+  for (size_t l = 0; l < p.launches.size(); l++) {
+    const Launch& launch = p.launches[l];
+    bufs.assign(launch.buffers.size(), nullptr);
+    for (size_t s = 0; s < launch.buffers.size(); s++) {
+      bufs[s] = addr[size_t(launch.buffers[s])];
+      if (!bufs[s]) fail(Code::Internal, "program: launch ", l, " slot ", s, " has no buffer");
+    }
+    kvars.clear();
+    for (int v : launch.var_index) kvars.push_back(vars[size_t(v)]);
+    if (!timings) {
+      p.device->launch(*launch.kernel, bufs.data(), kvars.empty() ? nullptr : kvars.data());
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    p.device->launch(*launch.kernel, bufs.data(), kvars.empty() ? nullptr : kvars.data());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    (*timings)[l] = ms;
+    total_ms += ms;
+    if (p.debug >= 1)
+      std::fprintf(stderr, "sn: %-4s %4zu %-32s threads %3lld  %10.3f ms\n", p.device->name().c_str(), l,
+                   launch.kernel->name.c_str(), static_cast<long long>(launch.kernel->threads), ms);
+  }
+  if (timings && p.debug >= 1)
+    std::fprintf(stderr, "sn: %-4s ran %zu kernels in %.3f ms\n", p.device->name().c_str(), p.launches.size(),
+                 total_ms);
+}
+
+std::shared_ptr<Storage> new_arena(const Program& p) {
+  return p.arena_bytes ? p.device->allocate(p.arena_bytes) : nullptr;
+}
+
+}  // namespace
+
+void Program::run(std::span<const std::shared_ptr<Buffer>> in, std::span<const std::shared_ptr<Buffer>> out,
+                  std::span<const std::pair<std::string, int64_t>> var_values) const {
+  std::vector<const Buffer*> ins, outs;
+  for (const auto& b : in) ins.push_back(b.get());
+  for (const auto& b : out) outs.push_back(b.get());
+  std::vector<int64_t> values(vars.size(), 0);
+  std::vector<bool> bound(vars.size(), false);
+  for (const auto& [name, value] : var_values) {
+    auto it = std::find_if(vars.begin(), vars.end(), [&](const KernelVar& v) { return v.name == name; });
+    if (it == vars.end()) fail(Code::InvalidArg, "the program has no variable named '", name, "'");
+    values[size_t(it - vars.begin())] = value;
+    bound[size_t(it - vars.begin())] = true;
+  }
+  // Take the cached arena (or make one when another thread is using it), and give it back after.
+  std::shared_ptr<Storage> arena;
+  {
+    std::lock_guard<std::mutex> lk(arena_cache_.mu);
+    arena = std::move(arena_cache_.arena);
+  }
+  if (!arena) arena = new_arena(*this);
+  std::vector<double> timings;
+  execute(*this, ins, outs, values, bound, arena.get(), debug >= 1 ? &timings : nullptr);
+  std::lock_guard<std::mutex> lk(arena_cache_.mu);
+  if (!arena_cache_.arena) arena_cache_.arena = std::move(arena);
+}
+
+CommandBuffer::CommandBuffer(std::shared_ptr<const Program> program) : program_(std::move(program)) {
+  if (!program_) fail(Code::InvalidArg, "command buffer: no program");
+  inputs_.resize(program_->inputs.size());
+  outputs_.resize(program_->outputs.size());
+  var_values_.assign(program_->vars.size(), 0);
+  var_bound_.assign(program_->vars.size(), false);
+}
+
+void CommandBuffer::set_input(size_t i, std::shared_ptr<Buffer> buffer) {
+  if (i >= inputs_.size()) fail(Code::InvalidArg, "the program takes ", inputs_.size(), " inputs, got input ", i);
+  if (buffer) check_binding(*program_, "input", i, program_->inputs[i], buffer.get());
+  inputs_[i] = std::move(buffer);
+}
+
+void CommandBuffer::set_output(size_t i, std::shared_ptr<Buffer> buffer) {
+  if (i >= outputs_.size()) fail(Code::InvalidArg, "the program has ", outputs_.size(), " outputs, got output ", i);
+  if (buffer) check_binding(*program_, "output", i, program_->outputs[i], buffer.get());
+  outputs_[i] = std::move(buffer);
+}
+
+void CommandBuffer::set_var(std::string_view name, int64_t value) {
+  const auto& vars = program_->vars;
+  auto it = std::find_if(vars.begin(), vars.end(), [&](const KernelVar& v) { return v.name == name; });
+  if (it == vars.end()) fail(Code::InvalidArg, "the program has no variable named '", std::string(name), "'");
+  size_t v = size_t(it - vars.begin());
+  check_var(*program_, v, value);
+  var_values_[v] = value;
+  var_bound_[v] = true;
+}
+
+void CommandBuffer::run() {
+  std::vector<const Buffer*> ins, outs;
+  for (const auto& b : inputs_) ins.push_back(b.get());
+  for (const auto& b : outputs_) outs.push_back(b.get());
+  if (!arena_ && program_->arena_bytes) arena_ = new_arena(*program_);
+  bool timed = timing_ || program_->debug >= 1;
+  execute(*program_, ins, outs, var_values_, var_bound_, arena_.get(), timed ? &timings_ : nullptr);
+}
+
+std::vector<size_t> plan_arena(std::span<const size_t> bytes, std::span<const int> first, std::span<const int> last,
+                               size_t align, size_t* arena_bytes) {
+  if (bytes.size() != first.size() || bytes.size() != last.size())
+    fail(Code::Internal, "plan_arena: ", bytes.size(), " sizes, ", first.size(), " firsts, ", last.size(), " lasts");
+  if (align == 0 || (align & (align - 1)) != 0) fail(Code::Internal, "plan_arena: alignment ", align);
+  auto round_up = [&](size_t n) { return (n + align - 1) / align * align; };
+  std::vector<size_t> order(bytes.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (bytes[a] != bytes[b]) return bytes[a] > bytes[b];
+    return first[a] < first[b];
+  });
+  std::vector<size_t> offset(bytes.size(), 0);
+  std::vector<size_t> placed;
+  size_t total = 0;
+  for (size_t i : order) {
+    size_t need = round_up(bytes[i]);
+    if (need == 0) continue;  // empty buffers take no room (any aligned address will do)
+    // Ranges taken by placed buffers that are alive at the same time, by start.
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (size_t j : placed)
+      if (first[j] <= last[i] && first[i] <= last[j]) busy.emplace_back(offset[j], offset[j] + round_up(bytes[j]));
+    std::sort(busy.begin(), busy.end());
+    size_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + need <= lo) break;
+      at = std::max(at, hi);
+    }
+    offset[i] = at;
+    placed.push_back(i);
+    total = std::max(total, at + need);
+  }
+  *arena_bytes = total;
+  return offset;
+}
+
+}  // namespace sn

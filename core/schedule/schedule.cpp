@@ -1,0 +1,206 @@
+// The scheduler driver: Callify (buffers -> slots, content hash), the materialization plan,
+// Rangeify of each materialized value (rangeify.cpp), and the launch order.
+//
+// Fusion rules (what becomes its own kernel, and why):
+//  1. Every output is stored into its own fresh buffer (the caller owns it). An output listed
+//     twice is computed once; the second buffer gets a copy kernel.
+//  2. Contiguous is stored: the user asked for a materialized value.
+//  3. Everything else is inlined into the kernel that consumes it: elementwise chains, movement
+//     ops (index math), casts, and reductions together with their elementwise inputs and
+//     consumers. A value read with several indexings is recomputed at each, except:
+//  4. A Reduce whose consumer broadcasts it over a loop it does not depend on (x - max(x), or a
+//     reduce nested in another reduce's body) is stored: inlined it would be recomputed for every
+//     point of that loop. (rangeify.cpp: check_reduce_scope)
+//  5. A Reduce reached with two different indexings, or from two kernels, is stored: recomputing
+//     would duplicate the whole reduction. (rangeify.cpp: note_use)
+//  6. An elementwise value reached with more than a few distinct indexings in one kernel is
+//     stored, so that chains of stencils do not grow their recomputation without bound.
+// Rules 4-6 are found while lowering. A flagged value is stored at once for the rest of the round
+// (so a deep chain of reductions is explored once, not once per reader). A round that flagged
+// anything is lowered again with the flags of the first rule that has any (4, else 5, else 6)
+// stored for good: whether a value is duplicated or recomputed too often is only known once the
+// reductions around it are stored. The schedule comes from the first round that flags nothing;
+// each round stores at least one more value, so this ends.
+#include "core/schedule/schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/schedule/indexing.h"
+#include "core/schedule/rangeify.h"
+
+namespace sn {
+
+namespace {
+
+// Elements to allocate for a value of this shape: its size, or the largest size its symbolic
+// dims allow.
+int64_t alloc_size(Graph& g, const UOp* u) {
+  const Shape& s = *u->shape();
+  if (auto n = shape_numel(s)) return *n;
+  const MinMax& m = sched::numel_uop(g, s)->minmax();
+  if (m.is_float || m.hi > i128(std::numeric_limits<int64_t>::max()))
+    fail(Code::Unsupported, "schedule: cannot bound the size of the symbolic shape ", shape_str(s), " of ",
+         op_name(u->op));
+  return int64_t(std::max<i128>(m.hi, 0));
+}
+
+uint64_t hash_dtype(DType d) {
+  return (uint64_t(d.scalar) << 24) | (uint64_t(d.lanes) << 8) | (uint64_t(d.ptr) << 4) | uint64_t(d.addrspace);
+}
+
+// Content hash of the program with each input Buffer replaced by its slot: the same program on
+// other buffers (of the same sizes and devices) hashes the same.
+uint64_t program_hash(const std::vector<const UOp*>& order, std::span<const UOp* const> outputs,
+                      const std::unordered_map<const UOp*, int>& input_slot) {
+  std::unordered_map<const UOp*, uint64_t> h;
+  for (const UOp* u : order) {
+    uint64_t x = hash_combine(uint64_t(u->op) + 1, hash_dtype(u->dtype));
+    if (u->op == Op::Buffer) {
+      const BufferArg& b = u->as<BufferArg>();
+      x = hash_combine(x, uint64_t(input_slot.at(u)));
+      x = hash_combine(x, uint64_t(b.size));
+      x = hash_combine(x, hash_arg(Arg{b.device.str()}));
+      x = hash_combine(x, uint64_t(b.addrspace));
+    } else {
+      x = hash_combine(x, hash_arg(u->arg));
+    }
+    for (const UOp* s : u->src()) x = hash_combine(x, h.at(s));
+    h.emplace(u, x);
+  }
+  uint64_t out = hash_combine(0x5c4ed01e, outputs.size());
+  for (const UOp* o : outputs) out = hash_combine(out, h.at(o));
+  return out;
+}
+
+// DefineVars under `root`, in first-seen order of a depth-first walk.
+void collect_vars(const UOp* root, std::unordered_set<const UOp*>& seen, std::vector<const UOp*>& vars) {
+  std::vector<const UOp*> stack{root};
+  std::unordered_set<const UOp*> visited{root};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::DefineVar && seen.insert(u).second) vars.push_back(u);
+    for (size_t i = u->nsrc(); i-- > 0;)
+      if (visited.insert(u->src(i)).second) stack.push_back(u->src(i));
+  }
+}
+
+}  // namespace
+
+Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
+  for (size_t i = 0; i < outputs.size(); i++) {
+    const UOp* o = outputs[i];
+    if (o == nullptr) fail(Code::InvalidArg, "schedule: output ", i, " is null");
+    if (o->graph() != &g) fail(Code::InvalidArg, "schedule: output ", i, " belongs to another graph");
+    if (o->shape() == nullptr || o->dtype.is_void() || o->dtype.ptr || o->dtype.lanes != 1)
+      fail(Code::InvalidArg, "schedule: output ", i, " (", op_name(o->op), " of ", o->dtype.name(),
+           ") is not a tensor value");
+  }
+  Schedule s;
+  if (outputs.empty()) return s;
+
+  // ---- Callify: inputs in first-use order, outputs, the content hash ----
+  std::vector<const UOp*> order = toposort(outputs);
+  std::unordered_map<const UOp*, size_t> pos;
+  for (size_t i = 0; i < order.size(); i++) pos.emplace(order[i], i);
+
+  sched::Plan base;
+  std::unordered_map<const UOp*, int> input_slot;
+  Device default_device;
+  for (const UOp* u : order) {
+    if (u->op != Op::Buffer) continue;
+    const BufferArg& b = u->as<BufferArg>();
+    if (b.device.tuple) fail(Code::Unsupported, "schedule: multi-device Buffer %", u->id, " on ", b.device.str());
+    int k = int(s.buffers.size());
+    input_slot.emplace(u, k);
+    s.buffers.push_back({ScheduleBuffer::Kind::Input, u->dtype, b.size, u, k});
+    base.buffers.push_back({u->dtype, b.size, b.device});
+    base.stored_in.emplace(u, k);
+    if (default_device.null()) default_device = b.device;
+  }
+  if (default_device.null()) default_device = Device{{"CPU"}, false};  // a program of constants only
+  auto device_of = [&](const UOp* u) {
+    const Device& d = u->device();
+    if (d.tuple) fail(Code::Unsupported, "schedule: multi-device value ", op_name(u->op), " on ", d.str());
+    return d.null() ? default_device : d;
+  };
+  for (size_t i = 0; i < outputs.size(); i++) {
+    const UOp* o = outputs[i];
+    int64_t size = alloc_size(g, o);
+    s.buffers.push_back({ScheduleBuffer::Kind::Output, o->dtype, size, o, int(i)});
+    base.buffers.push_back({o->dtype, size, device_of(o)});
+  }
+  s.hash = program_hash(order, outputs, input_slot);
+
+  // ---- the materialization plan, grown until lowering finds nothing more to store ----
+  std::unordered_set<const UOp*> realized;
+  for (const UOp* u : order)
+    if (u->op == Op::Contiguous) realized.insert(u);
+
+  for (size_t round = 0;; round++) {
+    if (round > order.size()) fail(Code::Internal, "schedule: the materialization plan does not converge");
+    sched::Plan plan = base;
+    std::vector<sched::KernelSpec> specs;
+    std::vector<const UOp*> intermediates;
+    auto add_intermediate = [&](const UOp* u) {
+      if (plan.stored_in.count(u)) return;
+      int b = int(plan.buffers.size());
+      plan.buffers.push_back({u->dtype, alloc_size(g, u), device_of(u)});
+      plan.stored_in.emplace(u, b);
+      specs.push_back({u, b, true});
+      intermediates.push_back(u);
+    };
+    for (size_t i = 0; i < outputs.size(); i++) {
+      int b = int(input_slot.size() + i);
+      bool first = plan.stored_in.emplace(outputs[i], b).second;  // an input Buffer or a repeat: copy it
+      specs.push_back({outputs[i], b, first});
+    }
+    for (const UOp* u : order)
+      if (realized.count(u)) add_intermediate(u);
+
+    // Lower every kernel; values flagged on the way are stored at once (their kernels join the
+    // worklist), which keeps one round from exploring a flagged body again and again.
+    sched::Findings findings;
+    std::function<void(const UOp*)> store_now = add_intermediate;
+    std::vector<sched::LoweredKernel> kernels;
+    for (size_t k = 0; k < specs.size(); k++)
+      kernels.push_back(sched::lower_kernel(g, plan, specs[k], int(k), findings, store_now));
+
+    if (!findings.empty()) {
+      // Kernels lowered before a value was flagged inlined it: lower everything again with more
+      // values stored. Reductions that must be stored decide the structure, so they are taken
+      // first; duplicates and recomputation counts are judged again once those are stored.
+      size_t before = realized.size();
+      for (sched::Why why : {sched::Why::Broadcast, sched::Why::Duplicate, sched::Why::Recompute}) {
+        for (const UOp* u : findings.list(why)) realized.insert(u);
+        if (realized.size() != before) break;
+      }
+      if (realized.size() == before) fail(Code::Internal, "schedule: lowering flagged only values already stored");
+      continue;
+    }
+
+    for (size_t k = 0; k < intermediates.size(); k++) {
+      const sched::BufferInfo& b = plan.buffers[base.buffers.size() + k];
+      s.buffers.push_back({ScheduleBuffer::Kind::Intermediate, b.dtype, b.size, intermediates[k], int(k)});
+    }
+    // A kernel reads only values below its root in the tensor graph (or, for a copy, the same
+    // node stored by an earlier spec), so the topological position of the root is a launch order.
+    std::vector<size_t> launch(specs.size());
+    for (size_t k = 0; k < launch.size(); k++) launch[k] = k;
+    std::stable_sort(launch.begin(), launch.end(),
+                     [&](size_t a, size_t b) { return pos.at(specs[a].root) < pos.at(specs[b].root); });
+    std::unordered_set<const UOp*> seen_vars;
+    for (size_t k : launch) {
+      if (kernels[k].ast == nullptr) continue;  // zero elements
+      collect_vars(kernels[k].ast, seen_vars, s.vars);
+      s.kernels.push_back({kernels[k].ast, std::move(kernels[k].buffers)});
+    }
+    return s;
+  }
+}
+
+}  // namespace sn

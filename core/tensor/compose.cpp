@@ -1,0 +1,756 @@
+#include "core/tensor/compose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+
+#include "core/tensor/tensor.h"
+
+namespace sn {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+std::string dims_str(const Dims& d) {
+  std::string s = "(";
+  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
+  if (d.size() == 1) s += ",";
+  return s + ")";
+}
+
+template <size_t N>
+std::string dims_str(const std::array<int64_t, N>& a) {
+  return dims_str(Dims(a.begin(), a.end()));
+}
+
+// A possibly negative axis of a rank-`rank` shape as 0..rank-1.
+int64_t norm_axis(const char* op, int64_t axis, const Dims& shape) {
+  int64_t rank = int64_t(shape.size());
+  if (axis < -rank || axis >= rank)
+    fail(Code::InvalidArg, op, ": axis ", axis, " is out of range for shape ", dims_str(shape), " (rank ", rank, ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
+void need_float(const char* op, const UOp* x) {
+  if (!x->dtype.is_float()) fail(Code::InvalidArg, op, ": needs a float dtype, got ", x->dtype.name());
+}
+
+void need_numeric(const char* op, const UOp* x) {
+  if (x->dtype.is_bool()) fail(Code::InvalidArg, op, ": needs a numeric (non-bool) dtype, got bool");
+}
+
+void need_int(const char* op, const char* what, const UOp* x) {
+  if (!x->dtype.is_int()) fail(Code::InvalidArg, op, ": ", what, " needs an integer dtype, got ", x->dtype.name());
+}
+
+void need_same_dtype(const char* op, const char* what, const UOp* x, DType dt) {
+  if (x->dtype != dt) fail(Code::InvalidArg, op, ": ", what, " must be ", dt.name(), ", got ", x->dtype.name());
+}
+
+const UOp* scalar(Graph& g, DType dt, double v) { return constant(g, dt, v); }
+
+const UOp* sum(Graph& g, const UOp* x, const Dims& axes) { return reduce(g, x, Op::Add, axes); }
+
+// shape with `value` inserted before position `at`.
+Dims inserted(Dims shape, size_t at, int64_t value) {
+  shape.insert(shape.begin() + int64_t(at), value);
+  return shape;
+}
+
+// shape without position `at`.
+Dims removed(Dims shape, size_t at) {
+  shape.erase(shape.begin() + int64_t(at));
+  return shape;
+}
+
+// A tensor of `dt` equal to `v` everywhere in `shape` (a constant broadcast with Reshape + Expand).
+const UOp* full(Graph& g, DType dt, double v, const Dims& shape) {
+  const UOp* c = reshape(g, scalar(g, dt, v), Dims(shape.size(), 1));
+  return expand(g, c, shape);
+}
+
+// Order that moves `axis` to the end, and its inverse.
+Dims axis_to_last(size_t rank, size_t axis) {
+  Dims order;
+  for (size_t k = 0; k < rank; k++)
+    if (k != axis) order.push_back(int64_t(k));
+  order.push_back(int64_t(axis));
+  return order;
+}
+
+Dims inverse(const Dims& order) {
+  Dims inv(order.size());
+  for (size_t k = 0; k < order.size(); k++) inv[size_t(order[k])] = int64_t(k);
+  return inv;
+}
+
+// Inclusive prefix sum along the last axis with the spec's window trick: pad n-1 zeros in front,
+// tile the row n+1 times, and cut the flat tiling into rows of 2n: row i then starts i elements
+// later in the padded row (2n = (2n-1) + 1), so its first n entries are n-1-i zeros and x[0..i].
+const UOp* prefix_sum_last(Graph& g, const UOp* x) {
+  Dims s = static_shape(x);
+  int64_t n = s.back();
+  if (n == 0) return x;
+  Dims pre(s.begin(), s.end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Dims d = pre;
+    d.insert(d.end(), tail);
+    return d;
+  };
+  Dims zeros(s.size(), 0);
+  Dims off = zeros;
+  off.back() = n - 1;
+  const UOp* t = pad(g, x, off, with({2 * n - 1}));
+  t = reshape(g, t, with({1, 2 * n - 1}));
+  t = expand(g, t, with({n + 1, 2 * n - 1}));
+  t = reshape(g, t, with({(n + 1) * (2 * n - 1)}));
+  t = shrink(g, t, zeros, with({2 * n * n}));
+  t = reshape(g, t, with({n, 2 * n}));
+  t = shrink(g, t, Dims(s.size() + 1, 0), with({n, n}));
+  t = sum(g, t, {int64_t(s.size())});
+  return reshape(g, t, s);
+}
+
+// [0, n) in the integer dtype `dt` (which must hold a few more than n values; see arange).
+const UOp* arange_int(Graph& g, int64_t n, DType dt) {
+  // Up to here the spec's quadratic prefix sum is cheap; past it the index splits as q*b + r.
+  constexpr int64_t kDirect = 64;
+  if (n <= kDirect) {
+    const UOp* ones = full(g, dt, 1, {n});
+    return add(g, prefix_sum_last(g, ones), scalar(g, dt, -1));
+  }
+  int64_t b = int64_t(std::ceil(std::sqrt(double(n))));
+  int64_t a = (n + b - 1) / b;
+  const UOp* hi = mul(g, reshape(g, arange_int(g, a, dt), {a, 1}), scalar(g, dt, double(b)));
+  const UOp* lo = reshape(g, arange_int(g, b, dt), {1, b});
+  const UOp* grid = reshape(g, add(g, hi, lo), {a * b});
+  return shrink(g, grid, {0}, {n});
+}
+
+// The integer dtype index comparisons use: int32 unless the indices or the range need 64 bits.
+DType compare_dtype(DType idx, int64_t n) {
+  constexpr int64_t kInt32Safe = (int64_t(1) << 31) - (int64_t(1) << 17);  // room for arange's grid
+  return idx.bits() == 64 || n > kInt32Safe ? dtypes::int64 : dtypes::int32;
+}
+
+// The (..., I_axis, ...) axis of x split into (k, O) windows: element (kk, o) is
+// x[o*s + kk*d] along that axis. The axis is tiled e times and cut into rows of I'+d, so that row
+// kk starts kk*d elements later (mod I'); I' >= I (zero tail, never read) makes O*s fit in a row.
+const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s, int64_t d, int64_t o) {
+  Dims shape = static_shape(x);
+  int64_t len = shape[axis];
+  int64_t padded = std::max(len, o * s - d);
+  Dims pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
+  auto with = [&](std::initializer_list<int64_t> mid) {
+    Dims r = pre;
+    r.insert(r.end(), mid);
+    r.insert(r.end(), post.begin(), post.end());
+    return r;
+  };
+  const UOp* t = x;
+  if (padded > len) t = pad(g, t, Dims(shape.size(), 0), with({padded}));
+  int64_t row = padded + d;
+  int64_t tiles = (k * row + padded - 1) / padded;
+  t = reshape(g, t, with({1, padded}));
+  t = expand(g, t, with({tiles, padded}));
+  t = reshape(g, t, with({tiles * padded}));
+  t = shrink(g, t, Dims(shape.size(), 0), with({k * row}));
+  t = reshape(g, t, with({k, row}));
+  t = shrink(g, t, Dims(shape.size() + 1, 0), with({k, o * s}));
+  t = reshape(g, t, with({k, o, s}));
+  t = shrink(g, t, Dims(shape.size() + 2, 0), with({k, o, 1}));
+  return reshape(g, t, with({k, o}));
+}
+
+// Output size of a window: floor((len - d*(k-1) - 1) / s) + 1; throws when no window fits.
+int64_t window_count(const char* op, int64_t len, int64_t k, int64_t s, int64_t d, const char* axis_name) {
+  int64_t span = d * (k - 1) + 1;
+  if (len < span)
+    fail(Code::InvalidArg, op, ": the kernel spans ", span, " elements along ", axis_name,
+         " but the (padded) input has ", len);
+  return (len - span) / s + 1;
+}
+
+// Sliding windows over the last two axes: (..., H, W) -> (..., OH, OW, KH, KW).
+const UOp* windows2d(Graph& g, const char* op, const UOp* x, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
+                     std::array<int64_t, 2> d) {
+  Dims shape = static_shape(x);
+  size_t b = shape.size() - 2;
+  int64_t oh = window_count(op, shape[b], k[0], s[0], d[0], "H");
+  int64_t ow = window_count(op, shape[b + 1], k[1], s[1], d[1], "W");
+  const UOp* t = window_axis(g, x, b, k[0], s[0], d[0], oh);  // (..., KH, OH, W)
+  t = window_axis(g, t, b + 2, k[1], s[1], d[1], ow);         // (..., KH, OH, KW, OW)
+  Dims order;
+  for (size_t a = 0; a < b; a++) order.push_back(int64_t(a));
+  for (size_t a : {b + 1, b + 3, b, b + 2}) order.push_back(int64_t(a));
+  return permute(g, t, order);
+}
+
+void check_positive(const char* op, const char* what, std::array<int64_t, 2> v) {
+  if (v[0] < 1 || v[1] < 1) fail(Code::InvalidArg, op, ": ", what, " must be >= 1, got ", dims_str(v));
+}
+
+void check_pool_args(const char* op, const Dims& shape, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
+                     std::array<int64_t, 2> p) {
+  if (shape.size() < 2) fail(Code::InvalidArg, op, ": needs at least 2 axes (..., H, W), got shape ", dims_str(shape));
+  check_positive(op, "kernel", k);
+  check_positive(op, "stride", s);
+  for (int a = 0; a < 2; a++)
+    if (p[a] < 0 || 2 * p[a] > k[a])
+      fail(Code::InvalidArg, op, ": padding ", dims_str(p), " must be >= 0 and at most half the kernel ", dims_str(k));
+}
+
+// x padded by p[0] rows and p[1] columns on both sides of its last two axes, with `fill` (a shape-()
+// tensor, or nullptr for zeros) in the border.
+const UOp* pad2d(Graph& g, const UOp* x, std::array<int64_t, 2> p, const UOp* fill) {
+  if (p[0] == 0 && p[1] == 0) return x;
+  Dims shape = static_shape(x), off(shape.size(), 0), big = shape;
+  size_t b = shape.size() - 2;
+  off[b] = p[0];
+  off[b + 1] = p[1];
+  big[b] += 2 * p[0];
+  big[b + 1] += 2 * p[1];
+  const UOp* t = pad(g, x, off, big);
+  if (fill == nullptr) return t;
+  // inside = true exactly where x was placed (Pad fills bool with false)
+  const UOp* inside = full(g, dtypes::bool_, 1, {shape[b], shape[b + 1]});
+  inside = pad(g, inside, {p[0], p[1]}, {big[b], big[b + 1]});
+  return where(g, inside, t, fill);
+}
+
+// 32-bit rotate left of a uint32 tensor.
+const UOp* rotl32(Graph& g, const UOp* x, int r) {
+  return bitwise_or(g, shl(g, x, constant_int(g, dtypes::uint32, r)),
+                    shr(g, x, constant_int(g, dtypes::uint32, 32 - r)));
+}
+
+// The seed's two 32-bit key words.
+std::pair<const UOp*, const UOp*> seed_key(Graph& g, const char* op, const UOp* seed) {
+  Dims s = static_shape(seed, op);
+  if (!s.empty()) fail(Code::InvalidArg, op, ": seed must have shape (), got ", dims_str(s));
+  need_same_dtype(op, "seed", seed, dtypes::uint64);
+  const UOp* k0 = cast(g, seed, dtypes::uint32);  // integer casts wrap: the low word
+  const UOp* k1 = cast(g, shr(g, seed, constant_int(g, dtypes::uint64, 32)), dtypes::uint32);
+  return {k0, k1};
+}
+
+// Threefry words of every element of `shape`: counter (i, 0) for row-major element i.
+std::pair<const UOp*, const UOp*> random_words(Graph& g, const char* op, const Dims& shape, const UOp* seed) {
+  for (int64_t d : shape)
+    if (d < 0) fail(Code::InvalidArg, op, ": shape ", dims_str(shape), " has a negative dim");
+  int64_t n = numel(shape);
+  if (n > (int64_t(1) << 32))
+    fail(Code::InvalidArg, op, ": ", n, " elements exceed the 2^32 counters of one Threefry stream");
+  auto [k0, k1] = seed_key(g, op, seed);
+  const UOp* counter = reshape(g, arange(g, n, dtypes::uint32), shape);
+  return threefry2x32(g, counter, constant_int(g, dtypes::uint32, 0), k0, k1);
+}
+
+// Top `bits` bits of uint32 words as a fraction in [0, 1) of float dtype `dt` (exact).
+const UOp* word_fraction(Graph& g, const UOp* w, int bits, DType dt) {
+  const UOp* top = bits == 32 ? w : shr(g, w, constant_int(g, dtypes::uint32, 32 - bits));
+  return mul(g, cast(g, top, dt), scalar(g, dt, std::ldexp(1.0, -bits)));
+}
+
+const UOp* seed_constant(Graph& g, uint64_t seed) { return constant_int(g, dtypes::uint64, i128(seed)); }
+
+}  // namespace
+
+// ---- linear algebra -------------------------------------------------------------------------
+
+const UOp* gemm(Graph& g, const UOp* a, const UOp* b) {
+  Dims sa = static_shape(a, "gemm"), sb = static_shape(b, "gemm");
+  if (sa.size() != 2 || sb.size() != 2)
+    fail(Code::InvalidArg, "gemm: needs (M,K) and (K,N) matrices, got ", dims_str(sa), " and ", dims_str(sb));
+  return matmul(g, a, b);
+}
+
+const UOp* matmul(Graph& g, const UOp* a, const UOp* b) {
+  Dims sa = static_shape(a, "matmul"), sb = static_shape(b, "matmul");
+  if (sa.size() < 2 || sb.size() < 2)
+    fail(Code::InvalidArg, "matmul: operands need rank >= 2, got ", dims_str(sa), " and ", dims_str(sb));
+  need_numeric("matmul", a);
+  need_same_dtype("matmul", "b", b, a->dtype);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
+  if (k != kb)
+    fail(Code::InvalidArg, "matmul: inner dims differ: ", dims_str(sa), " @ ", dims_str(sb), " (", k, " vs ", kb, ")");
+  Dims batch = broadcast_shapes("matmul", Dims(sa.begin(), sa.end() - 2), Dims(sb.begin(), sb.end() - 2));
+  // (..., M, K, 1) * (..., 1, K, N) summed over K: the spec's gemm with batch dims in front
+  Dims ra(sa.begin(), sa.end() - 2), rb(sb.begin(), sb.end() - 2);
+  ra.insert(ra.end(), {m, k, 1});
+  rb.insert(rb.end(), {1, k, n});
+  const UOp* prod = mul(g, reshape(g, a, ra), reshape(g, b, rb));
+  int64_t kaxis = int64_t(static_shape(prod).size()) - 2;
+  Dims out = batch;
+  out.insert(out.end(), {m, n});
+  return reshape(g, sum(g, prod, {kaxis}), out);
+}
+
+// ---- scans and index sources ----------------------------------------------------------------
+
+const UOp* prefix_sum(Graph& g, const UOp* x) {
+  Dims s = static_shape(x, "prefix_sum");
+  if (s.size() != 1) fail(Code::InvalidArg, "prefix_sum: needs a 1-D tensor, got shape ", dims_str(s));
+  need_numeric("prefix_sum", x);
+  return prefix_sum_last(g, x);
+}
+
+const UOp* cumsum(Graph& g, const UOp* x, int64_t axis) {
+  Dims s = static_shape(x, "cumsum");
+  need_numeric("cumsum", x);
+  if (s.empty()) {
+    norm_axis("cumsum", axis, {1});  // a scalar has one axis to name, like PyTorch
+    return x;
+  }
+  size_t a = size_t(norm_axis("cumsum", axis, s));
+  Dims order = axis_to_last(s.size(), a);
+  const UOp* t = prefix_sum_last(g, permute(g, x, order));
+  return permute(g, t, inverse(order));
+}
+
+const UOp* arange(Graph& g, int64_t n, DType dtype) {
+  if (n < 0) fail(Code::InvalidArg, "arange: n must be >= 0, got ", n);
+  if (dtype.ptr || dtype.lanes != 1 || dtype.is_void() || dtype.is_index())
+    fail(Code::InvalidArg, "arange: needs a scalar bool, integer or float dtype, got ", dtype.name());
+  if (n > 0) {
+    bool fits = dtype.is_float() ? double(n - 1) <= dtype.float_max() : i128(n - 1) <= dtype.int_max();
+    if (!fits) fail(Code::InvalidArg, "arange: ", n, " values do not fit ", dtype.name());
+  }
+  DType idt = compare_dtype(dtypes::int32, n);
+  return cast(g, arange_int(g, n, idt), dtype);
+}
+
+// ---- indexing -------------------------------------------------------------------------------
+
+const UOp* one_hot(Graph& g, const UOp* idx, int64_t n, DType dtype) {
+  Dims s = static_shape(idx, "one_hot");
+  need_int("one_hot", "idx", idx);
+  if (n < 0) fail(Code::InvalidArg, "one_hot: n must be >= 0, got ", n);
+  DType ct = compare_dtype(idx->dtype, n);
+  const UOp* col = reshape(g, cast(g, idx, ct), inserted(s, s.size(), 1));
+  const UOp* hit = cmpeq(g, col, arange_int(g, n, ct));  // (..., 1) vs (n,) -> (..., n)
+  return cast(g, hit, dtype);
+}
+
+const UOp* gather(Graph& g, const UOp* x, int64_t axis, const UOp* idx) {
+  Dims sx = static_shape(x, "gather"), si = static_shape(idx, "gather");
+  need_int("gather", "idx", idx);
+  if (sx.empty()) fail(Code::InvalidArg, "gather: x needs rank >= 1, got shape ()");
+  size_t a = size_t(norm_axis("gather", axis, sx));
+  if (si.size() != sx.size())
+    fail(Code::InvalidArg, "gather: idx needs x's rank: x ", dims_str(sx), ", idx ", dims_str(si));
+  for (size_t d = 0; d < sx.size(); d++)
+    if (d != a && si[d] > sx[d])
+      fail(Code::InvalidArg, "gather: idx ", dims_str(si), " is larger than x ", dims_str(sx), " on axis ", d);
+  int64_t k = sx[a];
+  DType ct = compare_dtype(idx->dtype, k);
+  // x restricted to idx's extent off the axis, with a new axis for idx's positions on the axis:
+  // (pre, 1, K, post) against idx (pre, D, 1, post) and positions (1.., 1, K, 1..)
+  Dims sizes = si;
+  sizes[a] = k;
+  const UOp* xv = reshape(g, shrink(g, x, Dims(sx.size(), 0), sizes), inserted(sizes, a, 1));
+  const UOp* iv = reshape(g, cast(g, idx, ct), inserted(si, a + 1, 1));
+  Dims pos_shape(sx.size() + 1, 1);
+  pos_shape[a + 1] = k;
+  const UOp* pos = reshape(g, arange_int(g, k, ct), pos_shape);
+  const UOp* picked = where(g, cmpeq(g, iv, pos), xv, scalar(g, x->dtype, 0));
+  return reshape(g, sum(g, picked, {int64_t(a) + 1}), si);
+}
+
+const UOp* take(Graph& g, const UOp* x, const UOp* idx, int64_t axis) {
+  Dims sx = static_shape(x, "take"), si = static_shape(idx, "take");
+  need_int("take", "idx", idx);
+  if (sx.empty()) fail(Code::InvalidArg, "take: x needs rank >= 1, got shape ()");
+  size_t a = size_t(norm_axis("take", axis, sx));
+  int64_t k = sx[a], n = numel(si);
+  DType ct = compare_dtype(idx->dtype, k);
+  // x (pre, 1, K, post), flat idx (1.., D, 1, 1..), positions (1.., 1, K, 1..) -> (pre, D, K, post)
+  const UOp* xv = reshape(g, x, inserted(sx, a, 1));
+  Dims ishape(sx.size() + 1, 1), pshape(sx.size() + 1, 1);
+  ishape[a] = n;
+  pshape[a + 1] = k;
+  const UOp* iv = reshape(g, cast(g, idx, ct), ishape);
+  const UOp* pos = reshape(g, arange_int(g, k, ct), pshape);
+  const UOp* picked = where(g, cmpeq(g, iv, pos), xv, scalar(g, x->dtype, 0));
+  Dims out(sx.begin(), sx.begin() + int64_t(a));
+  out.insert(out.end(), si.begin(), si.end());
+  out.insert(out.end(), sx.begin() + int64_t(a) + 1, sx.end());
+  return reshape(g, sum(g, picked, {int64_t(a) + 1}), out);
+}
+
+const UOp* scatter_add(Graph& g, const UOp* x, int64_t axis, const UOp* idx, const UOp* val) {
+  Dims sx = static_shape(x, "scatter_add"), si = static_shape(idx, "scatter_add"),
+       sv = static_shape(val, "scatter_add");
+  need_numeric("scatter_add", x);
+  need_int("scatter_add", "idx", idx);
+  need_same_dtype("scatter_add", "val", val, x->dtype);
+  if (sx.empty()) fail(Code::InvalidArg, "scatter_add: x needs rank >= 1, got shape ()");
+  size_t a = size_t(norm_axis("scatter_add", axis, sx));
+  if (si.size() != sx.size() || sv.size() != sx.size())
+    fail(Code::InvalidArg, "scatter_add: x, idx and val need one rank: x ", dims_str(sx), ", idx ", dims_str(si),
+         ", val ", dims_str(sv));
+  for (size_t d = 0; d < sx.size(); d++) {
+    if (si[d] > sv[d])
+      fail(Code::InvalidArg, "scatter_add: idx ", dims_str(si), " is larger than val ", dims_str(sv), " on axis ", d);
+    if (d != a && si[d] > sx[d])
+      fail(Code::InvalidArg, "scatter_add: idx ", dims_str(si), " is larger than x ", dims_str(sx), " on axis ", d);
+  }
+  int64_t k = sx[a];
+  DType ct = compare_dtype(idx->dtype, k);
+  // val and idx (pre, D, 1, post) against positions (1.., 1, K, 1..); summing D gives (pre, K, post)
+  const UOp* vv = reshape(g, shrink(g, val, Dims(sv.size(), 0), si), inserted(si, a + 1, 1));
+  const UOp* iv = reshape(g, cast(g, idx, ct), inserted(si, a + 1, 1));
+  Dims pos_shape(sx.size() + 1, 1);
+  pos_shape[a + 1] = k;
+  const UOp* pos = reshape(g, arange_int(g, k, ct), pos_shape);
+  const UOp* placed = where(g, cmpeq(g, iv, pos), vv, scalar(g, x->dtype, 0));
+  Dims part = si;
+  part[a] = k;
+  const UOp* added = reshape(g, sum(g, placed, {int64_t(a)}), part);
+  return add(g, x, pad(g, added, Dims(sx.size(), 0), sx));
+}
+
+const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
+  if (xs.empty()) fail(Code::InvalidArg, "concat: needs at least one tensor");
+  Dims s0 = static_shape(xs[0], "concat");
+  if (s0.empty()) fail(Code::InvalidArg, "concat: tensors need rank >= 1, got shape ()");
+  size_t a = size_t(norm_axis("concat", axis, s0));
+  int64_t total = 0;
+  for (size_t j = 0; j < xs.size(); j++) {
+    Dims s = static_shape(xs[j], "concat");
+    need_same_dtype("concat", "every tensor", xs[j], xs[0]->dtype);
+    bool same = s.size() == s0.size();
+    for (size_t d = 0; same && d < s.size(); d++) same = d == a || s[d] == s0[d];
+    if (!same)
+      fail(Code::InvalidArg, "concat: tensor ", j, " has shape ", dims_str(s), ", which differs from tensor 0's ",
+           dims_str(s0), " off axis ", a);
+    total += s[a];
+  }
+  if (xs.size() == 1) return xs[0];
+  Dims full_shape = s0;
+  full_shape[a] = total;
+  Dims mask_full(s0.size(), 1);
+  mask_full[a] = total;
+  const UOp* out = nullptr;
+  int64_t at = 0;
+  for (const UOp* x : xs) {
+    int64_t len = static_shape(x)[a];
+    if (len == 0) continue;
+    Dims off(s0.size(), 0);
+    off[a] = at;
+    const UOp* placed = pad(g, x, off, full_shape);
+    if (out == nullptr) {
+      out = placed;  // its zero border is overwritten by the later pieces
+    } else {
+      Dims piece(s0.size(), 1);
+      piece[a] = len;
+      const UOp* inside = pad(g, full(g, dtypes::bool_, 1, piece), off, mask_full);
+      out = where(g, inside, placed, out);
+    }
+    at += len;
+  }
+  return out != nullptr ? out : xs[0];  // every piece empty along the axis: the result is too
+}
+
+const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
+  if (xs.empty()) fail(Code::InvalidArg, "stack: needs at least one tensor");
+  Dims s0 = static_shape(xs[0], "stack");
+  size_t a = size_t(norm_axis("stack", axis, Dims(s0.size() + 1, 1)));
+  std::vector<const UOp*> parts;
+  for (size_t j = 0; j < xs.size(); j++) {
+    Dims s = static_shape(xs[j], "stack");
+    if (s != s0)
+      fail(Code::InvalidArg, "stack: tensor ", j, " has shape ", dims_str(s), ", tensor 0 has ", dims_str(s0));
+    parts.push_back(reshape(g, xs[j], inserted(s, a, 1)));
+  }
+  return concat(g, parts, int64_t(a));
+}
+
+// ---- elementwise and normalizations ---------------------------------------------------------
+
+const UOp* relu(Graph& g, const UOp* x) {
+  static_shape(x, "relu");
+  need_numeric("relu", x);
+  return maximum(g, x, scalar(g, x->dtype, 0));
+}
+
+const UOp* tensor_exp(Graph& g, const UOp* x) {
+  static_shape(x, "exp");
+  need_float("exp", x);
+  return unary(g, Op::Exp2, mul(g, x, scalar(g, x->dtype, std::numbers::log2e)));
+}
+
+const UOp* tensor_log(Graph& g, const UOp* x) {
+  static_shape(x, "log");
+  need_float("log", x);
+  return mul(g, unary(g, Op::Log2, x), scalar(g, x->dtype, std::numbers::ln2));
+}
+
+const UOp* sigmoid(Graph& g, const UOp* x) {
+  static_shape(x, "sigmoid");
+  need_float("sigmoid", x);
+  // exp(-x) = exp2(-x*log2(e)); large -x gives inf and the result 1/inf = 0
+  const UOp* e = unary(g, Op::Exp2, mul(g, x, scalar(g, x->dtype, -std::numbers::log2e)));
+  return unary(g, Op::Recip, add(g, e, scalar(g, x->dtype, 1)));
+}
+
+const UOp* tensor_tanh(Graph& g, const UOp* x) {
+  static_shape(x, "tanh");
+  need_float("tanh", x);
+  DType dt = x->dtype;
+  const UOp* s = sigmoid(g, mul(g, x, scalar(g, dt, 2)));
+  return add(g, mul(g, s, scalar(g, dt, 2)), scalar(g, dt, -1));
+}
+
+const UOp* gelu(Graph& g, const UOp* x) {
+  static_shape(x, "gelu");
+  need_float("gelu", x);
+  DType dt = x->dtype;
+  // 0.5(1 + tanh(y)) = sigmoid(2y): y = sqrt(2/pi)(x + 0.044715x^3), so 2y = x(c1 + c2 x^2)
+  const double c1 = 2 * std::sqrt(2 / std::numbers::pi), c2 = c1 * 0.044715;
+  const UOp* x2 = mul(g, x, x);
+  const UOp* two_y = mul(g, x, add(g, mul(g, x2, scalar(g, dt, c2)), scalar(g, dt, c1)));
+  return mul(g, x, sigmoid(g, two_y));
+}
+
+namespace {
+
+// Runs `body` on x with its (normalized) axis; a shape-() x is viewed as (1,) for it.
+template <class F>
+const UOp* along_axis(Graph& g, const char* op, const UOp* x, int64_t axis, F body) {
+  Dims s = static_shape(x, op);
+  need_float(op, x);
+  if (s.empty()) {
+    norm_axis(op, axis, {1});
+    return reshape(g, body(reshape(g, x, {1}), int64_t(0)), {});
+  }
+  return body(x, norm_axis(op, axis, s));
+}
+
+}  // namespace
+
+const UOp* softmax(Graph& g, const UOp* x, int64_t axis) {
+  return along_axis(g, "softmax", x, axis, [&](const UOp* t, int64_t a) {
+    const UOp* e = tensor_exp(g, sub(g, t, reduce(g, t, Op::Max, {a})));
+    return divide(g, e, sum(g, e, {a}));
+  });
+}
+
+const UOp* log_softmax(Graph& g, const UOp* x, int64_t axis) {
+  return along_axis(g, "log_softmax", x, axis, [&](const UOp* t, int64_t a) {
+    const UOp* z = sub(g, t, reduce(g, t, Op::Max, {a}));
+    return sub(g, z, tensor_log(g, sum(g, tensor_exp(g, z), {a})));
+  });
+}
+
+const UOp* layernorm(Graph& g, const UOp* x, int64_t naxes, const UOp* weight, const UOp* bias, double eps) {
+  Dims s = static_shape(x, "layernorm");
+  need_float("layernorm", x);
+  if (naxes < 1 || naxes > int64_t(s.size()))
+    fail(Code::InvalidArg, "layernorm: naxes must be in [1, rank] for shape ", dims_str(s), ", got ", naxes);
+  Dims norm_shape(s.end() - naxes, s.end()), axes;
+  for (int64_t a = int64_t(s.size()) - naxes; a < int64_t(s.size()); a++) axes.push_back(a);
+  int64_t n = numel(norm_shape);
+  if (n == 0) fail(Code::InvalidArg, "layernorm: the normalized axes ", dims_str(norm_shape), " hold no elements");
+  if (!(eps >= 0) || !std::isfinite(eps)) fail(Code::InvalidArg, "layernorm: eps must be finite and >= 0, got ", eps);
+  for (const UOp* p : {weight, bias}) {
+    if (p == nullptr) continue;
+    const char* what = p == weight ? "weight" : "bias";
+    Dims ps = static_shape(p, "layernorm");
+    if (ps != norm_shape)
+      fail(Code::InvalidArg, "layernorm: ", what, " must have the normalized shape ", dims_str(norm_shape), ", got ",
+           dims_str(ps));
+    need_same_dtype("layernorm", what, p, x->dtype);
+  }
+  DType dt = x->dtype;
+  const UOp* count = scalar(g, dt, double(n));
+  const UOp* centered = sub(g, x, divide(g, sum(g, x, axes), count));
+  const UOp* var = divide(g, sum(g, mul(g, centered, centered), axes), count);
+  const UOp* inv_std = unary(g, Op::Recip, unary(g, Op::Sqrt, add(g, var, scalar(g, dt, eps))));
+  const UOp* y = mul(g, centered, inv_std);
+  if (weight != nullptr) y = mul(g, y, weight);
+  if (bias != nullptr) y = add(g, y, bias);
+  return y;
+}
+
+const UOp* argmax(Graph& g, const UOp* x, int64_t axis, bool keepdim) {
+  Dims s = static_shape(x, "argmax");
+  if (s.empty()) {
+    norm_axis("argmax", axis, {1});
+    return scalar(g, dtypes::int32, 0);
+  }
+  size_t a = size_t(norm_axis("argmax", axis, s));
+  int64_t n = s[a];
+  if (n == 0) fail(Code::InvalidArg, "argmax: axis ", axis, " of shape ", dims_str(s), " is empty");
+  if (n > std::numeric_limits<int32_t>::max())
+    fail(Code::InvalidArg, "argmax: axis of ", n, " elements does not fit the int32 result");
+  const UOp* hit = cmpeq(g, x, reduce(g, x, Op::Max, {int64_t(a)}));
+  // Max propagates NaN, and NaN equals nothing: let the NaNs be the hits then
+  if (x->dtype.is_float()) hit = bitwise_or(g, hit, cmpne(g, x, x));
+  // the first hit has the largest n - i
+  Dims pos_shape(s.size(), 1);
+  pos_shape[a] = n;
+  const UOp* nn = scalar(g, dtypes::int32, double(n));
+  const UOp* rev = sub(g, nn, reshape(g, arange(g, n, dtypes::int32), pos_shape));
+  const UOp* best = reduce(g, where(g, hit, rev, scalar(g, dtypes::int32, 0)), Op::Max, {int64_t(a)});
+  const UOp* out = sub(g, nn, best);
+  return keepdim ? out : reshape(g, out, removed(s, a));
+}
+
+// ---- convolution and pooling ------------------------------------------------------------------
+
+const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::array<int64_t, 2> stride,
+                  std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation, int64_t groups) {
+  Dims sx = static_shape(x, "conv2d"), sw = static_shape(w, "conv2d");
+  if (sx.size() != 4) fail(Code::InvalidArg, "conv2d: x must be (N,Cin,H,W), got shape ", dims_str(sx));
+  if (sw.size() != 4) fail(Code::InvalidArg, "conv2d: weight must be (Cout,Cin/groups,KH,KW), got ", dims_str(sw));
+  need_numeric("conv2d", x);
+  need_same_dtype("conv2d", "weight", w, x->dtype);
+  check_positive("conv2d", "stride", stride);
+  check_positive("conv2d", "dilation", dilation);
+  if (padding[0] < 0 || padding[1] < 0) fail(Code::InvalidArg, "conv2d: padding must be >= 0, got ", dims_str(padding));
+  if (groups < 1) fail(Code::InvalidArg, "conv2d: groups must be >= 1, got ", groups);
+  int64_t n = sx[0], cin = sx[1], cout = sw[0], kh = sw[2], kw = sw[3];
+  if (cin % groups != 0 || cout % groups != 0)
+    fail(Code::InvalidArg, "conv2d: groups ", groups, " must divide Cin ", cin, " and Cout ", cout);
+  int64_t cg = cin / groups, og = cout / groups;
+  if (sw[1] != cg)
+    fail(Code::InvalidArg, "conv2d: weight ", dims_str(sw), " needs Cin/groups = ", cg, " input channels (x ",
+         dims_str(sx), ", groups ", groups, ")");
+  if (kh < 1 || kw < 1)
+    fail(Code::InvalidArg, "conv2d: kernel ", kh, "x", kw, " of weight ", dims_str(sw), " is empty");
+  if (bias != nullptr) {
+    Dims sb = static_shape(bias, "conv2d");
+    if (sb != Dims{cout}) fail(Code::InvalidArg, "conv2d: bias must be (", cout, ",), got ", dims_str(sb));
+    need_same_dtype("conv2d", "bias", bias, x->dtype);
+  }
+  // windows (N, Cin, OH, OW, KH, KW) viewed as (N, G, 1, Cg, OH, OW, KH, KW) against the weight
+  // (1, G, Og, Cg, 1, 1, KH, KW), summed over Cg, KH and KW
+  const UOp* win = windows2d(g, "conv2d", pad2d(g, x, padding, nullptr), {kh, kw}, stride, dilation);
+  Dims swin = static_shape(win);
+  int64_t oh = swin[2], ow = swin[3];
+  win = reshape(g, win, {n, groups, 1, cg, oh, ow, kh, kw});
+  const UOp* wv = reshape(g, w, {1, groups, og, cg, 1, 1, kh, kw});
+  const UOp* out = reshape(g, sum(g, mul(g, win, wv), {3, 6, 7}), {n, cout, oh, ow});
+  if (bias != nullptr) out = add(g, out, reshape(g, bias, {cout, 1, 1}));
+  return out;
+}
+
+const UOp* max_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
+                      std::array<int64_t, 2> padding) {
+  Dims s = static_shape(x, "max_pool2d");
+  check_pool_args("max_pool2d", s, kernel, stride, padding);
+  DType dt = x->dtype;
+  // the border must never win: -inf (e4m3 has no inf: its lowest finite value), an int's minimum
+  const UOp* fill = !dt.is_float()                 ? constant_int(g, dt, dt.int_min())
+                    : dt.scalar == Scalar::Fp8E4M3 ? scalar(g, dt, -dt.float_max())
+                                                   : scalar(g, dt, -std::numeric_limits<double>::infinity());
+  const UOp* win = windows2d(g, "max_pool2d", pad2d(g, x, padding, fill), kernel, stride, {1, 1});
+  size_t r = s.size() + 2;
+  const UOp* m = reduce(g, win, Op::Max, {int64_t(r - 2), int64_t(r - 1)});
+  Dims out = static_shape(win);
+  out.resize(out.size() - 2);
+  return reshape(g, m, out);
+}
+
+const UOp* avg_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
+                      std::array<int64_t, 2> padding) {
+  Dims s = static_shape(x, "avg_pool2d");
+  check_pool_args("avg_pool2d", s, kernel, stride, padding);
+  need_float("avg_pool2d", x);
+  const UOp* win = windows2d(g, "avg_pool2d", pad2d(g, x, padding, nullptr), kernel, stride, {1, 1});
+  size_t r = s.size() + 2;
+  const UOp* total = sum(g, win, {int64_t(r - 2), int64_t(r - 1)});
+  Dims out = static_shape(win);
+  out.resize(out.size() - 2);
+  return reshape(g, divide(g, total, scalar(g, x->dtype, double(kernel[0] * kernel[1]))), out);
+}
+
+// ---- random numbers ---------------------------------------------------------------------------
+
+std::pair<const UOp*, const UOp*> threefry2x32(Graph& g, const UOp* c0, const UOp* c1, const UOp* k0, const UOp* k1) {
+  const char* names[4] = {"c0", "c1", "k0", "k1"};
+  const UOp* in[4] = {c0, c1, k0, k1};
+  Dims shape;
+  for (int j = 0; j < 4; j++) {
+    shape = broadcast_shapes("threefry2x32", shape, static_shape(in[j], "threefry2x32"));
+    need_same_dtype("threefry2x32", names[j], in[j], dtypes::uint32);
+  }
+  // Random123's Threefry-2x32 rotation constants (Salmon et al. 2011, table 4), used in turn
+  static constexpr int kRot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  constexpr int kRounds = 20;
+  const UOp* ks[3] = {k0, k1, bitwise_xor(g, bitwise_xor(g, k0, k1), constant_int(g, dtypes::uint32, 0x1BD11BDA))};
+  const UOp* x0 = add(g, c0, ks[0]);
+  const UOp* x1 = add(g, c1, ks[1]);
+  for (int r = 0; r < kRounds; r++) {
+    x0 = add(g, x0, x1);
+    x1 = bitwise_xor(g, rotl32(g, x1, kRot[r % 8]), x0);
+    if (r % 4 == 3) {  // key injection s after every 4 rounds
+      int s = r / 4 + 1;
+      x0 = add(g, x0, ks[s % 3]);
+      x1 = add(g, x1, add(g, ks[(s + 1) % 3], constant_int(g, dtypes::uint32, s)));
+    }
+  }
+  return {x0, x1};  // both words mix every operand, so they have the broadcast shape
+}
+
+const UOp* threefry(Graph& g, const UOp* x, const UOp* key) {
+  static_shape(x, "threefry");
+  static_shape(key, "threefry");
+  need_same_dtype("threefry", "x", x, dtypes::uint64);
+  need_same_dtype("threefry", "key", key, dtypes::uint64);
+  const UOp* c32 = constant_int(g, dtypes::uint64, 32);
+  // integer casts wrap, so a cast to uint32 keeps the low word
+  auto [o0, o1] = threefry2x32(g, cast(g, x, dtypes::uint32), cast(g, shr(g, x, c32), dtypes::uint32),
+                               cast(g, key, dtypes::uint32), cast(g, shr(g, key, c32), dtypes::uint32));
+  return bitwise_or(g, shl(g, cast(g, o1, dtypes::uint64), c32), cast(g, o0, dtypes::uint64));
+}
+
+const UOp* rand_uniform(Graph& g, const std::vector<int64_t>& shape, const UOp* seed, DType dtype) {
+  int bits = 0;
+  switch (dtype.ptr || dtype.lanes != 1 ? Scalar::Void : dtype.scalar) {
+    case Scalar::Float32:
+      bits = 23;
+      break;
+    case Scalar::Float16:
+      bits = 10;
+      break;
+    case Scalar::BFloat16:
+      bits = 7;
+      break;
+    case Scalar::Float64:
+      bits = 32;
+      break;
+    default:
+      fail(Code::InvalidArg, "rand_uniform: needs float16, bfloat16, float32 or float64, got ", dtype.name());
+  }
+  auto words = random_words(g, "rand_uniform", shape, seed);
+  return word_fraction(g, words.first, bits, dtype);
+}
+
+const UOp* rand_uniform(Graph& g, const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+  return rand_uniform(g, shape, seed_constant(g, seed), dtype);
+}
+
+const UOp* randn(Graph& g, const std::vector<int64_t>& shape, const UOp* seed, DType dtype) {
+  if (!dtype.is_float() || dtype.lanes != 1 || dtype.ptr)
+    fail(Code::InvalidArg, "randn: needs a float dtype, got ", dtype.name());
+  auto [w0, w1] = random_words(g, "randn", shape, seed);
+  DType f = dtypes::float32;
+  // 1 - u1 lies in (0, 1], so the log is finite
+  const UOp* u1 = word_fraction(g, w0, 23, f);
+  const UOp* u2 = word_fraction(g, w1, 23, f);
+  const UOp* ln = tensor_log(g, sub(g, scalar(g, f, 1), u1));
+  const UOp* radius = unary(g, Op::Sqrt, mul(g, ln, scalar(g, f, -2)));
+  const UOp* angle = add(g, mul(g, u2, scalar(g, f, 2 * std::numbers::pi)), scalar(g, f, std::numbers::pi / 2));
+  return cast(g, mul(g, radius, unary(g, Op::Sin, angle)), dtype);
+}
+
+const UOp* randn(Graph& g, const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+  return randn(g, shape, seed_constant(g, seed), dtype);
+}
+
+}  // namespace sn

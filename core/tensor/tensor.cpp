@@ -1,0 +1,342 @@
+#include "core/tensor/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sn {
+
+namespace {
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "(";
+  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
+  if (d.size() == 1) s += ",";
+  return s + ")";
+}
+
+// Tensors hold scalar elements of a real value type; vectors, pointers, void and index belong to
+// the lowered stages.
+void check_tensor_dtype(const char* op, DType dt) {
+  if (dt.ptr || dt.lanes != 1 || dt.is_void() || dt.is_index())
+    fail(Code::InvalidArg, op, ": tensors need a scalar bool, integer or float dtype, got ", dt.name());
+}
+
+void check_rank(const char* op, const char* what, size_t got, size_t rank, const std::vector<int64_t>& shape) {
+  if (got != rank)
+    fail(Code::InvalidArg, op, ": ", what, " needs one entry per axis: got ", got, " for shape ", dims_str(shape));
+}
+
+void check_nonnegative(const char* op, const char* what, const std::vector<int64_t>& v) {
+  for (size_t k = 0; k < v.size(); k++)
+    if (v[k] < 0) fail(Code::InvalidArg, op, ": ", what, " must be >= 0, got ", dims_str(v), " (axis ", k, ")");
+}
+
+std::string lower_op_name(Op op) {
+  std::string s(op_name(op));
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Dtype families each elementwise op accepts (on its value operands).
+enum class Accepts { Any, NotBool, Float, Int, IntOrBool, Bool };
+
+Accepts accepts(Op op) {
+  switch (op) {
+    case Op::Recip:
+    case Op::Exp2:
+    case Op::Log2:
+    case Op::Sin:
+    case Op::Sqrt:
+    case Op::Pow:
+    case Op::Div:
+      return Accepts::Float;
+    case Op::Idiv:
+    case Op::Mod:
+    case Op::Shl:
+    case Op::Shr:
+      return Accepts::Int;
+    case Op::Xor:
+    case Op::Or:
+    case Op::And:
+      return Accepts::IntOrBool;
+    case Op::Not:
+      return Accepts::Bool;
+    case Op::Neg:
+    case Op::Sub:
+    case Op::Trunc:
+      return Accepts::NotBool;
+    default:
+      return Accepts::Any;
+  }
+}
+
+bool accepted(Accepts a, DType dt) {
+  switch (a) {
+    case Accepts::Any:
+      return true;
+    case Accepts::NotBool:
+      return !dt.is_bool();
+    case Accepts::Float:
+      return dt.is_float();
+    case Accepts::Int:
+      return dt.is_int();
+    case Accepts::IntOrBool:
+      return dt.is_int() || dt.is_bool();
+    case Accepts::Bool:
+      return dt.is_bool();
+  }
+  return false;
+}
+
+const char* accepts_str(Accepts a) {
+  switch (a) {
+    case Accepts::Any:
+      return "any dtype";
+    case Accepts::NotBool:
+      return "a numeric (non-bool) dtype";
+    case Accepts::Float:
+      return "a float dtype";
+    case Accepts::Int:
+      return "an integer dtype";
+    case Accepts::IntOrBool:
+      return "an integer or bool dtype";
+    case Accepts::Bool:
+      return "bool";
+  }
+  return "?";
+}
+
+// The elementwise ops the tensor level builds: every primitive and decomposed one except Cast
+// (its own builder), Threefry and the internal C-division pair.
+bool tensor_elementwise(Op op) {
+  return is_elementwise(op) && op != Op::Cast && op != Op::Threefry && op != Op::CDiv && op != Op::CMod;
+}
+
+}  // namespace
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) fail(Code::InvalidArg, "shape ", dims_str(shape), " has too many elements");
+  return n;
+}
+
+std::vector<int64_t> static_shape(const UOp* t, const char* what) {
+  if (t == nullptr) fail(Code::InvalidArg, what, ": tensor is null");
+  const Shape* s = t->shape();
+  if (s == nullptr) fail(Code::InvalidArg, what, ": ", op_name(t->op), " node has no shape (not a tensor)");
+  std::vector<int64_t> out;
+  out.reserve(s->size());
+  for (const Dim& d : *s) {
+    if (!d.is_const()) fail(Code::InvalidArg, what, ": symbolic shape ", shape_str(*s), " is not supported here yet");
+    out.push_back(d.value);
+  }
+  return out;
+}
+
+std::vector<int64_t> broadcast_shapes(const char* op, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t k = 0; k < rank; k++) {
+    // k counts from the right: right-aligned broadcast
+    int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(Code::InvalidArg, op, ": shapes ", dims_str(a), " and ", dims_str(b), " do not broadcast (axis -", k + 1,
+           ": ", da, " vs ", db, ")");
+    out[rank - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// ---- sources -------------------------------------------------------------------------------
+
+const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const std::string& device) {
+  check_tensor_dtype("input", dtype);
+  check_nonnegative("input", "dims", shape);
+  if (device.empty()) fail(Code::InvalidArg, "input: device name is empty");
+  int64_t n = numel(shape);
+  BufferArg arg{g.next_buffer_id(), n, Device{{device}, false}, AddrSpace::Global};
+  const UOp* buf = g.make(Op::Buffer, dtype, {}, std::move(arg));
+  return reshape(g, buf, shape);
+}
+
+const UOp* buffer_of(const UOp* t) {
+  if (t != nullptr && t->op == Op::Reshape) t = t->src(0);
+  if (t == nullptr || t->op != Op::Buffer)
+    fail(Code::InvalidArg, "buffer_of: not a tensor made by input(): ", t ? op_name(t->op) : "null");
+  return t;
+}
+
+const UOp* constant(Graph& g, DType dtype, double value) {
+  check_tensor_dtype("constant", dtype);
+  if (dtype.is_float()) return g.make(Op::Const, dtype, {}, round_float(dtype, value));
+  if (!std::isfinite(value) || std::trunc(value) != value)
+    fail(Code::InvalidArg, "constant: ", dtype.name(), " needs an integer value, got ", value);
+  // a value this far out cannot convert to i128; constant_int checks the exact range
+  if (std::fabs(value) > 1e20)
+    fail(Code::InvalidArg, "constant: value ", value, " is outside the range of ", dtype.name());
+  return constant_int(g, dtype, static_cast<i128>(value));
+}
+
+const UOp* constant_int(Graph& g, DType dtype, i128 value) {
+  check_tensor_dtype("constant", dtype);
+  if (dtype.is_float()) return g.make(Op::Const, dtype, {}, round_float(dtype, static_cast<double>(value)));
+  if (value < dtype.int_min() || value > dtype.int_max())
+    fail(Code::InvalidArg, "constant: value ", static_cast<double>(value), " is outside the range of ", dtype.name());
+  // uint64 values above INT64_MAX keep their bit pattern in the int64 arg
+  return g.make(Op::Const, dtype, {}, static_cast<int64_t>(static_cast<uint64_t>(value)));
+}
+
+// ---- movement -----------------------------------------------------------------------------
+
+const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> old = static_shape(x, "reshape");
+  check_nonnegative("reshape", "dims", shape);
+  if (numel(old) != numel(shape))
+    fail(Code::InvalidArg, "reshape: element count must stay the same: ", dims_str(old), " has ", numel(old), ", ",
+         dims_str(shape), " has ", numel(shape));
+  if (old == shape) return x;
+  return g.make(Op::Reshape, x->dtype, {x, g.shape_uop(shape)});
+}
+
+const UOp* permute(Graph& g, const UOp* x, const std::vector<int64_t>& order) {
+  std::vector<int64_t> old = static_shape(x, "permute");
+  check_rank("permute", "order", order.size(), old.size(), old);
+  std::vector<bool> seen(old.size(), false);
+  bool identity = true;
+  for (size_t k = 0; k < order.size(); k++) {
+    int64_t a = order[k];
+    if (a < 0 || a >= int64_t(old.size()) || seen[size_t(a)])
+      fail(Code::InvalidArg, "permute: order ", dims_str(order), " is not a permutation of the ", old.size(),
+           " axes of ", dims_str(old));
+    seen[size_t(a)] = true;
+    identity = identity && a == int64_t(k);
+  }
+  if (identity) return x;
+  return g.make(Op::Permute, x->dtype, {x}, order);
+}
+
+const UOp* expand(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> old = static_shape(x, "expand");
+  if (shape.size() != old.size())
+    fail(Code::InvalidArg, "expand: rank must stay the same (reshape first): ", dims_str(old), " to ", dims_str(shape));
+  check_nonnegative("expand", "dims", shape);
+  for (size_t k = 0; k < old.size(); k++)
+    if (old[k] != 1 && old[k] != shape[k])
+      fail(Code::InvalidArg, "expand: only size-1 axes broadcast: ", dims_str(old), " to ", dims_str(shape), " (axis ",
+           k, ": ", old[k], " vs ", shape[k], ")");
+  if (old == shape) return x;
+  return g.make(Op::Expand, x->dtype, {x, g.shape_uop(shape)});
+}
+
+const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags) {
+  std::vector<int64_t> old = static_shape(x, "flip");
+  check_rank("flip", "flags", flags.size(), old.size(), old);
+  bool any = false;
+  for (int64_t f : flags) {
+    if (f != 0 && f != 1) fail(Code::InvalidArg, "flip: flags must be 0 or 1, got ", dims_str(flags));
+    any = any || f == 1;
+  }
+  if (!any) return x;
+  return g.make(Op::Flip, x->dtype, {x}, flags);
+}
+
+const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape) {
+  std::vector<int64_t> old = static_shape(x, "pad");
+  check_rank("pad", "offsets", offsets.size(), old.size(), old);
+  check_rank("pad", "new shape", new_shape.size(), old.size(), old);
+  check_nonnegative("pad", "offsets", offsets);
+  for (size_t k = 0; k < old.size(); k++)
+    if (offsets[k] + old[k] > new_shape[k])
+      fail(Code::InvalidArg, "pad: ", dims_str(old), " at offsets ", dims_str(offsets), " does not fit in ",
+           dims_str(new_shape), " (axis ", k, ": ", offsets[k], "+", old[k], " > ", new_shape[k], ")");
+  if (old == new_shape) return x;  // then every offset is 0
+  return g.make(Op::Pad, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(new_shape)});
+}
+
+const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> old = static_shape(x, "shrink");
+  check_rank("shrink", "offsets", offsets.size(), old.size(), old);
+  check_rank("shrink", "sizes", sizes.size(), old.size(), old);
+  check_nonnegative("shrink", "offsets", offsets);
+  check_nonnegative("shrink", "sizes", sizes);
+  for (size_t k = 0; k < old.size(); k++)
+    if (offsets[k] + sizes[k] > old[k])
+      fail(Code::InvalidArg, "shrink: window at offsets ", dims_str(offsets), " of sizes ", dims_str(sizes), " leaves ",
+           dims_str(old), " (axis ", k, ": ", offsets[k], "+", sizes[k], " > ", old[k], ")");
+  if (old == sizes) return x;  // then every offset is 0
+  return g.make(Op::Shrink, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(sizes)});
+}
+
+const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> old = static_shape(x, "reduce");
+  if (op != Op::Add && op != Op::Max && op != Op::Mul)
+    fail(Code::InvalidArg, "reduce: op must be Add, Max or Mul, got ", op_name(op));
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t k = 0; k < sorted.size(); k++) {
+    if (sorted[k] < 0 || sorted[k] >= int64_t(old.size()))
+      fail(Code::InvalidArg, "reduce: axis ", sorted[k], " is out of range for shape ", dims_str(old));
+    if (k > 0 && sorted[k] == sorted[k - 1])
+      fail(Code::InvalidArg, "reduce: axis ", sorted[k], " is listed twice in ", dims_str(axes));
+  }
+  if (sorted.empty()) return x;
+  return g.make(Op::Reduce, x->dtype, {x}, ReduceArg{op, sorted});
+}
+
+const UOp* cast(Graph& g, const UOp* x, DType dtype) {
+  static_shape(x, "cast");
+  check_tensor_dtype("cast", dtype);
+  if (x->dtype == dtype) return x;
+  return g.make(Op::Cast, dtype, {x}, dtype);
+}
+
+const UOp* bitcast(Graph& g, const UOp* x, DType dtype) {
+  static_shape(x, "bitcast");
+  check_tensor_dtype("bitcast", dtype);
+  if (x->dtype == dtype) return x;
+  // element sizes may differ: the last axis rescales (the Graph's verifier checks it divides)
+  return g.make(Op::Bitcast, dtype, {x}, dtype);
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+
+const UOp* elementwise(Graph& g, Op op, std::span<const UOp* const> src) {
+  std::string name = lower_op_name(op);
+  if (!tensor_elementwise(op))
+    fail(Code::InvalidArg, name, ": not an elementwise op the tensor level builds",
+         op == Op::Cast ? " (use cast)" : "");
+  const OpInfo& info = op_info(op);
+  if (int(src.size()) != info.min_src)
+    fail(Code::InvalidArg, name, ": takes ", int(info.min_src), " operands, got ", src.size());
+  std::vector<int64_t> shape;
+  for (const UOp* s : src) shape = broadcast_shapes(name.c_str(), shape, static_shape(s, name.c_str()));
+
+  // Where's condition is bool; every other operand is a value of one shared dtype.
+  size_t first_value = op == Op::Where ? 1 : 0;
+  if (op == Op::Where && !src[0]->dtype.is_bool())
+    fail(Code::InvalidArg, "where: condition must be bool, got ", src[0]->dtype.name());
+  DType dt = src[first_value]->dtype;
+  for (size_t k = first_value; k < src.size(); k++)
+    if (src[k]->dtype != dt)
+      fail(Code::InvalidArg, name, ": operands need one dtype, got ", dt.name(), " and ", src[k]->dtype.name(),
+           " (cast first)");
+  Accepts a = accepts(op);
+  if (!accepted(a, dt)) fail(Code::InvalidArg, name, ": needs ", accepts_str(a), ", got ", dt.name());
+  return g.make(op, is_comparison(op) ? dtypes::bool_ : dt, src);
+}
+
+const UOp* unary(Graph& g, Op op, const UOp* a) { return elementwise(g, op, {&a, 1}); }
+
+const UOp* binary(Graph& g, Op op, const UOp* a, const UOp* b) {
+  const UOp* s[2] = {a, b};
+  return elementwise(g, op, s);
+}
+
+const UOp* ternary(Graph& g, Op op, const UOp* a, const UOp* b, const UOp* c) {
+  const UOp* s[3] = {a, b, c};
+  return elementwise(g, op, s);
+}
+
+}  // namespace sn

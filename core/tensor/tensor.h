@@ -1,0 +1,102 @@
+// Tensor-level builders over a Graph: the lazy, shaped UOps a user program is made of.
+//
+// Semantics follow the spec: Expand broadcasts size-1 axes (same rank), Reduce keeps reduced axes
+// as size 1, Pad fills with zero, movement shapes and offsets are shape operands (`g.shape_uop`),
+// and elementwise ops broadcast their operands right-aligned (a shape-() constant broadcasts to
+// anything). Decomposed ops (Neg, Sub, Div, CmpGe, Exp2, ...) stay their own Op nodes here;
+// lowering decomposes them later.
+//
+// Every builder checks its arguments and throws sn::Error(InvalidArg) naming the op, the rule and
+// the values. A movement op that would not change anything (reshape to the same shape, identity
+// permutation, ...) returns its input unchanged. Shapes must be static (constant dims) for now.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/ir/graph.h"
+
+namespace sn {
+
+// ---- sources -------------------------------------------------------------------------------
+
+// A fresh Buffer of numel(shape) elements on `device`, viewed with `shape` (Reshape of the Buffer;
+// the Buffer itself when the shape is already (numel,)).
+const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const std::string& device = "CPU");
+// The Buffer node behind a tensor made by `input` (the tensor itself if it is a Buffer).
+const UOp* buffer_of(const UOp* input_tensor);
+
+// A scalar constant of shape (). Float values are rounded to the dtype (the node holds what the
+// dtype can hold); integer and bool dtypes need an exact integer value inside the dtype's range.
+const UOp* constant(Graph& g, DType dtype, double value);
+// An exact integer constant (any integer dtype, uint64 up to 2^64-1; bool: 0 or 1).
+const UOp* constant_int(Graph& g, DType dtype, i128 value);
+
+// The constant dims of a tensor's shape; throws InvalidArg naming `what` when it has no shape or
+// a symbolic dim.
+std::vector<int64_t> static_shape(const UOp* t, const char* what = "tensor");
+int64_t numel(const std::vector<int64_t>& shape);
+
+// ---- movement -----------------------------------------------------------------------------
+
+const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape);
+// Output axis k is input axis order[k].
+const UOp* permute(Graph& g, const UOp* x, const std::vector<int64_t>& order);
+// Same rank; every axis of x is 1 or equal to the new size.
+const UOp* expand(Graph& g, const UOp* x, const std::vector<int64_t>& shape);
+// flags[k] (0 or 1) reverses axis k.
+const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags);
+// x placed at `offsets` inside a zero-filled tensor of `new_shape`.
+const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape);
+// sizes[k] elements of axis k starting at offsets[k].
+const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes);
+// Reduce (Add, Max or Mul) over `axes`, which keep size 1. Axes are stored sorted; none = x.
+const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axes);
+// Value conversion (float -> int truncates toward zero).
+const UOp* cast(Graph& g, const UOp* x, DType dtype);
+// Reinterpret the storage bytes; when element sizes differ the last axis rescales (total bytes kept).
+const UOp* bitcast(Graph& g, const UOp* x, DType dtype);
+
+// ---- elementwise --------------------------------------------------------------------------
+
+// Any unary, binary or ternary elementwise op (primitive or decomposed; not Cast, use `cast`).
+// Operands broadcast right-aligned; they share one dtype (Where: bool condition, then two values
+// of one dtype). Result dtype: bool for comparisons, else the value operands' dtype.
+const UOp* elementwise(Graph& g, Op op, std::span<const UOp* const> src);
+const UOp* unary(Graph& g, Op op, const UOp* a);
+const UOp* binary(Graph& g, Op op, const UOp* a, const UOp* b);
+const UOp* ternary(Graph& g, Op op, const UOp* a, const UOp* b, const UOp* c);
+
+// Named forms of the common ones. Math functions (Exp2, Log2, Sin, Sqrt, Trunc, Recip, Pow) go
+// through unary/binary so no name here hides <cmath>'s inside namespace sn.
+inline const UOp* neg(Graph& g, const UOp* a) { return unary(g, Op::Neg, a); }
+inline const UOp* logical_not(Graph& g, const UOp* a) { return unary(g, Op::Not, a); }
+inline const UOp* add(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Add, a, b); }
+inline const UOp* sub(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Sub, a, b); }
+inline const UOp* mul(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Mul, a, b); }
+inline const UOp* divide(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Div, a, b); }
+inline const UOp* maximum(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Max, a, b); }
+inline const UOp* idiv(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Idiv, a, b); }
+inline const UOp* mod(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Mod, a, b); }
+inline const UOp* cmplt(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpLt, a, b); }
+inline const UOp* cmpne(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpNe, a, b); }
+inline const UOp* cmpgt(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpGt, a, b); }
+inline const UOp* cmpge(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpGe, a, b); }
+inline const UOp* cmple(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpLe, a, b); }
+inline const UOp* cmpeq(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::CmpEq, a, b); }
+inline const UOp* bitwise_and(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::And, a, b); }
+inline const UOp* bitwise_or(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Or, a, b); }
+inline const UOp* bitwise_xor(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Xor, a, b); }
+inline const UOp* shl(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Shl, a, b); }
+inline const UOp* shr(Graph& g, const UOp* a, const UOp* b) { return binary(g, Op::Shr, a, b); }
+inline const UOp* where(Graph& g, const UOp* cond, const UOp* a, const UOp* b) {
+  return ternary(g, Op::Where, cond, a, b);
+}
+inline const UOp* mulacc(Graph& g, const UOp* a, const UOp* b, const UOp* c) { return ternary(g, Op::Mulacc, a, b, c); }
+
+// Right-aligned broadcast of two static shapes; throws InvalidArg naming `op` when they do not
+// broadcast.
+std::vector<int64_t> broadcast_shapes(const char* op, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+}  // namespace sn

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this). Usage: bash scripts/test.sh
+#
+#   1. scripts/bootstrap.sh     system packages via apt (quick no-op when all are present)
+#   2. build/                   RelWithDebInfo, warnings are errors; ctest
+#   3. build-asan/              Debug -O1 with ASan + UBSan; ctest with leak checking
+#   (4. language bindings: see the hook below)
+#
+# Every step runs even when an earlier independent one failed, so one run reports everything; the script exits
+# non-zero if any step failed and ends with a one-line summary. Needs ../shared beside the repository (or
+# SN_SHARED_DIR=/path/to/shared). Environment knobs:
+#   SN_JOBS=N          parallel build jobs (default: nproc)
+#   SN_TEST_JOBS=N     parallel ctest jobs (default: 2)
+#   SN_SKIP_ASAN=1     skip the sanitizer build (quick local iteration only; CI never sets it)
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${SN_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+TEST_JOBS="${SN_TEST_JOBS:-2}"
+SHARED_DIR="${SN_SHARED_DIR:-$ROOT/../shared}"
+START=$SECONDS
+
+declare -a STEP_NAMES=() STEP_RESULTS=()
+FAILED=0
+
+# run_step <name> <command...>: runs one step, records PASS/FAIL and its duration.
+run_step() {
+  local name="$1"
+  shift
+  local t0=$SECONDS
+  echo
+  echo "=== [$name] $*"
+  if "$@"; then
+    STEP_NAMES+=("$name")
+    STEP_RESULTS+=("PASS ($((SECONDS - t0))s)")
+    return 0
+  fi
+  STEP_NAMES+=("$name")
+  STEP_RESULTS+=("FAIL ($((SECONDS - t0))s)")
+  FAILED=1
+  return 1
+}
+
+skip_step() {  # skip_step <name> <reason>: a step that did not run, or ran but cannot fail the suite
+  STEP_NAMES+=("$1")
+  STEP_RESULTS+=("-- ($2)")
+}
+
+configure() {  # configure <build dir> <cmake args...>
+  local dir="$1"
+  shift
+  cmake -S "$ROOT" -B "$ROOT/$dir" -G Ninja "-DSN_SHARED_DIR=$SHARED_DIR" "$@"
+}
+
+build() { cmake --build "$ROOT/$1" -j "$JOBS"; }
+
+run_ctest() { ctest --test-dir "$ROOT/$1" --output-on-failure -j "$TEST_JOBS" --no-tests=error; }
+
+summary() {
+  echo
+  echo "=== summary"
+  local i
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '  %-22s %s\n' "${STEP_NAMES[$i]}" "${STEP_RESULTS[$i]}"
+  done
+  if ((FAILED)); then
+    echo "SINTER TESTS: FAILED (${#STEP_NAMES[@]} steps, $((SECONDS - START))s)"
+  else
+    echo "SINTER TESTS: PASSED (${#STEP_NAMES[@]} steps, $((SECONDS - START))s)"
+  fi
+}
+trap summary EXIT
+
+# 1. System packages.
+run_step bootstrap bash "$ROOT/scripts/bootstrap.sh" || exit 1
+
+# Formatting is advisory: reported in the summary, never a failure.
+if fmt_out="$(bash "$ROOT/scripts/format.sh" --check 2>&1)"; then
+  skip_step format "clean"
+else
+  echo "$fmt_out"
+  skip_step format "WARN: $(grep -c 'needs clang-format' <<<"$fmt_out") file(s) need scripts/format.sh"
+fi
+
+if [[ ! -d "$SHARED_DIR" ]]; then
+  echo "warning: $SHARED_DIR does not exist; tests that read the spec or conformance cases will fail" >&2
+fi
+
+# 2. Release-like build, warnings are errors.
+if run_step configure configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSN_WERROR=ON -DSN_SANITIZE=OFF &&
+  run_step build build build; then
+  run_step ctest run_ctest build
+else
+  skip_step ctest "build failed"
+fi
+
+# 3. Sanitizers: Debug at -O1 (ASan at -O0 is needlessly slow), UBSan aborts on the first report.
+if [[ "${SN_SKIP_ASAN:-0}" == 1 ]]; then
+  skip_step asan "SN_SKIP_ASAN=1"
+else
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  if run_step asan-configure configure build-asan -DCMAKE_BUILD_TYPE=Debug -DSN_SANITIZE=ON -DSN_WERROR=ON \
+    "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" \
+    -DSN_BUILD_BENCH=OFF &&
+    run_step asan-build build build-asan; then
+    run_step asan-ctest run_ctest build-asan
+  else
+    skip_step asan-ctest "build failed"
+  fi
+fi
+
+# 4. HOOK: language bindings. Tests registered with add_test() in bindings/<lang>/CMakeLists.txt already run in
+# the ctest steps above. Steps that need their own driver go here, one run_step each, e.g.
+#   run_step rust  bash "$ROOT/bindings/rust/test.sh"  "$ROOT/build"
+#   run_step go    bash "$ROOT/bindings/go/test.sh"    "$ROOT/build"
+#   run_step java  bash "$ROOT/bindings/java/test.sh"  "$ROOT/build"
+for lang in rust go java; do
+  if [[ -f "$ROOT/bindings/$lang/test.sh" ]]; then
+    run_step "$lang" bash "$ROOT/bindings/$lang/test.sh" "$ROOT/build"
+  fi
+done
+
+exit "$FAILED"

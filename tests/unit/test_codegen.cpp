@@ -1,0 +1,438 @@
+// Codegen without a backend: optimizer opts, expand, reduce lowering, isel and the linearizer,
+// checked on the structure of the Linear and by interpreting the Linear here (so these tests
+// run in builds without LLVM too).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "core/codegen/codegen.h"
+#include "core/codegen/kernel_util.h"
+#include "core/opt/opt.h"
+#include "core/runtime/thread_pool.h"
+#include "test_codegen_kernels.h"
+
+namespace sn {
+namespace {
+
+using testk::KernelBuilder;
+
+// ---- a reference interpreter of the Linear ----------------------------------------------------
+// Values: doubles for floats, exact integers (wrapped to their dtype) for the rest. Buffers are
+// vectors of doubles indexed by element. Float32 results are rounded to float after each op.
+
+struct Interp {
+  std::map<int64_t, std::vector<double>*> bufs;  // Param slot -> data
+  std::map<std::string, int64_t> vars;
+  int64_t core_id = 0;
+
+  void run(const UOp* linear) {
+    auto code = linear->src();
+    std::unordered_map<const UOp*, size_t> at;
+    for (size_t pc = 0; pc < code.size(); pc++) at[code[pc]] = pc;
+    std::unordered_map<const UOp*, size_t> end_of;  // Range -> its End
+    for (size_t pc = 0; pc < code.size(); pc++)
+      if (code[pc]->op == Op::End) end_of[code[pc]->src(1)] = pc;
+    for (size_t pc = 0; pc < code.size(); pc++) {
+      const UOp* u = code[pc];
+      switch (u->op) {
+        case Op::Range: {
+          int64_t n = int64_t(val(u->src(0)));
+          if (n <= 0) {
+            pc = end_of.at(u);
+            break;
+          }
+          val_[u] = 0;
+          break;
+        }
+        case Op::End: {
+          const UOp* r = u->src(1);
+          double next = val_[r] + 1;
+          if (next < val(r->src(0))) {
+            val_[r] = next;
+            pc = at.at(r);
+          }
+          break;
+        }
+        case Op::Store: {
+          if (u->nsrc() == 3 && val(u->src(2)) == 0) break;
+          *addr(u->src(0)) = val(u->src(1));
+          break;
+        }
+        case Op::Load: {
+          if (u->nsrc() == 3 && val(u->src(2)) == 0) {
+            val_[u] = val(u->src(1));
+            break;
+          }
+          val_[u] = *addr(u->src(0));
+          break;
+        }
+        case Op::Buffer: regs_[u].assign(size_t(u->as<BufferArg>().size), 0); break;
+        default: val_[u] = eval(u);
+      }
+    }
+  }
+
+ private:
+  double val(const UOp* u) {
+    if (u->op == Op::Const) return u->holds<double>() ? u->as<double>() : double(u->as<int64_t>());
+    return val_.at(u);
+  }
+  double* addr(const UOp* index) {
+    const UOp* base = index->src(0);
+    while (base->op == Op::After) base = base->src(0);
+    size_t i = size_t(int64_t(val(index->src(1))));
+    if (base->op == Op::Param) {
+      std::vector<double>& b = *bufs.at(base->as<ParamArg>().slot);
+      EXPECT_LT(i, b.size()) << "out of bounds";
+      return &b.at(i);
+    }
+    return &regs_.at(base).at(i);
+  }
+  static double fit(DType d, double v) {
+    if (d.is_float()) return d.scalar == Scalar::Float32 ? double(float(v)) : round_float(d, v);
+    if (d.is_bool()) return v != 0;
+    return double(wrap_int(d, i128(v)));
+  }
+  double eval(const UOp* u) {
+    auto x = [&](size_t i) { return val(u->src(i)); };
+    DType d = u->dtype;
+    switch (u->op) {
+      case Op::Param:
+      case Op::After:
+      case Op::Index:
+      case Op::Group:
+      case Op::Stack: return 0;
+      case Op::Const: return val(u);
+      case Op::DefineVar: return double(vars.at(u->as<VarArg>().name));
+      case Op::Special: return double(core_id);
+      case Op::Cast: {
+        double v = x(0);
+        if (d.is_bool()) return v != 0 || std::isnan(v);
+        if (!d.is_float()) v = std::trunc(v);
+        return fit(d, v);
+      }
+      case Op::Add: return fit(d, x(0) + x(1));
+      case Op::Sub: return fit(d, x(0) - x(1));
+      case Op::Mul: return fit(d, x(0) * x(1));
+      case Op::Mulacc: return fit(d, x(0) * x(1) + x(2));
+      case Op::Div: return fit(d, x(0) / x(1));
+      case Op::Neg: return fit(d, -x(0));
+      case Op::Max: return std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1));
+      case Op::CDiv: return fit(d, std::trunc(x(0) / x(1)));
+      case Op::CMod: return fit(d, std::fmod(x(0), x(1)));
+      case Op::CmpLt: return x(0) < x(1);
+      case Op::CmpNe: return x(0) != x(1);
+      case Op::CmpEq: return x(0) == x(1);
+      case Op::CmpGt: return x(1) < x(0);
+      case Op::CmpGe: return !(x(0) < x(1));
+      case Op::CmpLe: return !(x(1) < x(0));
+      case Op::And: return double(int64_t(x(0)) & int64_t(x(1)));
+      case Op::Or: return double(int64_t(x(0)) | int64_t(x(1)));
+      case Op::Xor: return double(int64_t(x(0)) ^ int64_t(x(1)));
+      case Op::Not: return x(0) == 0;
+      case Op::Where: return x(0) != 0 ? x(1) : x(2);
+      case Op::Sqrt: return fit(d, std::sqrt(x(0)));
+      case Op::Exp2: return fit(d, std::exp2(x(0)));
+      default: ADD_FAILURE() << "interp: " << op_name(u->op); return 0;
+    }
+  }
+  std::unordered_map<const UOp*, double> val_;
+  std::unordered_map<const UOp*, std::vector<double>> regs_;
+};
+
+CpuTarget test_target(int cores = 2) {
+  CpuTarget t;
+  t.cores = cores;
+  t.vector_bits = 512;
+  return t;
+}
+
+// Runs every THREAD index of a lowered kernel in the interpreter.
+void interpret(const LoweredKernel& k, std::map<int64_t, std::vector<double>*> bufs, std::map<std::string, int64_t> vars = {}) {
+  for (int64_t t = 0; t < k.threads; t++) {
+    Interp in;
+    in.bufs = bufs;
+    in.vars = vars;
+    in.core_id = t;
+    in.run(k.linear);
+  }
+}
+
+size_t count(const UOp* linear, Op op) {
+  size_t n = 0;
+  for (const UOp* u : linear->src()) n += u->op == op;
+  return n;
+}
+
+// position of the first instruction with op (and predicate)
+template <class F>
+size_t first(const UOp* linear, F pred) {
+  for (size_t i = 0; i < linear->nsrc(); i++)
+    if (pred(linear->src(i))) return i;
+  return size_t(-1);
+}
+
+// ---- matmul through every stage -----------------------------------------------------------------
+
+struct Matmul {
+  Graph g;
+  const UOp* sink;
+  int64_t M, N, K;
+  Matmul(int64_t m, int64_t n, int64_t k) : M(m), N(n), K(k) {
+    KernelBuilder b{g};
+    auto *A = b.param(0, dtypes::float32, M * K), *B = b.param(1, dtypes::float32, K * N);
+    auto* C = b.param(2, dtypes::float32, M * N);
+    auto *i = b.range(M, 0), *j = b.range(N, 1), *r = b.range(K, 2, AxisType::Reduce);
+    auto* v = b.mul(b.load(A, b.flat({i, r}, {M, K})), b.load(B, b.flat({r, j}, {K, N})));
+    sink = b.sink({b.store(C, b.flat({i, j}, {M, N}), b.reduce(Op::Add, v, {r}))});
+  }
+  void check(const LoweredKernel& k) {
+    std::vector<double> a(size_t(M * K)), b(size_t(K * N)), c(size_t(M * N), -1);
+    for (size_t x = 0; x < a.size(); x++) a[x] = double((x * 7) % 5) - 2;
+    for (size_t x = 0; x < b.size(); x++) b[x] = double((x * 3) % 7) - 3;
+    interpret(k, {{0, &a}, {1, &b}, {2, &c}});
+    for (int64_t x = 0; x < M; x++)
+      for (int64_t y = 0; y < N; y++) {
+        double w = 0;
+        for (int64_t z = 0; z < K; z++) w += a[size_t(x * K + z)] * b[size_t(z * N + y)];
+        ASSERT_EQ(c[size_t(x * N + y)], w) << k.name << " " << x << "," << y;
+      }
+  }
+};
+
+TEST(Codegen, MatmulUnoptimizedLinear) {
+  Matmul mm(5, 6, 7);
+  LowerOptions o;
+  o.optimize = false;
+  LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target(), o);
+  EXPECT_EQ(k.threads, 1);
+  EXPECT_EQ(count(k.linear, Op::Range), 3u);
+  EXPECT_EQ(count(k.linear, Op::End), 3u);
+  EXPECT_EQ(count(k.linear, Op::Buffer), 1u);  // one accumulator
+  ASSERT_EQ(k.params.size(), 3u);
+  EXPECT_TRUE(k.params[0].read && !k.params[0].written);
+  EXPECT_TRUE(k.params[2].written && !k.params[2].read);
+  EXPECT_EQ(k.params[2].size, 30);
+  mm.check(k);
+  // Each stage was recorded, in order.
+  std::vector<std::string> names;
+  for (auto& [n, u] : k.stages) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"ast", "optimized", "expanded", "reduce", "isel", "linear"}));
+}
+
+TEST(Codegen, MatmulRegisterTileAndThreads) {
+  Matmul mm(64, 64, 16);
+  LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target());
+  // 64x64x16 has enough work for two threads, and a 4x16 tile of accumulators.
+  EXPECT_EQ(k.threads, 2) << k.name;
+  EXPECT_EQ(count(k.linear, Op::Buffer), 64u) << k.name;
+  ASSERT_FALSE(k.applied_opts.empty());
+  mm.check(k);
+}
+
+TEST(Codegen, ForcedOptsUnrollAndUpcast) {
+  Matmul mm(6, 8, 12);
+  LowerOptions o;
+  o.opts = std::vector<Opt>{{OptOp::Unroll, 2, 4}, {OptOp::Upcast, 1, 2}, {OptOp::Thread, 0, 3}};
+  LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target(), o);
+  EXPECT_EQ(k.threads, 3);
+  EXPECT_EQ(count(k.linear, Op::Buffer), 2u);  // the two upcast copies
+  EXPECT_EQ(count(k.linear, Op::Special), 1u);
+  mm.check(k);
+  // Bad opts name the problem.
+  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 5}};
+  EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
+  o.opts = std::vector<Opt>{{OptOp::Unroll, 0, 2}};  // not a reduce axis
+  EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
+  o.opts = std::vector<Opt>{{OptOp::Thread, 9, 2}};  // no such axis
+  EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
+}
+
+// ---- linearizer placement -------------------------------------------------------------------------
+
+TEST(Codegen, LoopInvariantCodeIsHoisted) {
+  // out[i, j] = a[j] * (b[0] + 1) + c[i]: b[0] + 1 before both loops, c[i] before the j loop.
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 8), *B = b.param(1, dtypes::float32, 1), *C = b.param(2, dtypes::float32, 4);
+  auto* O = b.param(3, dtypes::float32, 32);
+  auto *i = b.range(4, 0), *j = b.range(8, 1);
+  auto* inv = b.add(b.load(B, b.c(0)), g.cfloat(1.0));
+  auto* ci = b.load(C, i);
+  auto* sink = b.sink({b.store(O, b.flat({i, j}, {4, 8}), b.add(b.mul(b.load(A, j), inv), ci))});
+  LowerOptions o;
+  o.optimize = false;
+  LoweredKernel k = lower_kernel(g, sink, test_target(), o);
+  const UOp* lin = k.linear;
+  size_t ri = first(lin, [&](const UOp* u) { return u->op == Op::Range && u->as<RangeArg>().id == 0; });
+  size_t rj = first(lin, [&](const UOp* u) { return u->op == Op::Range && u->as<RangeArg>().id == 1; });
+  size_t pinv = first(lin, [&](const UOp* u) { return u == inv; });
+  size_t pci = first(lin, [&](const UOp* u) { return u == ci; });
+  ASSERT_LT(ri, rj);
+  EXPECT_LT(pinv, ri);
+  EXPECT_GT(pci, ri);
+  EXPECT_LT(pci, rj);
+  std::vector<double> a(8), bb{2.5}, c(4), out(32);
+  for (int x = 0; x < 8; x++) a[size_t(x)] = x;
+  for (int x = 0; x < 4; x++) c[size_t(x)] = 100 * x;
+  interpret(k, {{0, &a}, {1, &bb}, {2, &c}, {3, &out}});
+  for (int x = 0; x < 4; x++)
+    for (int y = 0; y < 8; y++) EXPECT_EQ(out[size_t(x * 8 + y)], y * 3.5 + 100 * x);
+}
+
+TEST(Codegen, ContiguousAxisBecomesInnermost) {
+  // out[j*R + i] = a[i*C + j] written with i declared first: the store walks j with stride R, i
+  // with stride 1, so i should be the inner loop after optimization.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 16, C = 8;
+  auto *A = b.param(0, dtypes::float32, R * C), *O = b.param(1, dtypes::float32, R * C);
+  auto *i = b.range(R, 0), *j = b.range(C, 1);
+  auto* sink = b.sink({b.store(O, b.flat({j, i}, {C, R}), b.load(A, b.flat({i, j}, {R, C})))});
+  LowerOptions o;
+  o.allow_threads = false;
+  LoweredKernel k = lower_kernel(g, sink, test_target(), o);
+  std::vector<int64_t> loop_bounds;
+  for (const UOp* u : k.linear->src())
+    if (u->op == Op::Range) loop_bounds.push_back(const_bound(u));
+  EXPECT_EQ(loop_bounds, (std::vector<int64_t>{C, R}));
+  std::vector<double> a(size_t(R * C)), out(size_t(R * C));
+  for (size_t x = 0; x < a.size(); x++) a[x] = double(x);
+  interpret(k, {{0, &a}, {1, &out}});
+  for (int64_t x = 0; x < R; x++)
+    for (int64_t y = 0; y < C; y++) EXPECT_EQ(out[size_t(y * R + x)], a[size_t(x * C + y)]);
+}
+
+TEST(Codegen, SiblingLoopsAndSymbolicBound) {
+  // Two stores with unrelated loops, one bounded by a variable; the second reads a full sum.
+  Graph g;
+  KernelBuilder b{g};
+  auto* n = g.var("n", 1, 10);
+  auto *A = b.param(0, dtypes::int32, 10), *O1 = b.param(1, dtypes::int32, 10), *O2 = b.param(2, dtypes::int32, 3);
+  auto *i = b.range(n, 0), *j = b.range(3, 1), *k = b.range(n, 2, AxisType::Reduce);
+  auto* total = b.reduce(Op::Add, b.load(A, k), {k});
+  auto* sink = b.sink({b.store(O1, i, b.mul(b.load(A, i), g.cint(2, dtypes::int32))),
+                       b.store(O2, j, b.add(total, g.cast(j, dtypes::int32)))});
+  LoweredKernel k2 = lower_kernel(g, sink, test_target());
+  ASSERT_EQ(k2.vars.size(), 1u);
+  std::vector<double> a(10), o1(10, -1), o2(3, -1);
+  for (int x = 0; x < 10; x++) a[size_t(x)] = x + 1;
+  interpret(k2, {{0, &a}, {1, &o1}, {2, &o2}}, {{"n", 4}});
+  for (int x = 0; x < 10; x++) EXPECT_EQ(o1[size_t(x)], x < 4 ? 2 * (x + 1) : -1);
+  for (int x = 0; x < 3; x++) EXPECT_EQ(o2[size_t(x)], 10 + x);
+}
+
+TEST(Codegen, ReduceLowersToAccumulator) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 12), *O = b.param(1, dtypes::float32, 3);
+  auto *i = b.range(3, 0), *r = b.range(4, 1, AxisType::Reduce);
+  auto* red = b.reduce(Op::Max, b.load(A, b.flat({i, r}, {3, 4})), {r});
+  const UOp* s = lower_reduces(g, b.sink({b.store(O, i, red)}));
+  size_t reduces = 0, accs = 0, ends = 0;
+  for (const UOp* u : toposort(s)) {
+    reduces += u->op == Op::Reduce;
+    accs += u->op == Op::Buffer && u->as<BufferArg>().addrspace == AddrSpace::Reg;
+    ends += u->op == Op::End;
+  }
+  EXPECT_EQ(reduces, 0u);
+  EXPECT_EQ(accs, 1u);
+  EXPECT_EQ(ends, 1u);
+  // the identity of max is -inf
+  bool has_ninf = false;
+  for (const UOp* u : toposort(s)) has_ninf = has_ninf || (u->op == Op::Const && u->dtype == dtypes::float32 && u->const_float() == -INFINITY);
+  EXPECT_TRUE(has_ninf);
+}
+
+TEST(Codegen, IselFloorDivision) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* i = b.range(10, 0);
+  auto* x = g.var("x", -5, 5);
+  // non-negative operands: plain CDiv/CMod
+  const UOp* s1 = select_instructions(g, g.alu(Op::Idiv, i, b.c(3)));
+  EXPECT_EQ(s1->op, Op::CDiv);
+  const UOp* s2 = select_instructions(g, g.alu(Op::Mod, i, b.c(3)));
+  EXPECT_EQ(s2->op, Op::CMod);
+  // maybe-negative numerator: corrected toward -inf; check every value
+  for (Op op : {Op::Idiv, Op::Mod}) {
+    for (int64_t d : {3, -3}) {
+      const UOp* e = select_instructions(g, g.alu(op, x, b.c(d)));
+      bool has_floor = false;
+      for (const UOp* u : toposort(e)) has_floor = has_floor || u->op == Op::Idiv || u->op == Op::Mod;
+      EXPECT_FALSE(has_floor);
+      for (int64_t xv = -5; xv <= 5; xv++) {
+        int64_t got = 0;
+        ASSERT_TRUE(eval_int(e, {{x, xv}}, &got));
+        int64_t q = int64_t(std::floor(double(xv) / double(d)));
+        EXPECT_EQ(got, op == Op::Idiv ? q : xv - q * d) << op_name(op) << " " << xv << " " << d;
+      }
+    }
+  }
+}
+
+TEST(Codegen, HalfMathIsComputedInFloat) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* A = b.param(0, dtypes::float16, 4);
+  auto* i = b.range(4, 0);
+  auto* x = b.load(A, i);
+  const UOp* e = select_instructions(g, g.alu(Op::Add, x, x));
+  ASSERT_EQ(e->op, Op::Cast);
+  EXPECT_EQ(e->dtype, dtypes::float16);
+  EXPECT_EQ(e->src(0)->op, Op::Add);
+  EXPECT_EQ(e->src(0)->dtype, dtypes::float32);
+}
+
+TEST(Codegen, RejectsNonKernelIr) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* A = b.param(0, dtypes::float32, 4);
+  auto* i = b.range(4, 0);
+  EXPECT_THROW(lower_kernel(g, b.load(A, i), test_target()), Error);  // root is not a Sink
+  auto* bad = g.make(Op::Sink, dtypes::void_, {g.make(Op::Store, dtypes::void_, {b.index(A, i), g.cfloat(1.0, dtypes::float64)})});
+  EXPECT_THROW(lower_kernel(g, bad, test_target()), Error);  // stores a float64 into float32
+}
+
+TEST(Codegen, KernelKeyDependsOnTargetAndOptions) {
+  Matmul mm(4, 4, 4);
+  LowerOptions a, b;
+  b.allow_threads = false;
+  EXPECT_EQ(kernel_key(mm.sink, test_target()), kernel_key(mm.sink, test_target()));
+  EXPECT_NE(kernel_key(mm.sink, test_target(), a), kernel_key(mm.sink, test_target(), b));
+  EXPECT_NE(kernel_key(mm.sink, test_target(2)), kernel_key(mm.sink, test_target(4)));
+}
+
+// ---- thread pool --------------------------------------------------------------------------------
+
+TEST(ThreadPool, RunsEveryIndexOnce) {
+  ThreadPool pool(3);
+  EXPECT_EQ(pool.size(), 3);
+  for (int64_t n : {1, 2, 3, 7, 100}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    pool.parallel_for(n, [&](int64_t i) { hits[size_t(i)]++; });
+    for (int64_t i = 0; i < n; i++) ASSERT_EQ(hits[size_t(i)].load(), 1) << n << " " << i;
+  }
+}
+
+TEST(ThreadPool, RethrowsAndNests) {
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.parallel_for(4, [](int64_t i) {
+                 if (i == 2) fail(Code::Internal, "task ", i);
+               }),
+               Error);
+  std::atomic<int> inner{0};
+  pool.parallel_for(2, [&](int64_t) { pool.parallel_for(3, [&](int64_t) { inner++; }); });
+  EXPECT_EQ(inner.load(), 6);
+  // still usable after an exception
+  std::atomic<int> n{0};
+  pool.parallel_for(5, [&](int64_t) { n++; });
+  EXPECT_EQ(n.load(), 5);
+}
+
+}  // namespace
+}  // namespace sn

@@ -1,0 +1,707 @@
+// The CPU backend end to end: hand-built kernel ASTs lowered, rendered to LLVM IR, JIT-compiled
+// and run on real buffers, compared with values computed here.
+#include <gtest/gtest.h>
+
+#if SN_BACKEND_CPU
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "test_codegen_kernels.h"
+
+namespace sn {
+namespace {
+
+using testk::KernelBuilder;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+CpuCompiler& jit() {
+  static CpuCompiler c;
+  return c;
+}
+
+std::shared_ptr<const CompiledKernel> run_kernel(Graph& g, const UOp* sink, std::vector<void*> bufs,
+                                                 std::vector<int64_t> vars = {}, LowerOptions opts = {}) {
+  LoweredKernel k = lower_kernel(g, sink, jit().target(), opts);
+  auto ck = jit().compile(k);
+  jit().run(*ck, bufs.data(), vars.empty() ? nullptr : vars.data());
+  return ck;
+}
+
+// ---- typed buffers: values kept as double / i128 and encoded in the dtype's bytes -----------
+
+uint16_t f16_encode(double v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(static_cast<float>(v))); }
+double f16_decode(uint16_t b) { return double(static_cast<float>(std::bit_cast<_Float16>(b))); }
+uint16_t bf16_encode(double v) {  // exact for values that are bfloat16 numbers
+  return uint16_t(std::bit_cast<uint32_t>(float(v)) >> 16);
+}
+double bf16_decode(uint16_t b) { return double(std::bit_cast<float>(uint32_t(b) << 16)); }
+
+struct Buf {
+  DType dt;
+  std::vector<uint8_t> bytes;
+  Buf(DType d, size_t n) : dt(d), bytes(n * size_t(d.itemsize()) + 1, 0xAB) {}
+  void* data() { return bytes.data(); }
+  size_t size() const { return (bytes.size() - 1) / size_t(dt.itemsize()); }
+  void set(size_t i, double v) {  // floats
+    uint8_t* p = bytes.data() + i * size_t(dt.itemsize());
+    switch (dt.scalar) {
+      case Scalar::Float32: {
+        float f = float(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case Scalar::Float64: std::memcpy(p, &v, 8); break;
+      case Scalar::Float16: {
+        uint16_t h = f16_encode(v);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case Scalar::BFloat16: {
+        uint16_t h = bf16_encode(v);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      default: set_int(i, i128(v));
+    }
+  }
+  void set_int(size_t i, i128 v) {
+    if (dt.is_float()) return set(i, double(v));
+    uint64_t u = uint64_t(wrap_int(dt, v));
+    std::memcpy(bytes.data() + i * size_t(dt.itemsize()), &u, size_t(dt.itemsize()));  // little endian
+  }
+  double getf(size_t i) const {
+    const uint8_t* p = bytes.data() + i * size_t(dt.itemsize());
+    switch (dt.scalar) {
+      case Scalar::Float32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+      }
+      case Scalar::Float64: {
+        double d;
+        std::memcpy(&d, p, 8);
+        return d;
+      }
+      case Scalar::Float16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return f16_decode(h);
+      }
+      case Scalar::BFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return bf16_decode(h);
+      }
+      default: return double(geti(i));
+    }
+  }
+  i128 geti(size_t i) const {
+    uint64_t u = 0;
+    std::memcpy(&u, bytes.data() + i * size_t(dt.itemsize()), size_t(dt.itemsize()));
+    return wrap_int(dt, i128(u));  // sign-extends signed types
+  }
+};
+
+bool same_float(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+
+// ---- elementwise ------------------------------------------------------------------------------
+
+TEST(CpuBackend, ElementwiseAddMulF32) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 1000;
+  auto *A = b.param(0, dtypes::float32, n), *B = b.param(1, dtypes::float32, n), *C = b.param(2, dtypes::float32, n);
+  auto* D = b.param(3, dtypes::float32, n);
+  auto* i = b.range(n, 0);
+  auto *x = b.load(A, i), *y = b.load(B, i);
+  auto* sink = b.sink({b.store(C, i, b.add(x, y)), b.store(D, i, b.mul(x, y))});
+  std::vector<float> a(n), bb(n), c(n, -1), d(n, -1);
+  for (int64_t k = 0; k < n; k++) a[k] = float(k) * 0.37f - 11, bb[k] = 3.0f - float(k) * 1.1f;
+  run_kernel(g, sink, {a.data(), bb.data(), c.data(), d.data()});
+  for (int64_t k = 0; k < n; k++) {
+    ASSERT_EQ(c[k], a[k] + bb[k]) << k;
+    ASSERT_EQ(d[k], a[k] * bb[k]) << k;
+  }
+}
+
+TEST(CpuBackend, Int32WrapsAround) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 8;
+  auto *A = b.param(0, dtypes::int32, n), *B = b.param(1, dtypes::int32, n);
+  auto *S = b.param(2, dtypes::int32, n), *P = b.param(3, dtypes::int32, n), *N = b.param(4, dtypes::int32, n);
+  auto* i = b.range(n, 0);
+  auto *x = b.load(A, i), *y = b.load(B, i);
+  auto* sink = b.sink({b.store(S, i, b.add(x, y)), b.store(P, i, b.mul(x, y)), b.store(N, i, g.alu(Op::Neg, x))});
+  std::vector<int32_t> a = {INT32_MAX, INT32_MIN, 65536, -7, 123456789, 0, -1, 46341};
+  std::vector<int32_t> bb = {1, -1, 65536, 3, 1000, 0, INT32_MIN, 46341};
+  std::vector<int32_t> s(n), p(n), ng(n);
+  run_kernel(g, sink, {a.data(), bb.data(), s.data(), p.data(), ng.data()});
+  for (int64_t k = 0; k < n; k++) {
+    EXPECT_EQ(s[k], int32_t(uint32_t(a[k]) + uint32_t(bb[k]))) << k;
+    EXPECT_EQ(p[k], int32_t(uint32_t(a[k]) * uint32_t(bb[k]))) << k;
+    EXPECT_EQ(ng[k], int32_t(0u - uint32_t(a[k]))) << k;
+  }
+}
+
+TEST(CpuBackend, BroadcastThroughIndexMath) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 7, C = 13;
+  auto *A = b.param(0, dtypes::float32, R * C), *Row = b.param(1, dtypes::float32, C);
+  auto *Col = b.param(2, dtypes::float32, R), *O = b.param(3, dtypes::float32, R * C);
+  auto *i = b.range(R, 0), *j = b.range(C, 1);
+  auto* v = b.add(b.add(b.load(A, b.flat({i, j}, {R, C})), b.load(Row, j)), b.load(Col, i));
+  auto* sink = b.sink({b.store(O, b.flat({i, j}, {R, C}), v)});
+  std::vector<float> a(R * C), row(C), col(R), o(R * C);
+  for (int64_t k = 0; k < R * C; k++) a[k] = float(k);
+  for (int64_t k = 0; k < C; k++) row[k] = 1000.0f * float(k);
+  for (int64_t k = 0; k < R; k++) col[k] = 0.5f * float(k);
+  run_kernel(g, sink, {a.data(), row.data(), col.data(), o.data()});
+  for (int64_t x = 0; x < R; x++)
+    for (int64_t y = 0; y < C; y++) ASSERT_EQ(o[x * C + y], a[x * C + y] + row[y] + col[x]) << x << "," << y;
+}
+
+TEST(CpuBackend, TransposedStoreKeepsResults) {
+  // out[j, i] = a[i, j]: the optimizer makes the store-contiguous axis the inner loop.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 33, C = 17;
+  auto *A = b.param(0, dtypes::int32, R * C), *O = b.param(1, dtypes::int32, R * C);
+  auto *i = b.range(R, 0), *j = b.range(C, 1);
+  auto* sink = b.sink({b.store(O, b.flat({j, i}, {C, R}), b.load(A, b.flat({i, j}, {R, C})))});
+  std::vector<int32_t> a(R * C), o(R * C, -1);
+  for (int64_t k = 0; k < R * C; k++) a[k] = int32_t(k * 3 + 1);
+  run_kernel(g, sink, {a.data(), o.data()});
+  for (int64_t x = 0; x < R; x++)
+    for (int64_t y = 0; y < C; y++) ASSERT_EQ(o[y * R + x], a[x * C + y]);
+}
+
+TEST(CpuBackend, GatedLoadsPad) {
+  // out[i] = a[i-2] for 2 <= i < n+2, else -5 (pad); also a gated store that skips odd i.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 10, m = n + 4;
+  auto *A = b.param(0, dtypes::float32, n), *O = b.param(1, dtypes::float32, m), *E = b.param(2, dtypes::float32, m);
+  auto* i = b.range(m, 0);
+  auto* valid = g.alu(Op::And, g.alu(Op::CmpLt, b.c(1), i), g.alu(Op::CmpLt, i, b.c(n + 2)));
+  auto* v = b.load(A, b.add(i, b.c(-2)), g.cfloat(-5.0), valid);
+  auto* even = g.alu(Op::CmpEq, g.alu(Op::Mod, i, b.c(2)), b.c(0));
+  auto* sink = b.sink({b.store(O, i, v), b.store(E, i, v, even)});
+  std::vector<float> a(n), o(m, 99), e(m, 99);
+  for (int64_t k = 0; k < n; k++) a[k] = float(k + 1);
+  run_kernel(g, sink, {a.data(), o.data(), e.data()});
+  for (int64_t k = 0; k < m; k++) {
+    float want = (k >= 2 && k < n + 2) ? a[k - 2] : -5.0f;
+    EXPECT_EQ(o[k], want) << k;
+    EXPECT_EQ(e[k], k % 2 == 0 ? want : 99.0f) << k;
+  }
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+TEST(CpuBackend, ReduceSumMaxMulOverRows) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 9, C = 37;
+  auto *A = b.param(0, dtypes::float32, R * C), *S = b.param(1, dtypes::float32, R);
+  auto *M = b.param(2, dtypes::float32, R), *P = b.param(3, dtypes::float32, R);
+  auto *i = b.range(R, 0), *k = b.range(C, 1, AxisType::Reduce), *k2 = b.range(C, 2, AxisType::Reduce);
+  auto* k3 = b.range(C, 3, AxisType::Reduce);
+  auto x = [&](const UOp* r) { return b.load(A, b.flat({i, r}, {R, C})); };
+  auto* sink = b.sink({b.store(S, i, b.reduce(Op::Add, x(k), {k})), b.store(M, i, b.reduce(Op::Max, x(k2), {k2})),
+                       b.store(P, i, b.reduce(Op::Mul, x(k3), {k3}))});
+  std::vector<float> a(R * C), s(R), mx(R), p(R);
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t c = 0; c < C; c++) a[r * C + c] = float((r * 7 + c * 13) % 17) / 16.0f + 0.5f - float(r);
+  a[3 * C + 5] = -kInf;                            // row 3: max unaffected
+  a[4 * C + 6] = float(kNaN);                      // row 4: NaN propagates through all three
+  for (int64_t c = 0; c < C; c++) a[5 * C + c] = -float(kInf);  // row 5: max of all -inf
+  run_kernel(g, sink, {a.data(), s.data(), mx.data(), p.data()});
+  for (int64_t r = 0; r < R; r++) {
+    double ws = 0, wp = 1, wm = -kInf;
+    bool nan = false;
+    for (int64_t c = 0; c < C; c++) {
+      double v = a[r * C + c];
+      ws += v, wp *= v, wm = std::max(wm, v), nan = nan || std::isnan(v);
+    }
+    if (nan) {
+      EXPECT_TRUE(std::isnan(s[r]) && std::isnan(mx[r]) && std::isnan(p[r])) << r;
+      continue;
+    }
+    if (std::isinf(ws)) {
+      EXPECT_EQ(s[r], ws) << r;
+    } else {
+      EXPECT_NEAR(s[r], ws, 1e-4 * (1 + std::fabs(ws))) << r;
+    }
+    EXPECT_EQ(mx[r], float(wm)) << r;
+    if (std::isfinite(wp)) {
+      EXPECT_NEAR(p[r], wp, 1e-4 * (1 + std::fabs(wp))) << r;
+    }
+  }
+}
+
+TEST(CpuBackend, ReduceTwoAxesAndIntSum) {
+  // Full reduction of a (6, 50) int32 tensor, and a float sum over axes 0 and 2 of (4, 5, 6).
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::int32, 300), *S = b.param(1, dtypes::int32, 1);
+  auto *r0 = b.range(6, 0, AxisType::Reduce), *r1 = b.range(50, 1, AxisType::Reduce);
+  auto* full = b.reduce(Op::Add, b.load(A, b.flat({r0, r1}, {6, 50})), {r0, r1});
+  auto *F = b.param(2, dtypes::float32, 120), *O = b.param(3, dtypes::float32, 5);
+  auto *j = b.range(5, 2), *q0 = b.range(4, 3, AxisType::Reduce), *q2 = b.range(6, 4, AxisType::Reduce);
+  auto* part = b.reduce(Op::Add, b.load(F, b.flat({q0, j, q2}, {4, 5, 6})), {q0, q2});
+  auto* sink = b.sink({b.store(S, b.c(0), full), b.store(O, j, part)});
+  std::vector<int32_t> a(300), s(1);
+  std::vector<float> f(120), o(5);
+  int64_t want = 0;
+  for (int k = 0; k < 300; k++) a[k] = (k * 7919) % 1000 - 500, want += a[k];
+  for (int k = 0; k < 120; k++) f[k] = float(k % 11) - 3;
+  run_kernel(g, sink, {a.data(), s.data(), f.data(), o.data()});
+  EXPECT_EQ(s[0], want);
+  for (int y = 0; y < 5; y++) {
+    float w = 0;
+    for (int x = 0; x < 4; x++)
+      for (int z = 0; z < 6; z++) w += f[(x * 5 + y) * 6 + z];
+    EXPECT_EQ(o[y], w) << y;
+  }
+}
+
+TEST(CpuBackend, ReduceInsideReduce) {
+  // out[i] = sum_j (a[i,j] * max_k b[j,k]): the inner reduce runs in the outer one's loop.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t I = 5, J = 6, K = 7;
+  auto *A = b.param(0, dtypes::float32, I * J), *B = b.param(1, dtypes::float32, J * K), *O = b.param(2, dtypes::float32, I);
+  auto *i = b.range(I, 0), *j = b.range(J, 1, AxisType::Reduce), *k = b.range(K, 2, AxisType::Reduce);
+  auto* inner = b.reduce(Op::Max, b.load(B, b.flat({j, k}, {J, K})), {k});
+  auto* outer = b.reduce(Op::Add, b.mul(b.load(A, b.flat({i, j}, {I, J})), inner), {j});
+  auto* sink = b.sink({b.store(O, i, outer)});
+  std::vector<float> a(I * J), bb(J * K), o(I);
+  for (int64_t x = 0; x < I * J; x++) a[x] = float(x % 5) - 1;
+  for (int64_t x = 0; x < J * K; x++) bb[x] = float((x * 37) % 23) - 10;
+  run_kernel(g, sink, {a.data(), bb.data(), o.data()});
+  for (int64_t x = 0; x < I; x++) {
+    float w = 0;
+    for (int64_t y = 0; y < J; y++) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t z = 0; z < K; z++) m = std::max(m, bb[y * K + z]);
+      w += a[x * J + y] * m;
+    }
+    EXPECT_EQ(o[x], w) << x;
+  }
+}
+
+void check_matmul(int64_t M, int64_t N, int64_t K) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, M * K), *B = b.param(1, dtypes::float32, K * N);
+  auto* C = b.param(2, dtypes::float32, M * N);
+  auto *i = b.range(M, 0), *j = b.range(N, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* v = b.mul(b.load(A, b.flat({i, k}, {M, K})), b.load(B, b.flat({k, j}, {K, N})));
+  auto* sink = b.sink({b.store(C, b.flat({i, j}, {M, N}), b.reduce(Op::Add, v, {k}))});
+  std::vector<float> a(M * K), bb(K * N), c(M * N, -1);
+  for (int64_t x = 0; x < M * K; x++) a[x] = float((x * 131) % 97) / 48.0f - 1;
+  for (int64_t x = 0; x < K * N; x++) bb[x] = float((x * 71) % 89) / 44.0f - 1;
+  auto ck = run_kernel(g, sink, {a.data(), bb.data(), c.data()});
+  for (int64_t x = 0; x < M; x++)
+    for (int64_t y = 0; y < N; y++) {
+      double w = 0;
+      for (int64_t z = 0; z < K; z++) w += double(a[x * K + z]) * double(bb[z * N + y]);
+      ASSERT_NEAR(c[x * N + y], w, 1e-5 * double(K)) << ck->name << " at " << x << "," << y;
+    }
+}
+
+TEST(CpuBackend, MatmulOddSizes) { check_matmul(13, 19, 17); }
+TEST(CpuBackend, MatmulRegisterTiled) { check_matmul(64, 64, 48); }
+TEST(CpuBackend, MatmulThreaded) { check_matmul(128, 96, 64); }
+
+// ---- casts ------------------------------------------------------------------------------------
+
+std::vector<DType> all_dtypes() {
+  return {dtypes::bool_,  dtypes::int8,   dtypes::int16,   dtypes::int32,   dtypes::int64,   dtypes::uint8,
+          dtypes::uint16, dtypes::uint32, dtypes::uint64,  dtypes::float16, dtypes::bfloat16, dtypes::float32,
+          dtypes::float64};
+}
+
+// Source values that the dtype holds exactly (float specials included).
+std::vector<double> cast_sources(DType d) {
+  if (d.is_bool()) return {0, 1};
+  if (d.is_float()) {
+    std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 1.5, -1.5, 2.5, -2.5, 0.75, 100.25, -100.75, 255.0, 256.0,
+                             -129.0, 1000.5, 65504.0, -65504.0, 3e-5, 70000.0, 1e10, -3e9, kInf, -kInf, kNaN};
+    for (double& x : v) x = round_float(d, x);
+    if (d.scalar == Scalar::Float64) v.push_back(1.0 / 3.0), v.push_back(1e300);
+    if (d.scalar == Scalar::Float32) v.push_back(double(1.0f / 3.0f)), v.push_back(double(3.4e38f));
+    return v;
+  }
+  std::vector<double> v = {0, 1, 2, 7, 100, 127, 128, 255, 256, 1000, 32767, 32768, 65535, 65536, 1e6, 2147483647.0,
+                           4294967295.0, 1e15};
+  if (!d.is_unsigned()) {
+    std::vector<double> neg;
+    for (double x : v) neg.push_back(-x);
+    v.insert(v.end(), neg.begin(), neg.end());
+    v.push_back(-2147483648.0);
+  }
+  for (double& x : v) x = double(wrap_int(d, i128(x)));
+  return v;
+}
+
+TEST(CpuBackend, CastsBetweenAllDtypes) {
+  auto dts = all_dtypes();
+  for (DType from : dts) {
+    Graph g;
+    KernelBuilder b{g};
+    std::vector<double> src = cast_sources(from);
+    if (from.scalar == Scalar::Int64) src.push_back(double(INT64_MIN)), src.push_back(9007199254740993.0);
+    int64_t n = int64_t(src.size());
+    Buf in(from, size_t(n));
+    for (size_t k = 0; k < src.size(); k++) {
+      if (from.is_float())
+        in.set(k, src[k]);
+      else
+        in.set_int(k, i128(src[k]));
+    }
+    auto* I = b.param(0, from, n);
+    auto* i = b.range(n, 0);
+    auto* x = b.load(I, i);
+    std::vector<const UOp*> stores;
+    std::vector<Buf> outs;
+    std::vector<void*> bufs{in.data()};
+    outs.reserve(dts.size());
+    for (size_t t = 0; t < dts.size(); t++) {
+      auto* O = b.param(int64_t(t + 1), dts[t], n);
+      stores.push_back(b.store(O, i, g.cast(x, dts[t])));
+      outs.emplace_back(dts[t], size_t(n));
+    }
+    for (auto& o : outs) bufs.push_back(o.data());
+    run_kernel(g, b.sink(stores), bufs);
+    for (size_t t = 0; t < dts.size(); t++) {
+      DType to = dts[t];
+      for (int64_t k = 0; k < n; k++) {
+        double v = in.getf(size_t(k));
+        SCOPED_TRACE(cat(from.name(), " ", v, " -> ", to.name()));
+        if (to.is_bool()) {
+          EXPECT_EQ(outs[t].geti(size_t(k)), (std::isnan(v) || v != 0) ? 1 : 0);
+        } else if (to.is_float()) {
+          double want;
+          if (!from.is_float() && to.scalar == Scalar::Float32) {
+            i128 iv = in.geti(size_t(k));  // one rounding straight from the integer
+            want = from.is_unsigned() ? double(static_cast<float>(uint64_t(iv))) : double(static_cast<float>(int64_t(iv)));
+          } else {
+            want = round_float(to, from.is_float() ? v : double(in.geti(size_t(k))));
+          }
+          EXPECT_TRUE(same_float(outs[t].getf(size_t(k)), want)) << outs[t].getf(size_t(k)) << " want " << want;
+        } else if (from.is_float()) {
+          if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) continue;  // undefined (out of int64 range)
+          EXPECT_EQ(outs[t].geti(size_t(k)), wrap_int(to, i128(std::trunc(v))));
+        } else {
+          EXPECT_EQ(outs[t].geti(size_t(k)), wrap_int(to, in.geti(size_t(k))));
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuBackend, HalfMathRoundsEveryOp) {
+  // float16 and bfloat16 results are the exactly rounded float results (per op).
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    Graph g;
+    KernelBuilder b{g};
+    const int64_t n = 6;
+    auto *A = b.param(0, dt, n), *B = b.param(1, dt, n), *S = b.param(2, dt, n), *P = b.param(3, dt, n);
+    auto* D = b.param(4, dt, n);
+    auto* i = b.range(n, 0);
+    auto *x = b.load(A, i), *y = b.load(B, i);
+    auto* sink = b.sink({b.store(S, i, b.add(x, y)), b.store(P, i, b.mul(x, y)), b.store(D, i, g.alu(Op::Div, x, y))});
+    std::vector<double> av = {1.0, 1000.0, 3.0, -0.1, 65000.0, 0.001}, bv = {0.0009765625, 0.3, 7.0, 3.0, 1000.0, -0.5};
+    Buf a(dt, n), bb(dt, n), s(dt, n), p(dt, n), d(dt, n);
+    for (int64_t k = 0; k < n; k++) a.set(size_t(k), round_float(dt, av[k])), bb.set(size_t(k), round_float(dt, bv[k]));
+    run_kernel(g, sink, {a.data(), bb.data(), s.data(), p.data(), d.data()});
+    for (int64_t k = 0; k < n; k++) {
+      double xa = a.getf(size_t(k)), xb = bb.getf(size_t(k));
+      EXPECT_TRUE(same_float(s.getf(size_t(k)), round_float(dt, xa + xb))) << dt.name() << " " << xa << "+" << xb;
+      EXPECT_TRUE(same_float(p.getf(size_t(k)), round_float(dt, xa * xb))) << dt.name() << " " << xa << "*" << xb;
+      EXPECT_TRUE(same_float(d.getf(size_t(k)), round_float(dt, xa / xb))) << dt.name() << " " << xa << "/" << xb;
+    }
+  }
+}
+
+// ---- bools, comparisons, bit ops ----------------------------------------------------------------
+
+TEST(CpuBackend, BoolResultsAndComparisons) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 8;
+  auto *A = b.param(0, dtypes::float32, n), *B = b.param(1, dtypes::float32, n);
+  std::vector<Op> ops = {Op::CmpLt, Op::CmpNe, Op::CmpEq, Op::CmpGt, Op::CmpGe, Op::CmpLe};
+  auto* i = b.range(n, 0);
+  auto *x = b.load(A, i), *y = b.load(B, i);
+  std::vector<const UOp*> stores;
+  for (size_t k = 0; k < ops.size(); k++) stores.push_back(b.store(b.param(int64_t(k + 2), dtypes::bool_, n), i, g.alu(ops[k], x, y)));
+  // not(x < y) & (x != 2) | (y == 0), and where(x < y, x, y)
+  auto* lt = g.alu(Op::CmpLt, x, y);
+  auto* logic = g.alu(Op::Or, g.alu(Op::And, g.alu(Op::Not, lt), g.alu(Op::CmpNe, x, g.cfloat(2.0))),
+                      g.alu(Op::CmpEq, y, g.cfloat(0.0)));
+  stores.push_back(b.store(b.param(8, dtypes::bool_, n), i, logic));
+  stores.push_back(b.store(b.param(9, dtypes::float32, n), i, g.alu(Op::Where, lt, x, y)));
+  std::vector<float> a = {1, 2, 3, float(kNaN), -0.0f, 5, float(kInf), 2}, bb = {2, 2, 1, 1, 0.0f, float(kNaN), 1, 0};
+  std::vector<std::vector<uint8_t>> outs(7, std::vector<uint8_t>(n, 7));
+  std::vector<float> sel(n);
+  std::vector<void*> bufs{a.data(), bb.data()};
+  for (auto& o : outs) bufs.push_back(o.data());
+  bufs.push_back(sel.data());
+  run_kernel(g, b.sink(stores), bufs);
+  for (int64_t k = 0; k < n; k++) {
+    float p = a[k], q = bb[k];
+    bool want[6] = {p < q, p != q, !(p != q), q < p, !(p < q), !(q < p)};  // the spec's definitions
+    for (size_t o = 0; o < 6; o++) EXPECT_EQ(outs[o][k], want[o] ? 1 : 0) << op_name(ops[o]) << " " << p << " " << q;
+    EXPECT_EQ(outs[6][k], ((!(p < q) && p != 2) || q == 0) ? 1 : 0) << k;
+    EXPECT_TRUE(same_float(sel[k], p < q ? p : q)) << k;
+  }
+}
+
+TEST(CpuBackend, IntBitOpsAndShifts) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 6;
+  auto *A = b.param(0, dtypes::int32, n), *S = b.param(1, dtypes::int32, n), *U = b.param(2, dtypes::uint32, n);
+  auto *Shl = b.param(3, dtypes::int32, n), *Shr = b.param(4, dtypes::int32, n), *Ushr = b.param(5, dtypes::uint32, n);
+  auto* X = b.param(6, dtypes::int32, n);
+  auto* i = b.range(n, 0);
+  auto *a = b.load(A, i), *s = b.load(S, i), *u = b.load(U, i);
+  auto* bits = g.alu(Op::Xor, g.alu(Op::Or, g.alu(Op::And, a, g.cint(0x1337, dtypes::int32)), g.cint(8, dtypes::int32)), s);
+  auto* sink = b.sink({b.store(Shl, i, g.alu(Op::Shl, a, s)), b.store(Shr, i, g.alu(Op::Shr, a, s)),
+                       b.store(Ushr, i, g.alu(Op::Shr, u, g.cast(s, dtypes::uint32))), b.store(X, i, bits)});
+  std::vector<int32_t> av = {1, -8, 0x7fffffff, -1, 12345, -12345}, sv = {0, 2, 31, 40, 32, 5}, shl(n), shr(n), x(n);
+  std::vector<uint32_t> uv = {1, 0x80000000u, 0xffffffffu, 7, 9, 0xdeadbeef}, ushr(n);
+  run_kernel(g, sink, {av.data(), sv.data(), uv.data(), shl.data(), shr.data(), ushr.data(), x.data()});
+  for (int64_t k = 0; k < n; k++) {
+    int sh = sv[k];
+    EXPECT_EQ(shl[k], sh >= 32 ? 0 : int32_t(uint32_t(av[k]) << sh)) << k;
+    EXPECT_EQ(shr[k], sh >= 32 ? (av[k] < 0 ? -1 : 0) : av[k] >> sh) << k;
+    EXPECT_EQ(ushr[k], sh >= 32 ? 0u : uv[k] >> sh) << k;
+    EXPECT_EQ(x[k], ((av[k] & 0x1337) | 8) ^ sv[k]) << k;
+  }
+}
+
+// ---- transcendentals ----------------------------------------------------------------------------
+
+TEST(CpuBackend, TranscendentalsMatchLibm) {
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 10.5, -10.5, 100.0, -100.0, 1e-3, 3.14159265,
+                            1e4, 1e6, -1e6, 1e30, 130.0, -160.0, kInf, -kInf, kNaN, 7e-40};
+  std::vector<double> ys = {2.0, 3.0, -1.0, 0.0, 0.5, -0.5, 2.5, 1e3, kInf, -kInf, kNaN, 3.0};
+  for (DType dt : {dtypes::float32, dtypes::float64}) {
+    Graph g;
+    KernelBuilder b{g};
+    const int64_t n = int64_t(xs.size());
+    auto *X = b.param(0, dt, n), *Y = b.param(1, dt, n);
+    auto* i = b.range(n, 0);
+    auto *x = b.load(X, i), *y = b.load(Y, i);
+    std::vector<Op> ops = {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Recip, Op::Trunc};
+    std::vector<const UOp*> stores;
+    for (size_t k = 0; k < ops.size(); k++) stores.push_back(b.store(b.param(int64_t(k + 2), dt, n), i, g.alu(ops[k], x)));
+    stores.push_back(b.store(b.param(8, dt, n), i, g.alu(Op::Pow, x, y)));
+    stores.push_back(b.store(b.param(9, dt, n), i, g.alu(Op::Max, x, y)));
+    Buf xb(dt, size_t(n)), yb(dt, size_t(n));
+    for (int64_t k = 0; k < n; k++) xb.set(size_t(k), xs[k]), yb.set(size_t(k), ys[size_t(k) % ys.size()]);
+    std::vector<Buf> outs(8, Buf(dt, size_t(n)));
+    std::vector<void*> bufs{xb.data(), yb.data()};
+    for (auto& o : outs) bufs.push_back(o.data());
+    run_kernel(g, b.sink(stores), bufs);
+    bool f32 = dt.scalar == Scalar::Float32;
+    for (int64_t k = 0; k < n; k++) {
+      double x = xb.getf(size_t(k)), y = yb.getf(size_t(k));
+      double want[8] = {f32 ? double(std::exp2(float(x))) : std::exp2(x),
+                        f32 ? double(std::log2(float(x))) : std::log2(x),
+                        f32 ? double(std::sin(float(x))) : std::sin(x),
+                        f32 ? double(std::sqrt(float(x))) : std::sqrt(x),
+                        f32 ? double(1.0f / float(x)) : 1.0 / x,
+                        std::trunc(x),
+                        f32 ? double(std::pow(float(x), float(y))) : std::pow(x, y),
+                        std::isnan(x) || std::isnan(y) ? kNaN : std::max(x, y)};
+      for (int o = 0; o < 8; o++) {
+        double got = outs[size_t(o)].getf(size_t(k));
+        SCOPED_TRACE(cat(dt.name(), " op ", o, " x=", x, " y=", y, " got ", got, " want ", want[o]));
+        if (std::isnan(want[o]) || std::isinf(want[o]) || want[o] == 0) {
+          EXPECT_TRUE(same_float(got, want[o]) || (o == 7 && got == want[o]));
+        } else {
+          // libm and vector libm variants agree to a few ulp
+          EXPECT_NEAR(got, want[o], std::fabs(want[o]) * (f32 ? 4e-7 : 1e-15) * 4);
+        }
+      }
+    }
+  }
+}
+
+// ---- division -----------------------------------------------------------------------------------
+
+TEST(CpuBackend, FloorDivModWithNegativeOperands) {
+  Graph g;
+  KernelBuilder b{g};
+  std::vector<int32_t> av, bv;
+  for (int x = -10; x <= 10; x++)
+    for (int y : {-4, -3, -1, 1, 2, 3, 7}) av.push_back(x), bv.push_back(y);
+  av.push_back(INT32_MIN), bv.push_back(-1);  // wraps to INT_MIN, no trap
+  av.push_back(5), bv.push_back(0);           // undefined value, but no trap
+  const int64_t n = int64_t(av.size());
+  auto *A = b.param(0, dtypes::int32, n), *B = b.param(1, dtypes::int32, n);
+  auto *D = b.param(2, dtypes::int32, n), *M = b.param(3, dtypes::int32, n);
+  auto *D3 = b.param(4, dtypes::int32, n), *Mn3 = b.param(5, dtypes::int32, n);
+  auto* i = b.range(n, 0);
+  auto *a = b.load(A, i), *bb = b.load(B, i);
+  auto* sink = b.sink({b.store(D, i, g.alu(Op::Idiv, a, bb)), b.store(M, i, g.alu(Op::Mod, a, bb)),
+                       b.store(D3, i, g.alu(Op::Idiv, a, g.cint(3, dtypes::int32))),
+                       b.store(Mn3, i, g.alu(Op::Mod, a, g.cint(-3, dtypes::int32)))});
+  std::vector<int32_t> d(n), m(n), d3(n), mn3(n);
+  run_kernel(g, sink, {av.data(), bv.data(), d.data(), m.data(), d3.data(), mn3.data()});
+  auto fdiv = [](int64_t x, int64_t y) { return (x - (((x % y) + y) % y)) / y; };
+  auto fmod = [](int64_t x, int64_t y) { return ((x % y) + y) % y; };
+  for (int64_t k = 0; k < n; k++) {
+    int64_t x = av[k], y = bv[k];
+    EXPECT_EQ(d3[k], fdiv(x, 3)) << x;
+    EXPECT_EQ(mn3[k], int32_t(fmod(x, -3))) << x;
+    if (y == 0) continue;
+    EXPECT_EQ(d[k], int32_t(wrap_int(dtypes::int32, fdiv(x, y)))) << x << " // " << y;
+    EXPECT_EQ(m[k], int32_t(fmod(x, y))) << x << " % " << y;
+  }
+}
+
+TEST(CpuBackend, FloorDivModOfIndexMath) {
+  // out[i] = ((i - 7) // 3) * 100 + (i - 7) % 3 over index values that go negative.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 20;
+  auto* O = b.param(0, dtypes::int64, n);
+  auto* i = b.range(n, 0);
+  auto* x = b.add(i, b.c(-7));
+  auto* v = b.add(b.mul(g.alu(Op::Idiv, x, b.c(3)), b.c(100)), g.alu(Op::Mod, x, b.c(3)));
+  auto* sink = b.sink({b.store(O, i, g.cast(v, dtypes::int64))});
+  std::vector<int64_t> o(n);
+  run_kernel(g, sink, {o.data()});
+  for (int64_t k = 0; k < n; k++) {
+    int64_t xx = k - 7, q = xx >= 0 ? xx / 3 : -((-xx + 2) / 3);
+    EXPECT_EQ(o[k], q * 100 + (xx - q * 3)) << k;
+  }
+}
+
+// ---- threads and variables -------------------------------------------------------------------
+
+TEST(CpuBackend, ThreadSplitMatchesUnsplit) {
+  const int64_t R = 64, C = 4096;
+  std::vector<float> a(R * C), split(R), whole(R), e1(R * C), e2(R * C);
+  for (int64_t k = 0; k < R * C; k++) a[k] = float((k * 2654435761u) % 1000) / 100.0f;
+  int64_t threads[2] = {0, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    Graph g;
+    KernelBuilder b{g};
+    auto *A = b.param(0, dtypes::float32, R * C), *S = b.param(1, dtypes::float32, R), *E = b.param(2, dtypes::float32, R * C);
+    auto *i = b.range(R, 0), *k = b.range(C, 1, AxisType::Reduce), *i2 = b.range(R * C, 2);
+    auto* sum = b.reduce(Op::Add, b.load(A, b.flat({i, k}, {R, C})), {k});
+    auto* ew = g.alu(Op::Sqrt, b.add(b.load(A, i2), g.cfloat(1.0)));
+    LowerOptions opts;
+    opts.allow_threads = pass == 0;
+    // one store per kernel so each kernel can split its own loop
+    auto ck1 = run_kernel(g, b.sink({b.store(S, i, sum)}), {a.data(), pass == 0 ? split.data() : whole.data()}, {}, opts);
+    auto ck2 = run_kernel(g, b.sink({b.store(E, i2, ew)}), {a.data(), nullptr, pass == 0 ? e1.data() : e2.data()}, {}, opts);
+    threads[pass] = ck1->threads * 100 + ck2->threads;
+  }
+  if (jit().target().cores > 1) {
+    EXPECT_EQ(threads[0], 202) << "both kernels should split across 2 cores";
+  }
+  EXPECT_EQ(threads[1], 101);
+  for (int64_t k = 0; k < R; k++) EXPECT_EQ(split[k], whole[k]) << k;
+  for (int64_t k = 0; k < R * C; k++) ASSERT_EQ(e1[k], e2[k]) << k;
+}
+
+TEST(CpuBackend, DefineVarBoundAtLaunch) {
+  // out[i] = a[i] * n for i < n (a loop with a symbolic bound); the tail is untouched.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t cap = 50;
+  auto* n = g.var("n", 0, cap);
+  auto *A = b.param(0, dtypes::int32, cap), *O = b.param(1, dtypes::int32, cap);
+  auto* i = b.range(n, 0);
+  auto* sink = b.sink({b.store(O, i, b.mul(b.load(A, i), g.cast(n, dtypes::int32)))});
+  LoweredKernel k = lower_kernel(g, sink, jit().target());
+  ASSERT_EQ(k.vars.size(), 1u);
+  EXPECT_EQ(k.vars[0].name, "n");
+  auto ck = jit().compile(k);
+  std::vector<int32_t> a(cap);
+  for (int64_t x = 0; x < cap; x++) a[x] = int32_t(x + 1);
+  for (int64_t nv : {0, 1, 17, 50}) {
+    std::vector<int32_t> o(cap, -1);
+    void* bufs[2] = {a.data(), o.data()};
+    jit().run(*ck, bufs, &nv);
+    for (int64_t x = 0; x < cap; x++) ASSERT_EQ(o[x], x < nv ? a[x] * int32_t(nv) : -1) << "n=" << nv << " i=" << x;
+  }
+  int64_t bad = 51;
+  void* bufs[2] = {a.data(), a.data()};
+  EXPECT_THROW(jit().run(*ck, bufs, &bad), Error);
+}
+
+TEST(CpuBackend, OverlappingWrittenBuffersAreRejected) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 16), *O = b.param(1, dtypes::float32, 16);
+  auto* i = b.range(16, 0);
+  LoweredKernel k = lower_kernel(g, b.sink({b.store(O, i, b.load(A, i))}), jit().target());
+  auto ck = jit().compile(k);
+  std::vector<float> x(32, 1);
+  void* bufs[2] = {x.data(), x.data() + 8};
+  EXPECT_THROW(jit().run(*ck, bufs), Error);
+}
+
+// ---- caching, IR text ------------------------------------------------------------------------
+
+TEST(CpuBackend, CompiledKernelsAreCached) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 100), *O = b.param(1, dtypes::float32, 100);
+  auto* i = b.range(100, 0);
+  auto* sink = b.sink({b.store(O, i, b.mul(b.load(A, i), g.cfloat(3.0)))});
+  auto first = jit().compile_ast(g, sink);
+  auto hits = jit().stats().cache_hits;
+  auto second = jit().compile_ast(g, sink);
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(jit().stats().cache_hits, hits + 1);
+  // The same kernel built in another graph hits the cache too (content hash).
+  Graph g2;
+  KernelBuilder b2{g2};
+  auto *A2 = b2.param(0, dtypes::float32, 100), *O2 = b2.param(1, dtypes::float32, 100);
+  auto* i2 = b2.range(100, 0);
+  auto third = jit().compile_ast(g2, b2.sink({b2.store(O2, i2, b2.mul(b2.load(A2, i2), g2.cfloat(3.0)))}));
+  EXPECT_EQ(first.get(), third.get());
+}
+
+TEST(CpuBackend, PrintsLlvmIrOfAKernel) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 4, C = 8;
+  auto *A = b.param(0, dtypes::float32, R * C), *O = b.param(1, dtypes::float32, R);
+  auto *i = b.range(R, 0), *k = b.range(C, 1, AxisType::Reduce);
+  auto* sink = b.sink({b.store(O, i, b.reduce(Op::Max, b.load(A, b.flat({i, k}, {R, C})), {k}))}, "row_max");
+  LoweredKernel lk = lower_kernel(g, sink, jit().target());
+  auto ck = jit().compile(lk);
+  std::printf("---- linear of %s ----\n%s", lk.name.c_str(), linear_str(lk.linear).c_str());
+  std::printf("---- LLVM IR of %s (compiled in %.2f ms) ----\n%s", ck->symbol.c_str(), ck->compile_ms, ck->source.c_str());
+  EXPECT_NE(ck->source.find("define void @" + ck->symbol + "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores)"),
+            std::string::npos);
+  EXPECT_NE(ck->source.find("llvm.maximum.f32"), std::string::npos);
+  EXPECT_NE(ck->source.find("noalias"), std::string::npos);
+  std::vector<float> a(R * C), o(R);
+  for (int64_t x = 0; x < R * C; x++) a[x] = float((x * 5) % 7);
+  void* bufs[2] = {a.data(), o.data()};
+  jit().run(*ck, bufs);
+  for (int64_t r = 0; r < R; r++) EXPECT_EQ(o[r], *std::max_element(a.begin() + r * C, a.begin() + (r + 1) * C));
+}
+
+}  // namespace
+}  // namespace sn
+#endif

@@ -1,0 +1,594 @@
+// The pipeline end to end: tensor graphs compiled for the CPU device, run on real buffers, and
+// compared with the oracle (tests/oracle/interp.h). Every elementwise op on every dtype it accepts,
+// broadcasting (odd sizes, size-1 axes, scalars, zero-size tensors), reductions, casts, bitcasts,
+// movement ops on the inputs (non-contiguous views), every composition of core/tensor/compose.h,
+// and the pipeline's own features: program cache, command buffers, memory plan, stage dumps, errors.
+#include <gtest/gtest.h>
+
+#if SN_BACKEND_CPU
+#include <array>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "core/tensor/compose.h"
+#include "tests/unit/test_pipeline_util.h"
+
+namespace sn {
+namespace {
+
+using namespace testrt;
+
+const std::vector<DType> kInts = {dtypes::int8,  dtypes::int16,  dtypes::int32,  dtypes::int64,
+                                  dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64};
+const std::vector<DType> kFloats = {dtypes::float16, dtypes::bfloat16, dtypes::float32, dtypes::float64};
+
+std::vector<DType> numeric() {
+  std::vector<DType> v = kInts;
+  v.insert(v.end(), kFloats.begin(), kFloats.end());
+  return v;
+}
+std::vector<DType> all_dtypes() {
+  std::vector<DType> v = numeric();
+  v.insert(v.begin(), dtypes::bool_);
+  return v;
+}
+
+// A test fixture with a graph and the data of each input it makes.
+class PipelineTest : public ::testing::Test {
+ protected:
+  Graph g;
+  Rng rng{42};
+  oracle::BufferData data;
+
+  const UOp* in(DType dt, std::vector<int64_t> shape, double lo = -3, double hi = 3) {
+    const UOp* t = input(g, dt, shape);
+    data[buffer_of(t)] = random_array(rng, dt, {numel(shape)}, lo, hi);
+    return t;
+  }
+  // An input with exactly these values.
+  const UOp* in_values(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
+    const UOp* t = input(g, dt, shape);
+    data[buffer_of(t)] = dt.is_float() ? Array::from_doubles(dt, {numel(shape)}, v)
+                                       : Array::from_ints(dt, {numel(shape)}, std::vector<int64_t>(v.begin(), v.end()));
+    return t;
+  }
+  void check(std::vector<const UOp*> outs, const std::string& what, double rtol = -1, double atol = -1,
+             const CompileOptions& opts = {}) {
+    expect_matches_oracle(g, outs, data, what, rtol, atol, opts);
+  }
+};
+
+// ---- elementwise ------------------------------------------------------------------------------
+
+enum class Domain { Any, Positive, NonZero, Shift, Small };
+
+struct EwCase {
+  Op op;
+  int arity;
+  std::vector<DType> dtypes;
+  Domain second = Domain::Any;  // domain of the second operand (divisors, shift amounts)
+  Domain first = Domain::Any;
+};
+
+std::vector<EwCase> elementwise_cases() {
+  std::vector<DType> ints_bool = kInts;
+  ints_bool.push_back(dtypes::bool_);
+  return {
+      {Op::Neg, 1, numeric()},
+      {Op::Recip, 1, kFloats, Domain::Any, Domain::NonZero},
+      {Op::Trunc, 1, numeric()},
+      {Op::Exp2, 1, kFloats},
+      {Op::Log2, 1, kFloats, Domain::Any, Domain::Positive},
+      {Op::Sin, 1, kFloats},
+      {Op::Sqrt, 1, kFloats, Domain::Any, Domain::Positive},
+      {Op::Not, 1, {dtypes::bool_}},
+      {Op::Add, 2, all_dtypes()},
+      {Op::Sub, 2, numeric()},
+      {Op::Mul, 2, all_dtypes()},
+      {Op::Div, 2, kFloats, Domain::NonZero},
+      {Op::Max, 2, all_dtypes()},
+      {Op::Pow, 2, kFloats, Domain::Small, Domain::Positive},
+      {Op::Idiv, 2, kInts, Domain::NonZero},
+      {Op::Mod, 2, kInts, Domain::NonZero},
+      {Op::CmpLt, 2, all_dtypes()},
+      {Op::CmpNe, 2, all_dtypes()},
+      {Op::CmpEq, 2, all_dtypes()},
+      {Op::CmpGt, 2, all_dtypes()},
+      {Op::CmpGe, 2, all_dtypes()},
+      {Op::CmpLe, 2, all_dtypes()},
+      {Op::And, 2, ints_bool},
+      {Op::Or, 2, ints_bool},
+      {Op::Xor, 2, ints_bool},
+      {Op::Shl, 2, kInts, Domain::Shift},
+      {Op::Shr, 2, kInts, Domain::Shift},
+      {Op::Where, 3, all_dtypes()},
+      {Op::Mulacc, 3, numeric()},
+  };
+}
+
+// Operand data for a domain: ints mostly small so that products stay readable but still wrap in
+// the narrow types; divisors never 0; shift amounts inside the width.
+Array domain_array(Rng& rng, DType dt, int64_t n, Domain d) {
+  std::vector<int64_t> shape{n};
+  switch (d) {
+    case Domain::Positive: return random_array(rng, dt, shape, dt.is_float() ? 0.05 : 1, 4);
+    case Domain::Small: return random_array(rng, dt, shape, -2, 2);
+    case Domain::Shift: return random_array(rng, dt, shape, 0, dt.bits() - 1);
+    case Domain::NonZero: {
+      Array a = random_array(rng, dt, shape, dt.is_unsigned() ? 1 : -7, 7);
+      for (size_t k = 0; k < a.numel(); k++) {
+        if (dt.is_float() && std::fabs(a.f[k]) < 0.25) a.f[k] = 0.5;
+        if (!dt.is_float() && a.i[k] == 0) a.i[k] = 3;
+      }
+      return a;
+    }
+    case Domain::Any: break;
+  }
+  if (dt.is_float()) return random_array(rng, dt, shape, -3, 3);
+  if (dt.is_unsigned()) return random_array(rng, dt, shape, 0, 200);
+  return random_array(rng, dt, shape, -100, 100);
+}
+
+TEST_F(PipelineTest, EveryElementwiseOpOnEveryDtype) {
+  // Shapes cycle through plain, broadcast, size-1 and scalar operand combinations.
+  const std::vector<std::array<std::vector<int64_t>, 3>> shapes = {
+      {{{7, 13}, {7, 13}, {7, 13}}},
+      {{{3, 1, 5}, {4, 5}, {1, 5}}},
+      {{{}, {6}, {1}}},
+      {{{1}, {1}, {}}},
+      {{{33}, {}, {33}}},
+  };
+  int n = 0, combos = 0;
+  for (const EwCase& c : elementwise_cases()) {
+    for (DType dt : c.dtypes) {
+      const auto& sh = shapes[size_t(combos++) % shapes.size()];
+      std::vector<const UOp*> src;
+      for (int k = 0; k < c.arity; k++) {
+        DType odt = (c.op == Op::Where && k == 0) ? dtypes::bool_ : dt;
+        Domain d = k == 0 ? c.first : k == 1 ? c.second : Domain::Any;
+        const UOp* t = input(g, odt, sh[size_t(k)]);
+        data[buffer_of(t)] = domain_array(rng, odt, numel(sh[size_t(k)]), d);
+        src.push_back(t);
+      }
+      const UOp* out = elementwise(g, c.op, src);
+      check({out}, cat(op_name(c.op), " on ", dt.name(), " shapes ", format_dims(sh[0]), format_dims(sh[1])));
+      n++;
+    }
+  }
+  EXPECT_GT(n, 250);
+}
+
+TEST_F(PipelineTest, BroadcastShapes) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{5, 7}, {7}},        {{5, 1}, {1, 7}},   {{2, 3, 4}, {3, 1}}, {{1, 1, 1}, {}},   {{0, 3}, {3}},
+      {{4, 0}, {1, 0}},     {{0}, {}},          {{17, 1, 3}, {1, 9, 1}}, {{2, 1, 3, 1}, {5, 1, 4}},
+      {{1}, {1, 1, 1, 1}},  {{31, 33}, {33}},
+  };
+  for (auto& [a, b] : cases)
+    for (DType dt : {dtypes::float32, dtypes::int32}) {
+      const UOp* x = in(dt, a);
+      const UOp* y = in(dt, b);
+      check({add(g, mul(g, x, y), x)}, cat("broadcast ", format_dims(a), " with ", format_dims(b), " ", dt.name()));
+    }
+}
+
+TEST_F(PipelineTest, ConstantsAndScalars) {
+  const UOp* x = in(dtypes::float32, {3, 4});
+  check({mul(g, add(g, x, constant(g, dtypes::float32, 1.5)), constant(g, dtypes::float32, -2))}, "x*c");
+  // A program of constants only: no inputs at all.
+  const UOp* c = add(g, constant(g, dtypes::int32, 3), constant(g, dtypes::int32, 4));
+  check({c}, "3+4 (shape ())");
+  check({expand(g, reshape(g, constant(g, dtypes::float32, 2.5), {1, 1}), {3, 5})}, "expanded constant");
+  const UOp* s = in(dtypes::float64, {});
+  check({sub(g, s, constant(g, dtypes::float64, 1))}, "scalar input");
+  // Integer constants at the edges of their dtypes.
+  check({add(g, in(dtypes::int64, {4}), constant_int(g, dtypes::int64, std::numeric_limits<int64_t>::max()))},
+        "int64 max wraps");
+  check({bitwise_xor(g, in(dtypes::uint64, {4}, 0, 1000), constant_int(g, dtypes::uint64, ~uint64_t(0)))},
+        "uint64 all ones");
+}
+
+TEST_F(PipelineTest, ZeroSizeTensors) {
+  const UOp* x = in(dtypes::float32, {0, 5});
+  const UOp* y = in(dtypes::float32, {5});
+  check({add(g, x, y)}, "zero-size add");
+  check({reduce(g, x, Op::Add, {0})}, "sum over an empty axis");
+  check({reduce(g, x, Op::Max, {0})}, "max over an empty axis");
+  check({reduce(g, in(dtypes::int32, {3, 0}), Op::Mul, {1})}, "product over an empty axis");
+  check({reduce(g, x, Op::Add, {1})}, "sum of a zero-size tensor keeping the empty axis");
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+TEST_F(PipelineTest, ReductionsOverAxesAndDtypes) {
+  const std::vector<std::vector<int64_t>> axes_cases = {{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}};
+  int n = 0;
+  for (DType dt : all_dtypes())
+    for (Op op : {Op::Add, Op::Max, Op::Mul}) {
+      if (dt.is_bool() && op != Op::Max) continue;
+      const auto& axes = axes_cases[size_t(n++) % axes_cases.size()];
+      // Products of many values overflow floats: keep factors near 1 there.
+      const UOp* x = op == Op::Mul && dt.is_float() ? in(dt, {3, 5, 4}, 0.8, 1.2) : in(dt, {3, 5, 4}, -20, 20);
+      double rt = default_rtol(dt);
+      check({reduce(g, x, op, axes)}, cat("reduce ", op_name(op), " ", dt.name(), " axes ", format_dims(axes)), rt,
+            dt.is_float() ? 20 * rt : 0);
+    }
+  // Long reductions, odd sizes, a size-1 reduced axis.
+  check({reduce(g, in(dtypes::float32, {3, 1000}), Op::Add, {1})}, "sum of 1000", 1e-5, 1e-4);
+  check({reduce(g, in(dtypes::float32, {257, 3}), Op::Max, {0})}, "max over 257 rows");
+  check({reduce(g, in(dtypes::int32, {6, 1, 2}), Op::Add, {1})}, "reduce a size-1 axis");
+  check({reduce(g, in(dtypes::float64, {4097}), Op::Add, {0})}, "sum of 4097", 1e-12, 1e-10);
+}
+
+TEST_F(PipelineTest, ReductionsFusedWithElementwise) {
+  const UOp* x = in(dtypes::float32, {9, 11});
+  const UOp* y = in(dtypes::float32, {9, 11});
+  const UOp* s = reduce(g, mul(g, x, y), Op::Add, {1});
+  check({add(g, s, constant(g, dtypes::float32, 1))}, "sum(x*y)+1", 1e-5, 1e-5);
+  check({sub(g, x, reduce(g, x, Op::Max, {1}))}, "x - max(x)");
+  check({reduce(g, reduce(g, x, Op::Add, {1}), Op::Max, {0})}, "max of sums", 1e-5, 1e-5);
+  // The same reduce used by two outputs.
+  const UOp* m = reduce(g, x, Op::Max, {0});
+  check({m, add(g, m, m), sub(g, y, m)}, "shared reduce, three outputs");
+}
+
+// ---- casts and bitcasts -------------------------------------------------------------------------
+
+TEST_F(PipelineTest, CastBetweenEveryPairOfDtypes) {
+  for (DType from : all_dtypes())
+    for (DType to : all_dtypes()) {
+      if (from == to) continue;
+      // Values every target can hold: small, non-negative for unsigned targets (float -> int
+      // outside the target's range is undefined).
+      double lo = (to.is_unsigned() || to.is_bool()) && from.is_float() ? 0 : -100;
+      double hi = to == dtypes::int8 && from.is_float() ? 100 : 120;
+      if (from.is_unsigned() && to.is_float()) hi = 250;
+      const UOp* x = in(from, {3, 7}, lo, hi);
+      check({cast(g, x, to)}, cat("cast ", from.name(), " -> ", to.name()));
+    }
+  // Large integers to floats round; floats with fractions truncate toward zero.
+  check({cast(g, in_values(dtypes::int64, {3}, {16777217, -16777217, 9007199254740993.0}), dtypes::float32)},
+        "int64 -> float32 rounding");
+  check({cast(g, in_values(dtypes::float32, {4}, {2.7, -2.7, 0.5, -0.5}), dtypes::int32)}, "float -> int truncates");
+  check({cast(g, in_values(dtypes::float32, {4}, {0.0, -0.0, 1e-30, std::nan("")}), dtypes::bool_)},
+        "float -> bool");
+  check({cast(g, in_values(dtypes::float64, {3}, {65520, 1e-8, 3.14159265358979}), dtypes::float16)},
+        "float64 -> float16 rounds (overflow to inf)");
+}
+
+TEST_F(PipelineTest, Bitcasts) {
+  check({bitcast(g, in(dtypes::float32, {4, 3}), dtypes::int32)}, "f32 -> i32");
+  check({bitcast(g, in(dtypes::int32, {5}, -1000000, 1000000), dtypes::float32)}, "i32 -> f32");
+  check({bitcast(g, in(dtypes::float16, {2, 6}), dtypes::uint16)}, "f16 -> u16");
+  check({bitcast(g, in(dtypes::bfloat16, {7}), dtypes::int16)}, "bf16 -> i16");
+  check({bitcast(g, in(dtypes::float32, {2, 3}), dtypes::uint8)}, "f32 -> u8 (last axis x4)");
+  check({bitcast(g, in(dtypes::uint8, {3, 8}, 0, 255), dtypes::int64)}, "u8 -> i64 (last axis /8)");
+  check({bitcast(g, in(dtypes::float64, {3}), dtypes::uint32)}, "f64 -> u32");
+  const UOp* x = in(dtypes::float32, {6});
+  check({add(g, bitcast(g, bitcast(g, x, dtypes::int32), dtypes::float32), x)}, "bitcast round trip");
+}
+
+// ---- movement ops on inputs (non-contiguous views) ------------------------------------------
+
+TEST_F(PipelineTest, MovementViewsOfInputs) {
+  for (DType dt : {dtypes::float32, dtypes::int16, dtypes::bool_, dtypes::float16}) {
+    const UOp* x = in(dt, {4, 5, 6});
+    check({permute(g, x, {2, 0, 1})}, cat("permute ", dt.name()));
+    check({flip(g, x, {1, 0, 1})}, cat("flip ", dt.name()));
+    check({shrink(g, x, {1, 0, 2}, {2, 5, 3})}, cat("shrink ", dt.name()));
+    check({pad(g, x, {1, 0, 2}, {7, 5, 9})}, cat("pad ", dt.name()));
+    check({expand(g, reshape(g, shrink(g, x, {0, 0, 0}, {4, 1, 6}), {4, 1, 6}), {4, 3, 6})}, cat("expand ", dt.name()));
+    check({reshape(g, permute(g, x, {1, 0, 2}), {20, 6})}, cat("reshape after permute ", dt.name()));
+    check({permute(g, flip(g, pad(g, shrink(g, x, {1, 1, 1}, {3, 3, 3}), {0, 2, 1}, {4, 6, 5}), {1, 1, 0}), {2, 1, 0})},
+          cat("shrink/pad/flip/permute chain ", dt.name()));
+  }
+  // Views feeding arithmetic and reductions.
+  const UOp* a = in(dtypes::float32, {6, 8});
+  const UOp* b = in(dtypes::float32, {8, 6});
+  check({add(g, a, permute(g, b, {1, 0}))}, "a + b^T");
+  check({reduce(g, mul(g, flip(g, a, {1, 1}), a), Op::Add, {0})}, "sum(flip(a)*a)", 1e-5, 1e-5);
+  check({add(g, pad(g, a, {1, 1}, {8, 10}), constant(g, dtypes::float32, 1))}, "pad then +1 (pad value 0 stays 0+1)");
+  check({reduce(g, shrink(g, a, {2, 3}, {3, 4}), Op::Max, {1})}, "max of a window");
+  check({mul(g, reshape(g, a, {2, 3, 8}), reshape(g, shrink(g, b, {0, 0}, {8, 1}), {8}))}, "reshape x broadcast");
+  // Stencil: the sum of shifted windows.
+  const UOp* v = in(dtypes::float32, {20});
+  const UOp* st = add(g, add(g, shrink(g, v, {0}, {18}), shrink(g, v, {1}, {18})), shrink(g, v, {2}, {18}));
+  check({st}, "3-point stencil");
+}
+
+// ---- compositions -------------------------------------------------------------------------------
+
+TEST_F(PipelineTest, LinearAlgebra) {
+  check({gemm(g, in(dtypes::float32, {13, 17}), in(dtypes::float32, {17, 19}))}, "gemm 13x17x19", 1e-5, 1e-5);
+  check({gemm(g, in(dtypes::int32, {4, 9}, -9, 9), in(dtypes::int32, {9, 3}, -9, 9))}, "gemm int32");
+  check({gemm(g, in(dtypes::float64, {1, 1}), in(dtypes::float64, {1, 1}))}, "gemm 1x1x1");
+  check({gemm(g, in(dtypes::float16, {8, 16}, -1, 1), in(dtypes::float16, {16, 4}, -1, 1))}, "gemm f16", 1e-2, 1e-2);
+  check({matmul(g, in(dtypes::float32, {2, 3, 5, 4}), in(dtypes::float32, {3, 4, 6}))}, "batched matmul broadcast",
+        1e-5, 1e-5);
+  check({gemm(g, in(dtypes::float32, {64, 64}), in(dtypes::float32, {64, 64}))}, "gemm 64", 1e-5, 1e-4);
+}
+
+TEST_F(PipelineTest, ConvolutionAndPooling) {
+  const UOp* x = in(dtypes::float32, {2, 3, 9, 8});
+  const UOp* w = in(dtypes::float32, {4, 3, 3, 3});
+  const UOp* bias = in(dtypes::float32, {4});
+  check({conv2d(g, x, w, bias)}, "conv2d 3x3 + bias", 1e-5, 1e-4);
+  check({conv2d(g, x, w, nullptr, {2, 1}, {1, 1})}, "conv2d stride 2,1 pad 1", 1e-5, 1e-4);
+  check({conv2d(g, x, w, nullptr, {1, 1}, {2, 2}, {2, 1})}, "conv2d dilation 2,1 pad 2", 1e-5, 1e-4);
+  const UOp* wg = in(dtypes::float32, {6, 1, 2, 2});
+  check({conv2d(g, x, wg, nullptr, {1, 1}, {0, 0}, {1, 1}, 3)}, "grouped conv2d", 1e-5, 1e-4);
+  check({max_pool2d(g, x, {2, 2}, {2, 2})}, "max_pool2d 2x2");
+  check({max_pool2d(g, x, {3, 3}, {2, 1}, {1, 1})}, "max_pool2d 3x3 stride 2,1 pad 1");
+  check({avg_pool2d(g, x, {3, 2}, {1, 2}, {1, 0})}, "avg_pool2d", 1e-5, 1e-5);
+  check({max_pool2d(g, in(dtypes::int32, {1, 2, 5, 5}, -50, 50), {2, 2}, {1, 1}, {1, 1})}, "int max_pool pads with min");
+}
+
+TEST_F(PipelineTest, ActivationsAndNormalizations) {
+  const UOp* x = in(dtypes::float32, {5, 33}, -4, 4);
+  check({relu(g, x)}, "relu");
+  check({relu(g, in(dtypes::int8, {10}, -100, 100))}, "relu int8");
+  check({tensor_exp(g, x)}, "exp", 1e-5, 1e-6);
+  check({tensor_log(g, in(dtypes::float32, {17}, 0.01, 50))}, "log", 1e-5, 1e-6);
+  check({sigmoid(g, x)}, "sigmoid", 1e-5, 1e-6);
+  check({tensor_tanh(g, x)}, "tanh", 1e-5, 1e-6);
+  check({gelu(g, x)}, "gelu", 1e-5, 1e-6);
+  check({softmax(g, x, -1)}, "softmax rows", 1e-5, 1e-7);
+  check({softmax(g, x, 0)}, "softmax columns", 1e-5, 1e-7);
+  check({log_softmax(g, x, 1)}, "log_softmax", 1e-5, 1e-5);
+  check({softmax(g, in(dtypes::float64, {3, 4, 5}), 1)}, "softmax f64 middle axis", 1e-12, 1e-14);
+  const UOp* wt = in(dtypes::float32, {33});
+  const UOp* bs = in(dtypes::float32, {33});
+  check({layernorm(g, x, 1, wt, bs)}, "layernorm with weight and bias", 1e-4, 1e-5);
+  check({layernorm(g, in(dtypes::float32, {2, 3, 4}), 2)}, "layernorm over 2 axes", 1e-4, 1e-5);
+  check({softmax(g, in(dtypes::float16, {4, 9}), -1)}, "softmax f16", 1e-2, 1e-3);
+}
+
+TEST_F(PipelineTest, ScansIndexingAndSources) {
+  check({cumsum(g, in(dtypes::float32, {4, 9}), 1)}, "cumsum axis 1", 1e-5, 1e-5);
+  check({cumsum(g, in(dtypes::int32, {7, 3}, -5, 5), 0)}, "cumsum axis 0 int");
+  check({prefix_sum(g, in(dtypes::float64, {100}))}, "prefix sum of 100", 1e-12, 1e-12);
+  check({arange(g, 10)}, "arange 10");
+  check({arange(g, 200, dtypes::float32)}, "arange 200 as float");
+  check({arange(g, 0)}, "arange 0");
+  const UOp* idx = in(dtypes::int32, {2, 5}, -1, 6);
+  check({one_hot(g, idx, 6)}, "one_hot");
+  const UOp* x = in(dtypes::float32, {4, 6});
+  check({argmax(g, x, 1)}, "argmax rows");
+  check({argmax(g, x, 0, true)}, "argmax columns keepdim");
+  check({argmax(g, in_values(dtypes::float32, {5}, {1, std::nan(""), 3, std::nan(""), 0}), 0)}, "argmax with NaN");
+  check({gather(g, x, 1, in(dtypes::int32, {4, 3}, 0, 5))}, "gather");
+  check({take(g, x, in(dtypes::int64, {3, 2}, 0, 3), 0)}, "take (embedding lookup)");
+  check({scatter_add(g, x, 0, in(dtypes::int32, {3, 6}, 0, 3), in(dtypes::float32, {3, 6}))}, "scatter_add", 1e-5,
+        1e-5);
+  std::vector<const UOp*> parts = {in(dtypes::float32, {2, 3}), in(dtypes::float32, {4, 3}), in(dtypes::float32, {1, 3})};
+  check({concat(g, parts, 0)}, "concat axis 0");
+  std::vector<const UOp*> same = {in(dtypes::int16, {3, 2}), in(dtypes::int16, {3, 2})};
+  check({stack(g, same, 1)}, "stack axis 1");
+  check({concat(g, std::vector<const UOp*>{in(dtypes::bool_, {2, 2}), in(dtypes::bool_, {2, 3})}, 1)}, "concat bool");
+}
+
+TEST_F(PipelineTest, RandomNumbers) {
+  check({rand_uniform(g, {4, 7}, uint64_t(1234))}, "rand_uniform f32", 0, 0);
+  check({rand_uniform(g, {3, 3}, uint64_t(99), dtypes::float16)}, "rand_uniform f16", 0, 0);
+  check({randn(g, {64}, uint64_t(7))}, "randn", 1e-5, 1e-5);
+  const UOp* seed = in_values(dtypes::uint64, {}, {77});
+  check({rand_uniform(g, {5, 2}, seed)}, "rand_uniform with a runtime seed", 0, 0);
+  const UOp* c0 = in(dtypes::uint32, {9}, 0, 4000000000.0);
+  const UOp* c1 = in(dtypes::uint32, {9}, 0, 4000000000.0);
+  auto [o0, o1] = threefry2x32(g, c0, c1, constant_int(g, dtypes::uint32, 0x12345678), constant_int(g, dtypes::uint32, 9));
+  check({o0, o1}, "threefry2x32");
+}
+
+TEST_F(PipelineTest, SmallMlp) {
+  const UOp* x = in(dtypes::float32, {8, 16}, -1, 1);
+  const UOp* w1 = in(dtypes::float32, {16, 32}, -0.3, 0.3);
+  const UOp* b1 = in(dtypes::float32, {32}, -0.1, 0.1);
+  const UOp* w2 = in(dtypes::float32, {32, 10}, -0.3, 0.3);
+  const UOp* h = relu(g, add(g, gemm(g, x, w1), b1));
+  const UOp* logits = gemm(g, h, w2);
+  check({log_softmax(g, logits, 1), argmax(g, logits, 1)}, "2-layer MLP forward", 1e-5, 1e-5);
+}
+
+// ---- pipeline features ------------------------------------------------------------------------
+
+TEST_F(PipelineTest, ProgramCacheCompilesTheSameProgramOnce) {
+  auto build = [](Graph& gr) {
+    const UOp* a = input(gr, dtypes::float32, {31, 7});
+    const UOp* b = input(gr, dtypes::float32, {7});
+    return std::vector<const UOp*>{sub(gr, mul(gr, a, b), constant(gr, dtypes::float32, 0.375))};
+  };
+  Graph g1, g2;
+  auto o1 = build(g1);
+  auto p1 = compile_program(runtime(), g1, o1);
+  auto before = runtime().program_cache_stats();
+  auto o2 = build(g2);
+  auto p2 = compile_program(runtime(), g2, o2);
+  auto after = runtime().program_cache_stats();
+  EXPECT_EQ(after.hits, before.hits + 1);
+  ASSERT_EQ(p1->launches.size(), p2->launches.size());
+  for (size_t k = 0; k < p1->launches.size(); k++) EXPECT_EQ(p1->launches[k].kernel, p2->launches[k].kernel);
+  EXPECT_EQ(p1->hash, p2->hash);
+
+  // Without the program cache the device's kernel cache still answers: no new LLVM compile.
+  auto dev_before = runtime().device("CPU")->stats().compiled;
+  Graph g3;
+  auto o3 = build(g3);
+  CompileOptions nocache;
+  nocache.use_cache = false;
+  auto p3 = compile_program(runtime(), g3, o3, nullptr, nocache);
+  EXPECT_EQ(runtime().device("CPU")->stats().compiled, dev_before);
+  EXPECT_EQ(p3->launches[0].kernel, p1->launches[0].kernel);
+}
+
+TEST_F(PipelineTest, CommandBufferReplaysWithNewBuffers) {
+  const UOp* a = input(g, dtypes::float32, {4, 4});
+  const UOp* b = input(g, dtypes::float32, {4, 4});
+  const UOp* out = reduce(g, mul(g, a, b), Op::Add, {1});
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out});
+  ASSERT_EQ(p->inputs.size(), 2u);
+  EXPECT_EQ(p->inputs[0].shape, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(p->outputs[0].shape, (std::vector<int64_t>{4, 1}));
+  auto dev = runtime().device("CPU");
+  CommandBuffer cb(p);
+  std::vector<double> last;
+  for (int round = 0; round < 3; round++) {
+    Array xa = random_array(rng, dtypes::float32, {4, 4}), xb = random_array(rng, dtypes::float32, {4, 4});
+    auto ba = to_buffer(dev, xa), bb = to_buffer(dev, xb), bo = p->allocate_output(0);
+    cb.set_input(0, ba);
+    cb.set_input(1, bb);
+    cb.set_output(0, bo);
+    cb.run();
+    Array got = from_buffer(*bo);
+    for (int i = 0; i < 4; i++) {
+      double s = 0;
+      for (int j = 0; j < 4; j++) s += xa.f[size_t(i * 4 + j)] * xb.f[size_t(i * 4 + j)];
+      EXPECT_NEAR(got.f[size_t(i)], s, 1e-5) << "round " << round << " row " << i;
+    }
+    last = got.f;
+  }
+  // Rebinding only the output keeps the inputs of the last round.
+  auto bo2 = p->allocate_output(0);
+  cb.set_output(0, bo2);
+  cb.run();
+  EXPECT_EQ(from_buffer(*bo2).f, last);
+}
+
+TEST_F(PipelineTest, MemoryPlanSharesIntermediates) {
+  // A chain of stored values: each softmax stores its max and sum; the second softmax runs after
+  // the first is done with its intermediates, so the arena is smaller than their total.
+  const UOp* x = in(dtypes::float32, {16, 64});
+  const UOp* y = softmax(g, x, 1);
+  const UOp* z = softmax(g, mul(g, y, constant(g, dtypes::float32, 3)), 0);
+  const UOp* w = softmax(g, add(g, z, x), 1);
+  std::shared_ptr<const Program> p;
+  std::vector<Array> got = compile_and_run(g, {w}, data, {}, &p);
+  std::vector<Array> want = oracle::evaluate(std::vector<const UOp*>{w}, data);
+  EXPECT_EQ(mismatch(got[0], want[0], 1e-5, 1e-7), "");
+  int intermediates = 0;
+  for (const ProgramBuffer& b : p->buffers) intermediates += b.role == ProgramBuffer::Role::Intermediate;
+  EXPECT_GE(intermediates, 4);
+  EXPECT_LT(p->arena_bytes, p->unshared_bytes);
+  // Buffers whose lifetimes overlap never share bytes.
+  for (size_t i = 0; i < p->buffers.size(); i++)
+    for (size_t j = 0; j < i; j++) {
+      const ProgramBuffer &a = p->buffers[i], &b = p->buffers[j];
+      if (a.role != ProgramBuffer::Role::Intermediate || b.role != ProgramBuffer::Role::Intermediate) continue;
+      bool live_together = a.first_use <= b.last_use && b.first_use <= a.last_use;
+      bool share = a.arena_offset < b.arena_offset + b.nbytes() && b.arena_offset < a.arena_offset + a.nbytes();
+      EXPECT_FALSE(live_together && share) << "buffers " << i << " and " << j;
+    }
+}
+
+TEST_F(PipelineTest, StageDumps) {
+  const UOp* x = in(dtypes::float32, {8, 8});
+  const UOp* out = reduce(g, add(g, x, constant(g, dtypes::float32, 1)), Op::Add, {1});
+  CompileOptions o;
+  o.keep_stages = true;
+  std::set<std::string> hooked;
+  o.on_stage = [&](std::string_view stage, int, const UOp* root) {
+    hooked.insert(std::string(stage));
+    EXPECT_NE(root, nullptr);
+  };
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  for (const char* s : {"tensor", "ast", "optimized", "expanded", "reduce", "isel", "linear"}) {
+    EXPECT_TRUE(hooked.count(s)) << s;
+    EXPECT_NE(p->stage_text(s), "") << s;
+  }
+  EXPECT_NE(p->stage_text("schedule").find("kernel 0"), std::string::npos);
+  EXPECT_NE(p->stage_text("source").find("define"), std::string::npos);
+  EXPECT_NE(p->stage_text("plan").find("arena"), std::string::npos);
+  EXPECT_EQ(p->stage_text("no such stage"), "");
+  // Programs compiled without keep_stages carry none.
+  auto q = compile_program(runtime(), g, std::vector<const UOp*>{out});
+  EXPECT_EQ(q->stage_text("source"), "");
+}
+
+TEST_F(PipelineTest, InputOrderFollowsCreationOrListing) {
+  const UOp* a = input(g, dtypes::float32, {3});
+  const UOp* b = input(g, dtypes::int32, {2, 3});
+  const UOp* unused = input(g, dtypes::float64, {5});
+  // b is read first, but inputs come in creation order.
+  const UOp* out = add(g, cast(g, b, dtypes::float32), a);
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out});
+  ASSERT_EQ(p->inputs.size(), 2u);
+  EXPECT_EQ(p->inputs[0].dtype, dtypes::float32);
+  EXPECT_EQ(p->inputs[1].shape, (std::vector<int64_t>{2, 3}));
+  CompileOptions o;
+  o.inputs = {unused, b, a};
+  auto q = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  ASSERT_EQ(q->inputs.size(), 3u);
+  EXPECT_EQ(q->inputs[0].dtype, dtypes::float64);
+  EXPECT_EQ(q->input_slots[0], -1);
+  EXPECT_EQ(q->inputs[1].dtype, dtypes::int32);
+  o.inputs = {a};
+  EXPECT_THROW(compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o), Error);
+}
+
+// ---- errors -------------------------------------------------------------------------------------
+
+std::string error_of(const std::function<void()>& f, Code* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.message();
+  }
+  return "";
+}
+
+TEST_F(PipelineTest, ErrorsAreClear) {
+  Code code = Code::Ok;
+  // A dtype the device cannot run fails at compile time, naming it.
+  const UOp* f8 = input(g, dtypes::fp8e4m3, {4});
+  std::string msg = error_of([&] { compile_program(runtime(), g, std::vector<const UOp*>{f8}); }, &code);
+  EXPECT_EQ(code, Code::Unsupported);
+  EXPECT_NE(msg.find("fp8"), std::string::npos) << msg;
+  // Unknown and unavailable devices.
+  msg = error_of([&] { runtime().device("TPU"); }, &code);
+  EXPECT_EQ(code, Code::Device);
+  EXPECT_NE(msg.find("TPU"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CPU"), std::string::npos) << msg;  // lists what is available
+  error_of([&] { runtime().device("CPU:3"); }, &code);
+  EXPECT_EQ(code, Code::Device);
+  error_of([&] { runtime().device(""); });  // "" is the default device: no error
+  EXPECT_EQ(runtime().device("cpu:0"), runtime().device("CPU"));
+  // An input on another device.
+  Graph g2;
+  const UOp* remote = input(g2, dtypes::float32, {4}, "CUDA");
+  msg = error_of([&] { compile_program(runtime(), g2, std::vector<const UOp*>{neg(g2, remote)}); }, &code);
+  EXPECT_EQ(code, Code::Device);
+  EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
+  // Shape errors are caught while building.
+  const UOp* a = input(g, dtypes::float32, {2, 3});
+  const UOp* b = input(g, dtypes::float32, {4, 3});
+  msg = error_of([&] { add(g, a, b); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg);
+  EXPECT_NE(msg.find("broadcast"), std::string::npos) << msg;
+
+  // Run-time binding errors.
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{add(g, a, a)});
+  auto dev = runtime().device("CPU");
+  auto good = Buffer::allocate(dev, dtypes::float32, {2, 3});
+  auto wrong_shape = Buffer::allocate(dev, dtypes::float32, {3, 2});
+  auto wrong_dtype = Buffer::allocate(dev, dtypes::int32, {2, 3});
+  auto out = p->allocate_output(0);
+  std::vector<std::shared_ptr<Buffer>> ins{good}, outs{out};
+  EXPECT_EQ(error_of([&] { p->run(ins, outs); }), "");
+  std::vector<std::shared_ptr<Buffer>> bad_shape{wrong_shape}, bad_dtype{wrong_dtype}, none{nullptr}, two{good, good};
+  EXPECT_NE(error_of([&] { p->run(bad_shape, outs); }).find("shape"), std::string::npos);
+  EXPECT_NE(error_of([&] { p->run(bad_dtype, outs); }).find("int32"), std::string::npos);
+  EXPECT_NE(error_of([&] { p->run(none, outs); }).find("not bound"), std::string::npos);
+  EXPECT_NE(error_of([&] { p->run(two, outs); }).find("takes 1 inputs"), std::string::npos);
+  // An output that overlaps an input would be read after it is written.
+  std::vector<std::shared_ptr<Buffer>> alias{good};
+  EXPECT_NE(error_of([&] { p->run(ins, alias); }).find("overlaps"), std::string::npos);
+  CommandBuffer cb(p);
+  EXPECT_NE(error_of([&] { cb.run(); }).find("not bound"), std::string::npos);
+  EXPECT_NE(error_of([&] { cb.set_input(1, good); }).find("takes 1 inputs"), std::string::npos);
+  EXPECT_NE(error_of([&] { cb.set_var("n", 3); }).find("no variable"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sn
+#endif

@@ -1,0 +1,154 @@
+// Helpers for the end-to-end tests: compile tensor graphs with the pipeline, run them on the CPU
+// device with data the oracle also sees, and compare the two.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/pipeline.h"
+#include "core/runtime/runtime.h"
+#include "core/tensor/tensor.h"
+#include "tests/oracle/interp.h"
+
+namespace sn::testrt {
+
+using oracle::Array;
+
+// One runtime for every end-to-end test: its device, kernel cache and program cache are shared,
+// as they would be in an application.
+inline Runtime& runtime() {
+  static Runtime rt(RuntimeOptions{.debug = -1, .threads = 0, .program_cache_size = 4096});
+  return rt;
+}
+
+// Deterministic test data (xorshift).
+struct Rng {
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  explicit Rng(uint64_t seed = 0x9e3779b97f4a7c15ull) : s(seed ? seed : 1) {}
+  uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) / double(1ull << 53); }
+  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+  bool coin(double p = 0.5) { return uniform(0, 1) < p; }
+};
+
+// Random data of `dtype`: floats uniform in [lo, hi]; integers uniform in [lo, hi] clamped to the
+// dtype; bools 0/1.
+inline Array random_array(Rng& rng, DType dt, const std::vector<int64_t>& shape, double lo = -3, double hi = 3) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (dt.is_float()) {
+    std::vector<double> v;
+    for (int64_t k = 0; k < n; k++) v.push_back(rng.uniform(lo, hi));
+    return Array::from_doubles(dt, shape, v);
+  }
+  double dlo = std::max(lo, double(dt.int_min())), dhi = std::min(hi, double(dt.int_max()));
+  if (dt.is_bool()) dlo = 0, dhi = 1;
+  std::vector<int64_t> v;
+  for (int64_t k = 0; k < n; k++) v.push_back(rng.integer(int64_t(dlo), int64_t(dhi)));
+  return Array::from_ints(dt, shape, v);
+}
+
+// Tolerances for comparing compiled float results with the oracle (which computes in double and
+// rounds after every op): a few ulps of the dtype, more for the short floats.
+inline double default_rtol(DType dt) {
+  switch (dt.scalar) {
+    case Scalar::Float16: return 4e-3;
+    case Scalar::BFloat16: return 3e-2;
+    case Scalar::Float32: return 2e-5;
+    case Scalar::Float64: return 1e-11;
+    default: return 0;
+  }
+}
+
+// "" when `got` matches `want`: same dtype and shape, |got - want| <= atol + rtol * |want| for
+// floats (NaN matches NaN, equal infinities match), exact for integers and bools.
+inline std::string mismatch(const Array& got, const Array& want, double rtol, double atol) {
+  if (got.dtype != want.dtype) return "dtype " + got.dtype.name() + ", expected " + want.dtype.name();
+  if (got.shape != want.shape) return "shape " + got.str(0) + ", expected " + want.str(0);
+  size_t bad = 0;
+  std::string first;
+  for (size_t k = 0; k < want.numel(); k++) {
+    bool ok;
+    if (!want.dtype.is_float()) {
+      ok = got.int_at(k) == want.int_at(k);
+    } else {
+      double g = got.f[k], w = want.f[k];
+      ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    }
+    if (ok) continue;
+    if (bad++ < 5) first += cat(" [", k, "] got ", got.value_at(k), " want ", want.value_at(k), ";");
+  }
+  if (bad == 0) return "";
+  return cat(bad, " of ", want.numel(), " elements differ:", first);
+}
+
+// A device buffer holding `a` (its shape).
+inline std::shared_ptr<Buffer> to_buffer(const std::shared_ptr<ComputeDevice>& dev, const Array& a) {
+  auto b = Buffer::allocate(dev, a.dtype, a.shape);
+  std::vector<uint8_t> bytes = a.to_bytes();
+  b->copy_in(bytes.data(), bytes.size());
+  return b;
+}
+
+inline Array from_buffer(const Buffer& b) {
+  std::vector<uint8_t> bytes(b.nbytes());
+  b.copy_out(bytes.data(), bytes.size());
+  return Array::from_bytes(b.dtype(), b.shape(), bytes.data(), bytes.size());
+}
+
+// Compiles `outs`, runs the program on the data of each input Buffer, returns the outputs.
+inline std::vector<Array> compile_and_run(Graph& g, const std::vector<const UOp*>& outs,
+                                          const oracle::BufferData& data, const CompileOptions& opts = {},
+                                          std::shared_ptr<const Program>* program_out = nullptr) {
+  auto dev = runtime().device("CPU");
+  // The caller's order: every input Buffer with data, in creation order (the pipeline's default
+  // when opts.inputs is empty is the same order restricted to the Buffers the outputs read).
+  CompileOptions o = opts;
+  std::vector<const UOp*> bufs;
+  for (const auto& [buf, arr] : data) bufs.push_back(buf);
+  std::sort(bufs.begin(), bufs.end(),
+            [](const UOp* a, const UOp* b) { return a->as<BufferArg>().id < b->as<BufferArg>().id; });
+  if (o.inputs.empty()) o.inputs = bufs;
+  auto p = compile_program(runtime(), g, outs, dev, o);
+  std::vector<std::shared_ptr<Buffer>> ins, outbufs;
+  for (size_t i = 0; i < p->inputs.size(); i++) {
+    const Array& a = data.at(o.inputs[i]->op == Op::Buffer ? o.inputs[i] : o.inputs[i]->src(0));
+    Array shaped = a;
+    shaped.shape = p->inputs[i].shape;
+    ins.push_back(to_buffer(dev, shaped));
+  }
+  for (size_t i = 0; i < p->outputs.size(); i++) outbufs.push_back(p->allocate_output(i));
+  p->run(ins, outbufs);
+  std::vector<Array> res;
+  for (auto& b : outbufs) res.push_back(from_buffer(*b));
+  if (program_out) *program_out = p;
+  return res;
+}
+
+// Compiles and runs `outs`, evaluates them with the oracle, and reports every mismatch.
+inline void expect_matches_oracle(Graph& g, const std::vector<const UOp*>& outs, const oracle::BufferData& data,
+                                  const std::string& what, double rtol = -1, double atol = -1,
+                                  const CompileOptions& opts = {}) {
+  std::vector<Array> want = oracle::evaluate(outs, data);
+  std::vector<Array> got = compile_and_run(g, outs, data, opts);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); i++) {
+    double rt = rtol >= 0 ? rtol : default_rtol(want[i].dtype);
+    double at = atol >= 0 ? atol : rt;
+    std::string why = mismatch(got[i], want[i], rt, at);
+    EXPECT_EQ(why, "") << what << ": output " << i << "\n  got  " << got[i].str() << "\n  want " << want[i].str();
+  }
+}
+
+}  // namespace sn::testrt
