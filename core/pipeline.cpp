@@ -113,7 +113,8 @@ std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* co
       else
         fail(Code::InvalidArg, "compile: input ", i, " is a ", op_name(t->op),
              ", not an input tensor (a Buffer, or the reshaped Buffer input() makes)");
-      if (!seen.insert(buf).second) fail(Code::InvalidArg, "compile: input ", i, " (Buffer %", buf->id, ") is listed twice");
+      if (!seen.insert(buf).second)
+        fail(Code::InvalidArg, "compile: input ", i, " (Buffer %", buf->id, ") is listed twice");
       auto it = slot_of.find(buf);
       out.push_back({TensorSpec{buf->dtype, static_shape(t, "compile input")}, it == slot_of.end() ? -1 : it->second});
     }

@@ -14,11 +14,11 @@
 namespace sn {
 
 struct CompileOptions {
-  int debug = -1;              // SN_DEBUG level for this compile and the program's runs; -1: the runtime's
-  bool optimize = true;        // run the kernel optimizer (false: loops as scheduled, one thread)
-  bool allow_threads = true;   // allow splitting kernels across the CPU's cores
-  bool keep_stages = false;    // keep the text of every stage in Program::stages
-  bool use_cache = true;       // look the program up in (and add it to) the runtime's program cache
+  int debug = -1;             // SN_DEBUG level for this compile and the program's runs; -1: the runtime's
+  bool optimize = true;       // run the kernel optimizer (false: loops as scheduled, one thread)
+  bool allow_threads = true;  // allow splitting kernels across the CPU's cores
+  bool keep_stages = false;   // keep the text of every stage in Program::stages
+  bool use_cache = true;      // look the program up in (and add it to) the runtime's program cache
   // The program's inputs in the caller's order: tensors made by input() (or their Buffers). Inputs
   // listed here but unused by the outputs are accepted and ignored when running; a Buffer the
   // outputs read that is missing here is an error. Empty: every Buffer the outputs read, in

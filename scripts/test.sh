@@ -20,6 +20,9 @@ JOBS="${SN_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 TEST_JOBS="${SN_TEST_JOBS:-2}"
 SHARED_DIR="${SN_SHARED_DIR:-$ROOT/../shared}"
 START=$SECONDS
+# ccache: key objects by paths relative to the checkout, so a fresh clone (CI) reuses objects compiled in
+# another clone of the same sources on this machine.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 
 declare -a STEP_NAMES=() STEP_RESULTS=()
 FAILED=0
@@ -55,7 +58,22 @@ configure() {  # configure <build dir> <cmake args...>
 
 build() { cmake --build "$ROOT/$1" -j "$JOBS"; }
 
-run_ctest() { ctest --test-dir "$ROOT/$1" --output-on-failure -j "$TEST_JOBS" --no-tests=error; }
+TOTAL_PASSED=0 TOTAL_FAILED=0
+# run_ctest <build dir>: runs ctest and adds its counts to the totals of the closing line.
+run_ctest() {
+  local log="$ROOT/$1/ctest-summary.log" rc
+  ctest --test-dir "$ROOT/$1" --output-on-failure -j "$TEST_JOBS" --no-tests=error 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  local line total failed
+  line="$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1)"
+  if [[ -n "$line" ]]; then
+    failed="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")"
+    total="$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$line")"
+    TOTAL_PASSED=$((TOTAL_PASSED + total - failed))
+    TOTAL_FAILED=$((TOTAL_FAILED + failed))
+  fi
+  return "$rc"
+}
 
 summary() {
   echo
@@ -69,6 +87,7 @@ summary() {
   else
     echo "SINTER TESTS: PASSED (${#STEP_NAMES[@]} steps, $((SECONDS - START))s)"
   fi
+  echo "tests: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
 }
 trap summary EXIT
 

@@ -10,12 +10,13 @@
 // `reassoc contract` on accumulator updates (the reduction order is unspecified).
 #include <bit>
 #include <charconv>
-#include <string_view>
-#include <type_traits>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
@@ -28,7 +29,7 @@ namespace {
 inline void app(std::string& o, std::string_view v) { o.append(v.data(), v.size()); }
 inline void app(std::string& o, char c) { o += c; }
 template <class T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 inline void app(std::string& o, T v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -44,34 +45,67 @@ std::string str(const T&... parts) {
 bool is_bf16(DType d) { return d.scalar == Scalar::BFloat16; }
 bool signed_int(DType d) { return d.is_signed_int() || d.is_index(); }
 
-std::string_view reg_type(DType d) {
-  switch (d.scalar) {
-    case Scalar::Bool: return "i1";
+const char* scalar_type(Scalar s) {
+  switch (s) {
+    case Scalar::Bool:
+      return "i1";
     case Scalar::Int8:
-    case Scalar::UInt8: return "i8";
+    case Scalar::UInt8:
+      return "i8";
     case Scalar::Int16:
     case Scalar::UInt16:
-    case Scalar::BFloat16: return "i16";  // bfloat16 lives as bits; math goes through float32
+    case Scalar::BFloat16:
+      return "i16";  // bfloat16 lives as bits; math goes through float32
     case Scalar::Int32:
-    case Scalar::UInt32: return "i32";
+    case Scalar::UInt32:
+      return "i32";
     case Scalar::Int64:
     case Scalar::UInt64:
-    case Scalar::Index: return "i64";
-    case Scalar::Float16: return "half";
-    case Scalar::Float32: return "float";
-    case Scalar::Float64: return "double";
-    default: fail(Code::Unsupported, "llvm: dtype ", d.name(), " has no LLVM type");
+    case Scalar::Index:
+      return "i64";
+    case Scalar::Float16:
+      return "half";
+    case Scalar::Float32:
+      return "float";
+    case Scalar::Float64:
+      return "double";
+    default:
+      fail(Code::Unsupported, "llvm: dtype ", scalar_name(s), " has no LLVM type");
   }
 }
 
-// Element type in memory: bools are bytes in buffers, i1 in registers.
-std::string_view mem_type(DType ptr) {
-  DType e = ptr.base();
-  if (e.is_bool() && ptr.addrspace != AddrSpace::Reg) return "i8";
-  return reg_type(e);
+// Register type of a value: "float", "<16 x float>".
+std::string reg_type(DType d) {
+  if (d.lanes == 1) return scalar_type(d.scalar);
+  return str("<", d.lanes, " x ", scalar_type(d.scalar), ">");
+}
+
+// Element type in memory behind a pointer dtype: bools are bytes in buffers, i1 in registers.
+std::string mem_scalar(DType ptr) {
+  if (ptr.scalar == Scalar::Bool && ptr.addrspace != AddrSpace::Reg) return "i8";
+  return scalar_type(ptr.scalar);
+}
+std::string mem_type(DType ptr) {
+  if (ptr.lanes == 1) return mem_scalar(ptr);
+  return str("<", ptr.lanes, " x ", mem_scalar(ptr), ">");
 }
 
 int int_bits(DType d) { return d.is_bool() ? 1 : d.bits(); }
+
+// Intrinsic overload suffix: f32, v16f32, i64, v8i64.
+std::string ovl(DType d) {
+  std::string base = d.is_float() ? str("f", d.bits()) : str("i", int_bits(d));
+  if (is_bf16(d)) base = "i16";
+  return d.lanes == 1 ? base : str("v", d.lanes, base);
+}
+
+// The literal `lit` (of d's scalar type) for every lane of d.
+std::string splat(DType d, const std::string& lit) {
+  if (d.lanes == 1) return lit;
+  std::string t = scalar_type(d.scalar), out = "<";
+  for (int i = 0; i < d.lanes; i++) out += str(i ? ", " : "", t, " ", lit);
+  return out + ">";
+}
 
 // IEEE half bits of a double (round to nearest even).
 uint16_t half_bits(double v) {
@@ -83,8 +117,8 @@ uint16_t half_bits(double v) {
   double a = std::fabs(double(f));
   if (a == 0) return sign;
   int e;
-  double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  int exp = e - 1 + 15;          // biased exponent of 1.xxx * 2^(e-1)
+  double m = std::frexp(a, &e);                                       // a = m * 2^e, m in [0.5, 1)
+  int exp = e - 1 + 15;                                               // biased exponent of 1.xxx * 2^(e-1)
   if (exp <= 0) return uint16_t(sign | uint16_t(std::ldexp(a, 24)));  // subnormal: a / 2^-24 (exact)
   uint16_t mant = uint16_t(std::ldexp(m * 2 - 1, 10));
   return uint16_t(sign | (exp << 10) | mant);
@@ -108,19 +142,23 @@ std::string literal(DType d, double fv, i128 iv, bool is_float_value) {
   if (d.is_float()) {
     double v = is_float_value ? fv : double(iv);
     switch (d.scalar) {
-      case Scalar::Float32: return hex64(std::bit_cast<uint64_t>(double(float(v))));
-      case Scalar::Float64: return hex64(std::bit_cast<uint64_t>(v));
+      case Scalar::Float32:
+        return hex64(std::bit_cast<uint64_t>(double(float(v))));
+      case Scalar::Float64:
+        return hex64(std::bit_cast<uint64_t>(v));
       case Scalar::Float16: {
         char buf[16];
         std::snprintf(buf, sizeof buf, "0xH%04X", half_bits(v));
         return buf;
       }
-      case Scalar::BFloat16: return std::to_string(int16_t(bf16_bits(v)));
-      default: fail(Code::Unsupported, "llvm: constant of ", d.name());
+      case Scalar::BFloat16:
+        return std::to_string(int16_t(bf16_bits(v)));
+      default:
+        fail(Code::Unsupported, "llvm: constant of ", d.name());
     }
   }
   if (d.is_bool()) return iv ? "true" : "false";
-  i128 w = wrap_int(d, is_float_value ? i128(fv) : iv);
+  i128 w = wrap_int(d.base(), is_float_value ? i128(fv) : iv);
   int bits = d.bits();
   if (bits < 64 && w >= (i128(1) << (bits - 1))) w -= i128(1) << bits;  // unsigned values as signed bits
   if (bits == 64 && w > i128(INT64_MAX)) w -= (i128(1) << 64);
@@ -177,6 +215,18 @@ class IrWriter {
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
     for (const std::string& d : decls_) os << d << "\n";
     for (const std::string& m : tile_loops_) os << m;
+    if (!vector_fns_.empty()) {
+      os << "@llvm.compiler.used = appending global [" << vector_fns_.size() << " x ptr] [";
+      bool first_fn = true;
+      for (const std::string& f : vector_fns_) {
+        os << (first_fn ? "" : ", ") << "ptr @" << f;
+        first_fn = false;
+      }
+      os << "], section \"llvm.metadata\"\n";
+    }
+    if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
+    for (const auto& [variant, id] : variant_attrs_)
+      os << "attributes #" << id << " = { \"vector-function-abi-variant\"=\"" << variant << "\" }\n";
     os << "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n";
     os << "attributes #1 = { nounwind \"no-trapping-math\"=\"true\" }\n";
     return os.str();
@@ -217,63 +267,73 @@ class IrWriter {
     decls_.insert(str("declare ", ret, " @", name, "(", args_types, ")"));
     return emit(str("call ", flags.empty() ? "" : flags + " ", ret, " @", name, "(", args, ")"));
   }
-  static std::string fsuffix(DType d) { return d.scalar == Scalar::Float64 ? "f64" : d.scalar == Scalar::Float16 ? "f16" : "f32"; }
 
   // value as i64 (index arithmetic and addresses)
   std::string as_i64(const UOp* u) {
     DType d = u->dtype;
+    if (d.lanes != 1) fail(Code::Internal, "llvm: vector ", d.name(), " used as an address or loop bound");
     if (reg_type(d) == "i64") return v(u);
     if (d.is_bool()) return emit(str("zext i1 ", v(u), " to i64"));
     return emit(str(d.is_unsigned() ? "zext " : "sext ", reg_type(d), " ", v(u), " to i64"));
   }
 
-  // ---- casts ----------------------------------------------------------------------------
-  std::string bf16_to_f32(const std::string& x) {
-    std::string w = emit(str("zext i16 ", x, " to i32"));
-    std::string s = emit(str("shl i32 ", w, ", 16"));
-    return emit(str("bitcast i32 ", s, " to float"));
+  // ---- casts (scalars and vectors of the same lane count) ---------------------------------
+  std::string bf16_to_f32(const std::string& x, int lanes) {
+    DType i32 = dtypes::int32.vec(uint16_t(lanes)), f32 = dtypes::float32.vec(uint16_t(lanes));
+    std::string w = emit(str("zext ", reg_type(dtypes::int16.vec(uint16_t(lanes))), " ", x, " to ", reg_type(i32)));
+    std::string s = emit(str("shl ", reg_type(i32), " ", w, ", ", splat(i32, "16")));
+    return emit(str("bitcast ", reg_type(i32), " ", s, " to ", reg_type(f32)));
   }
-  std::string f32_to_bf16(const std::string& x) {  // round to nearest even, NaN stays quiet NaN
-    std::string b = emit(str("bitcast float ", x, " to i32"));
-    std::string hi = emit(str("lshr i32 ", b, ", 16"));
-    std::string lsb = emit(str("and i32 ", hi, ", 1"));
-    std::string bias = emit(str("add i32 ", lsb, ", 32767"));
-    std::string r = emit(str("add i32 ", b, ", ", bias));
-    std::string rh = emit(str("lshr i32 ", r, ", 16"));
-    std::string qn = emit(str("or i32 ", hi, ", 64"));
-    std::string nan = emit(str("fcmp uno float ", x, ", 0.0"));
-    std::string sel = emit(str("select i1 ", nan, ", i32 ", qn, ", i32 ", rh));
-    return emit(str("trunc i32 ", sel, " to i16"));
+  std::string f32_to_bf16(const std::string& x, int lanes) {  // round to nearest even, NaN stays quiet NaN
+    DType i32 = dtypes::int32.vec(uint16_t(lanes)), f32 = dtypes::float32.vec(uint16_t(lanes));
+    std::string it = reg_type(i32), ft = reg_type(f32);
+    std::string b = emit(str("bitcast ", ft, " ", x, " to ", it));
+    std::string hi = emit(str("lshr ", it, " ", b, ", ", splat(i32, "16")));
+    std::string lsb = emit(str("and ", it, " ", hi, ", ", splat(i32, "1")));
+    std::string bias = emit(str("add ", it, " ", lsb, ", ", splat(i32, "32767")));
+    std::string r = emit(str("add ", it, " ", b, ", ", bias));
+    std::string rh = emit(str("lshr ", it, " ", r, ", ", splat(i32, "16")));
+    std::string qn = emit(str("or ", it, " ", hi, ", ", splat(i32, "64")));
+    std::string nan = emit(str("fcmp uno ", ft, " ", x, ", ", splat(f32, "0.0")));
+    std::string sel = emit(
+        str("select ", reg_type(dtypes::bool_.vec(uint16_t(lanes))), " ", nan, ", ", it, " ", qn, ", ", it, " ", rh));
+    return emit(str("trunc ", it, " ", sel, " to ", reg_type(dtypes::int16.vec(uint16_t(lanes)))));
   }
 
   std::string cast(const std::string& x, DType from, DType to) {
     if (from == to) return x;
-    if (is_bf16(from)) return cast(bf16_to_f32(x), dtypes::float32, to);
-    if (is_bf16(to)) return f32_to_bf16(cast(x, from, dtypes::float32));
-    std::string ft(reg_type(from)), tt(reg_type(to));
+    int n = from.lanes;
+    DType f32 = dtypes::float32.vec(uint16_t(n));
+    if (is_bf16(from)) return cast(bf16_to_f32(x, n), f32, to);
+    if (is_bf16(to)) return f32_to_bf16(cast(x, from, f32), n);
+    std::string ft = reg_type(from), tt = reg_type(to);
     if (to.is_bool()) {
-      if (from.is_float()) return emit(str("fcmp une ", ft, " ", x, ", 0.0"));  // NaN is true
-      return emit(str("icmp ne ", ft, " ", x, ", 0"));
+      if (from.is_float()) return emit(str("fcmp une ", ft, " ", x, ", ", splat(from, "0.0")));  // NaN is true
+      return emit(str("icmp ne ", ft, " ", x, ", ", splat(from, "0")));
     }
     if (from.is_bool()) {
-      if (to.is_float()) return emit(str("uitofp i1 ", x, " to ", tt));
-      return emit(str("zext i1 ", x, " to ", tt));
+      if (to.is_float()) return emit(str("uitofp ", ft, " ", x, " to ", tt));
+      return emit(str("zext ", ft, " ", x, " to ", tt));
     }
     if (from.is_float() && to.is_float()) {
       int fb = from.bits(), tb = to.bits();
       if (fb == tb) return x;
       return emit(str(fb < tb ? "fpext " : "fptrunc ", ft, " ", x, " to ", tt));
     }
-    if (!from.is_float() && to.is_float()) return emit(str(signed_int(from) ? "sitofp " : "uitofp ", ft, " ", x, " to ", tt));
+    if (!from.is_float() && to.is_float())
+      return emit(str(signed_int(from) ? "sitofp " : "uitofp ", ft, " ", x, " to ", tt));
     if (from.is_float()) {  // float -> int: truncate toward zero, then wrap (saturating beyond int64)
-      std::string s = call("i64", str("llvm.fptosi.sat.i64.", fsuffix(from)), ft, str(ft, " ", x));
+      DType i64 = dtypes::int64.vec(uint16_t(n));
+      std::string lt = reg_type(i64);
+      std::string s = call(lt, str("llvm.fptosi.sat.", ovl(i64), ".", ovl(from)), ft, str(ft, " ", x));
       if (to.scalar == Scalar::UInt64) {
-        std::string u = call("i64", str("llvm.fptoui.sat.i64.", fsuffix(from)), ft, str(ft, " ", x));
-        std::string neg = emit(str("fcmp olt ", ft, " ", x, ", 0.0"));
-        return emit(str("select i1 ", neg, ", i64 ", s, ", i64 ", u));
+        std::string u = call(lt, str("llvm.fptoui.sat.", ovl(i64), ".", ovl(from)), ft, str(ft, " ", x));
+        std::string neg = emit(str("fcmp olt ", ft, " ", x, ", ", splat(from, "0.0")));
+        return emit(
+            str("select ", reg_type(dtypes::bool_.vec(uint16_t(n))), " ", neg, ", ", lt, " ", s, ", ", lt, " ", u));
       }
-      if (tt == "i64") return s;
-      return emit(str("trunc i64 ", s, " to ", tt));
+      if (int_bits(to) == 64) return s;
+      return emit(str("trunc ", lt, " ", s, " to ", tt));
     }
     int fb = int_bits(from), tb = int_bits(to);  // int -> int
     if (fb == tb) return x;
@@ -284,15 +344,21 @@ class IrWriter {
   // ---- instructions ---------------------------------------------------------------------
   void instruction(const UOp* u) {
     switch (u->op) {
-      case Op::Const: val_[u] = const_literal(u); return;
-      case Op::Param: val_[u] = str("%b", u->as<ParamArg>().slot); return;
+      case Op::Const:
+        val_[u] = const_literal(u);
+        return;
+      case Op::Param:
+        val_[u] = str("%b", u->as<ParamArg>().slot);
+        return;
       case Op::DefineVar: {
         auto it = var_index_.find(u->as<VarArg>().name);
         if (it == var_index_.end()) fail(Code::Internal, "llvm: unknown variable ", u->as<VarArg>().name);
         val_[u] = str("%var", it->second);
         return;
       }
-      case Op::Special: val_[u] = "%core_id"; return;
+      case Op::Special:
+        val_[u] = "%core_id";
+        return;
       case Op::Buffer: {
         const BufferArg& b = u->as<BufferArg>();
         std::string n = str("%acc", nacc_++);
@@ -300,17 +366,31 @@ class IrWriter {
         val_[u] = n;
         return;
       }
-      case Op::After: val_[u] = v(u->src(0)); return;
-      case Op::Group:
-      case Op::Stack: return;
-      case Op::Index:
-        val_[u] = emit(str("getelementptr inbounds ", mem_type(u->dtype), ", ptr ", v(u->src(0)), ", i64 ", as_i64(u->src(1))));
+      case Op::After:
+        val_[u] = v(u->src(0));
         return;
-      case Op::Load: return load(u);
-      case Op::Store: return store(u);
-      case Op::Range: return open_loop(u);
-      case Op::End: return close_loop(u);
-      default: break;
+      case Op::Group:
+      case Op::Stack:
+        return;
+      case Op::Index:  // the index counts scalar elements, also for a pointer to vectors
+        // A vector address may start outside the buffer when a mask disables those lanes: no
+        // inbounds (which would make the pointer poison) there.
+        val_[u] = emit(str("getelementptr ", u->dtype.lanes > 1 ? "" : "inbounds ", mem_scalar(u->dtype), ", ptr ",
+                           v(u->src(0)), ", i64 ", as_i64(u->src(1))));
+        return;
+      case Op::Vectorize:
+        val_[u] = vectorize(u);
+        return;
+      case Op::Load:
+        return load(u);
+      case Op::Store:
+        return store(u);
+      case Op::Range:
+        return open_loop(u);
+      case Op::End:
+        return close_loop(u);
+      default:
+        break;
     }
     if (u->op == Op::Cast) {
       val_[u] = cast(v(u->src(0)), u->src(0)->dtype, u->dtype);
@@ -330,22 +410,66 @@ class IrWriter {
     fail(Code::Unsupported, "llvm: cannot render ", op_name(u->op));
   }
 
+  // A vector from its lanes: a literal, a splat, or an insertelement chain.
+  std::string vectorize(const UOp* u) {
+    DType d = u->dtype;
+    std::string t = reg_type(d), st = reg_type(d.base());
+    bool all_const = true, all_same = true;
+    for (const UOp* s : u->src()) {
+      all_const = all_const && s->op == Op::Const;
+      all_same = all_same && s == u->src(0);
+    }
+    if (all_const) {
+      std::string out = "<";
+      for (size_t i = 0; i < u->nsrc(); i++) out += str(i ? ", " : "", st, " ", v(u->src(i)));
+      return out + ">";
+    }
+    if (all_same) {
+      std::string one = emit(str("insertelement ", t, " poison, ", st, " ", v(u->src(0)), ", i64 0"));
+      return emit(str("shufflevector ", t, " ", one, ", ", t, " poison, <", d.lanes, " x i32> zeroinitializer"));
+    }
+    std::string acc = "poison";
+    for (size_t i = 0; i < u->nsrc(); i++)
+      acc = emit(str("insertelement ", t, " ", acc, ", ", st, " ", v(u->src(i)), ", i64 ", i));
+    return acc;
+  }
+
+  // value in memory representation (bools: bytes in buffers) and back
+  std::string to_mem(const std::string& x, DType value, DType ptr) {
+    std::string mt = mem_type(ptr);
+    if (mt == reg_type(value)) return x;
+    return emit(str("zext ", reg_type(value), " ", x, " to ", mt));
+  }
+  std::string from_mem(const std::string& x, DType value, DType ptr) {
+    std::string mt = mem_type(ptr);
+    if (mt == reg_type(value)) return x;
+    return emit(str("icmp ne ", mt, " ", x, ", ",
+                    splat(ptr.elem().scalar == Scalar::Bool ? dtypes::int8.vec(ptr.lanes) : ptr.elem(), "0")));
+  }
+
   void load(const UOp* u) {
     const UOp* addr = u->src(0);
-    std::string mt(mem_type(addr->dtype));
-    int align = std::max(1, addr->dtype.base().itemsize());
-    auto read = [&] {
-      std::string x = emit(str("load ", mt, ", ptr ", v(addr), ", align ", align));
-      if (mt != reg_type(u->dtype)) x = emit(str("icmp ne ", mt, " ", x, ", 0"));  // bool byte
-      return x;
-    };
+    DType p = addr->dtype;
+    std::string mt = mem_type(p);
+    int align = std::max(1, p.base().itemsize());
+    auto read = [&] { return from_mem(emit(str("load ", mt, ", ptr ", v(addr), ", align ", align)), u->dtype, p); };
     if (u->nsrc() < 3) {
       val_[u] = read();
       return;
     }
+    const UOp* gate = u->src(2);
+    if (gate->dtype.lanes > 1) {  // per-lane gate: a masked load, masked-off lanes are not touched
+      std::string alt = to_mem(v(u->src(1)), u->dtype, p);
+      std::string name = str("llvm.masked.load.", "v", p.lanes, mem_scalar(p), ".p0");
+      std::string x =
+          call(mt, name, str("ptr, i32, ", reg_type(gate->dtype), ", ", mt),
+               str("ptr ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
+      val_[u] = from_mem(x, u->dtype, p);
+      return;
+    }
     int n = nlabel_++;
     std::string from = block_;
-    line(str("br i1 ", v(u->src(2)), ", label %ld", n, ", label %ld", n, ".j"));
+    line(str("br i1 ", v(gate), ", label %ld", n, ", label %ld", n, ".j"));
     label(str("ld", n));
     std::string x = read();
     std::string inner = block_;
@@ -356,16 +480,23 @@ class IrWriter {
 
   void store(const UOp* u) {
     const UOp* addr = u->src(0);
-    std::string mt(mem_type(addr->dtype));
-    int align = std::max(1, addr->dtype.base().itemsize());
+    DType p = addr->dtype;
+    std::string mt = mem_type(p);
+    int align = std::max(1, p.base().itemsize());
     auto write = [&] {
-      std::string x = v(u->src(1));
-      if (mt != reg_type(u->src(1)->dtype)) x = emit(str("zext i1 ", x, " to ", mt));
-      line(str("store ", mt, " ", x, ", ptr ", v(addr), ", align ", align));
+      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ptr ", v(addr), ", align ", align));
     };
     if (u->nsrc() < 3) return write();
+    const UOp* gate = u->src(2);
+    if (gate->dtype.lanes > 1) {
+      std::string name = str("llvm.masked.store.", "v", p.lanes, mem_scalar(p), ".p0");
+      decls_.insert(str("declare void @", name, "(", mt, ", ptr, i32, ", reg_type(gate->dtype), ")"));
+      line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ptr ", v(addr),
+               ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ")"));
+      return;
+    }
     int n = nlabel_++;
-    line(str("br i1 ", v(u->src(2)), ", label %st", n, ", label %st", n, ".j"));
+    line(str("br i1 ", v(gate), ", label %st", n, ", label %st", n, ".j"));
     label(str("st", n));
     write();
     line(str("br label %st", n, ".j"));
@@ -443,19 +574,23 @@ class IrWriter {
         types += str(i ? ", " : "", t);
         args += str(i ? ", " : "", t, " ", a(i));
       }
-      return call(t, str("llvm.", name, ".", fsuffix(d)), types, args, acc ? "reassoc" : "");
+      return call(t, str("llvm.", name, ".", ovl(d)), types, args, acc ? "reassoc" : "");
     };
     switch (op) {
-      case Op::Add: return bin("add", "fadd");
-      case Op::Sub: return bin("sub", "fsub");
-      case Op::Mul: return bin("mul", "fmul");
+      case Op::Add:
+        return bin("add", "fadd");
+      case Op::Sub:
+        return bin("sub", "fsub");
+      case Op::Mul:
+        return bin("mul", "fmul");
       case Op::Div:
         if (!fl) fail(Code::Unsupported, "llvm: Div of ", d.name());
         return emit(str("fdiv ", t, " ", a(0), ", ", a(1)));
-      case Op::Recip: return emit(str("fdiv ", t, " ", literal(d, 1.0, 0, true), ", ", a(0)));
+      case Op::Recip:
+        return emit(str("fdiv ", t, " ", splat(d, literal(d.base(), 1.0, 0, true)), ", ", a(0)));
       case Op::Neg:
         if (fl) return emit(str("fneg ", t, " ", a(0)));
-        return emit(str("sub ", t, " 0, ", a(0)));
+        return emit(str("sub ", t, " ", splat(d, "0"), ", ", a(0)));
       case Op::Mulacc: {
         if (fl) {
           std::string m = emit(str("fmul contract ", t, " ", a(0), ", ", a(1)));
@@ -466,43 +601,99 @@ class IrWriter {
       }
       case Op::Max:
         if (fl) return fcall("maximum", 2);
-        if (d.is_bool()) return emit(str("or i1 ", a(0), ", ", a(1)));
-        return call(t, str(sg ? "llvm.smax." : "llvm.umax.", t), str(t, ", ", t), str(t, " ", a(0), ", ", t, " ", a(1)));
+        if (d.is_bool()) return emit(str("or ", t, " ", a(0), ", ", a(1)));
+        return call(t, str(sg ? "llvm.smax." : "llvm.umax.", ovl(d)), str(t, ", ", t),
+                    str(t, " ", a(0), ", ", t, " ", a(1)));
       case Op::CDiv:
-      case Op::CMod: return divmod(u, d);
-      case Op::CmpLt: return fl ? fcmp("olt") : icmp("slt", "ult");
-      case Op::CmpGt: return fl ? fcmp("ogt") : icmp("sgt", "ugt");
-      case Op::CmpGe: return fl ? fcmp("uge") : icmp("sge", "uge");  // !(a < b)
-      case Op::CmpLe: return fl ? fcmp("ule") : icmp("sle", "ule");  // !(b < a)
-      case Op::CmpNe: return fl ? fcmp("une") : icmp("ne", "ne");
-      case Op::CmpEq: return fl ? fcmp("oeq") : icmp("eq", "eq");
-      case Op::And: return emit(str("and ", t, " ", a(0), ", ", a(1)));
-      case Op::Or: return emit(str("or ", t, " ", a(0), ", ", a(1)));
-      case Op::Xor: return emit(str("xor ", t, " ", a(0), ", ", a(1)));
+      case Op::CMod:
+        return divmod(u, d);
+      case Op::CmpLt:
+        return fl ? fcmp("olt") : icmp("slt", "ult");
+      case Op::CmpGt:
+        return fl ? fcmp("ogt") : icmp("sgt", "ugt");
+      case Op::CmpGe:
+        return fl ? fcmp("uge") : icmp("sge", "uge");  // !(a < b)
+      case Op::CmpLe:
+        return fl ? fcmp("ule") : icmp("sle", "ule");  // !(b < a)
+      case Op::CmpNe:
+        return fl ? fcmp("une") : icmp("ne", "ne");
+      case Op::CmpEq:
+        return fl ? fcmp("oeq") : icmp("eq", "eq");
+      case Op::And:
+        return emit(str("and ", t, " ", a(0), ", ", a(1)));
+      case Op::Or:
+        return emit(str("or ", t, " ", a(0), ", ", a(1)));
+      case Op::Xor:
+        return emit(str("xor ", t, " ", a(0), ", ", a(1)));
       case Op::Shl:
-      case Op::Shr: return shift(u, d);
+      case Op::Shr:
+        return shift(u, d);
       case Op::Where:
-        return emit(str("select i1 ", a(0), ", ", t, " ", a(1), ", ", t, " ", a(2)));
-      case Op::Not:
-        if (d.is_bool()) return emit(str("xor i1 ", a(0), ", true"));
-        return emit(str("zext i1 ", emit(str("icmp eq ", t, " ", a(0), ", 0")), " to ", t));
+        return emit(str("select ", reg_type(u->src(0)->dtype), " ", a(0), ", ", t, " ", a(1), ", ", t, " ", a(2)));
+      case Op::Not: {
+        std::string bt = reg_type(dtypes::bool_.vec(d.lanes));
+        if (d.is_bool()) return emit(str("xor ", t, " ", a(0), ", ", splat(d, "true")));
+        return emit(str("zext ", bt, " ", emit(str("icmp eq ", t, " ", a(0), ", ", splat(d, "0"))), " to ", t));
+      }
       case Op::Trunc:
         if (!fl) return a(0);
         return fcall("trunc", 1);
-      case Op::Sqrt: return fcall("sqrt", 1);
-      case Op::Exp2: return fcall("exp2", 1);
-      case Op::Log2: return fcall("log2", 1);
-      case Op::Sin: return fcall("sin", 1);
-      case Op::Pow: return fcall("pow", 2);
-      default: fail(Code::Unsupported, "llvm: cannot render ", op_name(op), " on ", d.name());
+      case Op::Sqrt:
+        return fcall("sqrt", 1);
+      case Op::Exp2:
+        return libm(u, d, "exp2", 1, [&] { return fcall("exp2", 1); });
+      case Op::Log2:
+        return libm(u, d, "log2", 1, [&] { return fcall("log2", 1); });
+      case Op::Sin:
+        return libm(u, d, "sin", 1, [&] { return fcall("sin", 1); });
+      case Op::Pow:
+        return libm(u, d, "pow", 2, [&] { return fcall("pow", 2); });
+      default:
+        fail(Code::Unsupported, "llvm: cannot render ", op_name(op), " on ", d.name());
     }
+  }
+
+  // exp2/log2/sin/pow through libm with a vector variant from libmvec, so the vectorizers can
+  // call the 16-wide (AVX-512) or 8-wide (AVX2) version; without libmvec, the LLVM intrinsic.
+  template <class F>
+  std::string libm(const UOp* u, DType d, const char* base, int nargs, F fallback) {
+    const std::string& vm = k_.target.vector_math;
+    bool f32 = d.scalar == Scalar::Float32;
+    if (vm.empty() || !(f32 || d.scalar == Scalar::Float64)) return fallback();
+    bool avx512 = vm == "libmvec-avx512";
+    int vf = (avx512 ? 512 : 256) / (f32 ? 32 : 64);
+    if (d.lanes > 1 && d.lanes != vf) return fallback();  // LLVM splits the vector intrinsic
+    std::string name = str(base, f32 ? "f" : "");
+    std::string st = scalar_type(d.scalar);
+    std::string params = nargs == 2 ? "vv" : "v";
+    std::string vname = str("_ZGV", avx512 ? "e" : "d", "N", vf, params, "_", name);
+    std::string vt = str("<", vf, " x ", st, ">");
+    std::string vtypes = nargs == 2 ? str(vt, ", ", vt) : vt;
+    decls_.insert(str("declare ", vt, " @", vname, "(", vtypes, ") #2"));
+    uses_pure_ = true;
+    std::string t = reg_type(d);
+    std::string args = str(t, " ", v(u->src(0)));
+    if (nargs == 2) args += str(", ", t, " ", v(u->src(1)));
+    if (d.lanes > 1) return emit(str("call ", vt, " @", vname, "(", args, ")"));  // already a vector
+    vector_fns_.insert(vname);
+    decls_.insert(str("declare ", st, " @", name, "(", nargs == 2 ? str(st, ", ", st) : st, ") #2"));
+    int attr = 0;
+    std::string variant = str("_ZGV_LLVM_N", vf, params, "_", name, "(", vname, ")");
+    auto it = variant_attrs_.find(variant);
+    if (it == variant_attrs_.end()) {
+      attr = 3 + int(variant_attrs_.size());
+      variant_attrs_[variant] = attr;
+    } else {
+      attr = it->second;
+    }
+    return emit(str("call ", st, " @", name, "(", args, ") #", attr));
   }
 
   // C-truncating division and remainder that never trap: x/0 gives x, x%0 gives 0, and
   // INT_MIN/-1 wraps.
   std::string divmod(const UOp* u, DType d) {
     bool div = u->op == Op::CDiv;
-    std::string t(reg_type(d));
+    std::string t = reg_type(d), bt = reg_type(dtypes::bool_.vec(d.lanes));
     const UOp *A = u->src(0), *B = u->src(1);
     std::string a = v(A), b = v(B);
     bool sg = signed_int(d);
@@ -511,29 +702,30 @@ class IrWriter {
     bool unsigned_ok = !sg || ma.lo >= 0;
     const char* op = unsigned_ok && (!sg || mb.lo >= 1) ? (div ? "udiv" : "urem") : (div ? "sdiv" : "srem");
     if (mb.lo >= 1) return emit(str(op, " ", t, " ", a, ", ", b));
-    if (B->op == Op::Const) {
-      if (B->as<int64_t>() == 0) return div ? a : literal(d, 0, 0, false);
-      if (sg && B->as<int64_t>() == -1) return div ? emit(str("sub ", t, " 0, ", a)) : literal(d, 0, 0, false);
+    std::string zero = splat(d, "0");
+    if (mb.lo == mb.hi) {  // a constant divisor (scalar or splat)
+      if (mb.lo == 0) return div ? a : zero;
+      if (sg && mb.lo == -1) return div ? emit(str("sub ", t, " ", zero, ", ", a)) : zero;
       return emit(str(op, " ", t, " ", a, ", ", b));
     }
-    std::string zero = emit(str("icmp eq ", t, " ", b, ", 0"));
-    std::string bad = zero, m1;
+    std::string is0 = emit(str("icmp eq ", t, " ", b, ", ", zero));
+    std::string bad = is0, m1;
     if (sg) {
-      m1 = emit(str("icmp eq ", t, " ", b, ", -1"));
-      bad = emit(str("or i1 ", zero, ", ", m1));
+      m1 = emit(str("icmp eq ", t, " ", b, ", ", splat(d, "-1")));
+      bad = emit(str("or ", bt, " ", is0, ", ", m1));
     }
-    std::string safe = emit(str("select i1 ", bad, ", ", t, " 1, ", t, " ", b));
+    std::string safe = emit(str("select ", bt, " ", bad, ", ", t, " ", splat(d, "1"), ", ", t, " ", b));
     std::string r = emit(str(op, " ", t, " ", a, ", ", safe));
     if (div && sg) {
-      std::string neg = emit(str("sub ", t, " 0, ", a));
-      r = emit(str("select i1 ", m1, ", ", t, " ", neg, ", ", t, " ", r));
+      std::string neg = emit(str("sub ", t, " ", zero, ", ", a));
+      r = emit(str("select ", bt, " ", m1, ", ", t, " ", neg, ", ", t, " ", r));
     }
     return r;
   }
 
   // Shifts by at least the bit width: << gives 0, >> gives 0 or -1 (sign fill).
   std::string shift(const UOp* u, DType d) {
-    std::string t(reg_type(d));
+    std::string t = reg_type(d), bt = reg_type(dtypes::bool_.vec(d.lanes));
     const UOp* B = u->src(1);
     std::string a = v(u->src(0)), b = v(B);
     int bits = d.bits();
@@ -541,13 +733,14 @@ class IrWriter {
     const char* op = shl ? "shl" : signed_int(d) ? "ashr" : "lshr";
     const MinMax& mb = B->minmax();
     if (mb.lo >= 0 && mb.hi < bits) return emit(str(op, " ", t, " ", a, ", ", b));
-    std::string big = emit(str("icmp uge ", t, " ", b, ", ", bits));
+    std::string big = emit(str("icmp uge ", t, " ", b, ", ", splat(d, std::to_string(bits))));
     if (!shl && signed_int(d)) {
-      std::string amt = emit(str("select i1 ", big, ", ", t, " ", bits - 1, ", ", t, " ", b));
+      std::string amt =
+          emit(str("select ", bt, " ", big, ", ", t, " ", splat(d, std::to_string(bits - 1)), ", ", t, " ", b));
       return emit(str("ashr ", t, " ", a, ", ", amt));
     }
-    std::string s = emit(str(op, " ", t, " ", a, ", ", b));
-    return emit(str("select i1 ", big, ", ", t, " 0, ", t, " ", s));
+    std::string sh = emit(str(op, " ", t, " ", a, ", ", b));
+    return emit(str("select ", bt, " ", big, ", ", t, " ", splat(d, "0"), ", ", t, " ", sh));
   }
 
   const LoweredKernel& k_;
@@ -559,7 +752,10 @@ class IrWriter {
   std::unordered_map<const UOp*, Loop> loops_;
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
-  std::vector<std::string> tile_loops_;  // loop metadata
+  std::vector<std::string> tile_loops_;       // loop metadata
+  std::set<std::string> vector_fns_;          // libmvec functions the vectorizers may call
+  bool uses_pure_ = false;                    // attribute group #2 is used
+  std::map<std::string, int> variant_attrs_;  // vector-function-abi-variant -> attribute group
 };
 
 }  // namespace

@@ -86,6 +86,12 @@ CpuTarget host_cpu_target() {
   t.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   t.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
   t.has_f16c = has("f16c");
+  // glibc's vector math library: the JIT resolves its symbols once it is loaded.
+  static const bool libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  if (libmvec && has("avx512f"))
+    t.vector_math = "libmvec-avx512";
+  else if (libmvec && has("avx2"))
+    t.vector_math = "libmvec-avx2";
   return t;
 }
 
@@ -155,7 +161,8 @@ struct CpuCompiler::Impl {
     m->setTargetTriple(jit->getTargetTriple().str());
     std::string err;
     llvm::raw_string_ostream es(err);
-    if (llvm::verifyModule(*m, &es)) fail(Code::Compile, "llvm: invalid IR for kernel ", name, ": ", es.str(), "\n", src);
+    if (llvm::verifyModule(*m, &es))
+      fail(Code::Compile, "llvm: invalid IR for kernel ", name, ": ", es.str(), "\n", src);
     for (llvm::Function& fn : *m)
       if (!fn.isDeclaration()) {
         fn.addFnAttr("target-cpu", target.cpu);

@@ -409,15 +409,6 @@ func (u UOp) Sqrt() (UOp, error) { return u.Unary(OpSqrt) }
 // Recip is 1/u.
 func (u UOp) Recip() (UOp, error) { return u.Unary(OpRecip) }
 
-// Exp is e^u, built as 2^(u*log2(e)).
-func (u UOp) Exp() (UOp, error) {
-	s, err := u.MulScalar(math.Log2E)
-	if err != nil {
-		return UOp{}, err
-	}
-	return s.Exp2()
-}
-
 // Scalar is a constant of u's dtype: ConstFloat for float dtypes, else ConstInt (v must be integral).
 func (u UOp) Scalar(v float64) (UOp, error) {
 	dt := u.DType()

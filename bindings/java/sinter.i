@@ -14,8 +14,9 @@
  *   - enums and #defines are plain int constants (SinterNativeConstants)
  * sn_arg has pointers into Java-owned or graph-owned memory, so it is not wrapped as a struct: the snj_* helpers
  * at the end pass its fixed fields as a long[12] (order in org.sinter.Arg) and its arrays separately.
- * Not wrapped: the dlopen function table (sn_api, sn_get_api), which a JVM has no use for, and the last-error
- * functions, which exceptions replace.
+ * Likewise snj_compile takes sn_compile_options as plain arguments, and the typed snj_buffer_copy_* helpers
+ * replace the void* copies. Not wrapped: the dlopen function table (sn_api, sn_get_api) and raw host pointers,
+ * which a JVM has no use for, DLPack (sinter_dlpack.h), and the last-error functions, which exceptions replace.
  */
 %module(jniclassname="SinterNativeJNI") SinterNative
 
@@ -63,6 +64,7 @@ static int snj_arg_get(const sn_uop *uop, sn_arg *a, sn_error **err) {
    type int64_t is (stdint.i would make it `long long` or, on LP64, a Java int): generated casts say int64_t. */
 %apply long long { int64_t };
 %apply unsigned int { uint32_t };
+%apply long long { uint64_t }; /* seeds: the bit pattern in a Java long */
 %include "enumsimple.swg"
 %javaconst(1);
 /* "1u" is no Java literal: read this one through JNI at class load instead. */
@@ -89,6 +91,9 @@ static int snj_arg_get(const sn_uop *uop, sn_arg *a, sn_error **err) {
 SN_HANDLE(sn_context)
 SN_HANDLE(sn_graph)
 SN_HANDLE(sn_uop)
+SN_HANDLE(sn_device)
+SN_HANDLE(sn_buffer)
+SN_HANDLE(sn_program)
 
 /* ---- int64 arrays (shapes, axes, offsets) as long[] ---- */
 %typemap(jni) const int64_t * "jlongArray"
@@ -125,6 +130,56 @@ SN_HANDLE(sn_uop)
   }
 %}
 %typemap(freearg) sn_uop *const *srcs %{ free((void *)$1); %}
+%apply sn_uop *const *srcs { sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs };
+
+/* ---- buffer arrays as long[] of handles ---- */
+%typemap(jni) sn_buffer *const * "jlongArray"
+%typemap(jtype) sn_buffer *const * "long[]"
+%typemap(jstype) sn_buffer *const * "long[]"
+%typemap(javain) sn_buffer *const * "$javainput"
+%typemap(in) sn_buffer *const * %{
+  $1 = NULL;
+  if ($input) {
+    jsize n = (*jenv)->GetArrayLength(jenv, $input), i;
+    jlong *h = (*jenv)->GetLongArrayElements(jenv, $input, NULL);
+    if (h == NULL) return $null;
+    $1 = (sn_buffer **)malloc(sizeof(sn_buffer *) * (size_t)(n > 0 ? n : 1));
+    if ($1 != NULL)
+      for (i = 0; i < n; i++) $1[i] = (sn_buffer *)(intptr_t)h[i];
+    (*jenv)->ReleaseLongArrayElements(jenv, $input, h, JNI_ABORT);
+    if ($1 == NULL) {
+      (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"), "sinter: buffers");
+      return $null;
+    }
+  }
+%}
+%typemap(freearg) sn_buffer *const * %{ free((void *)$1); %}
+
+/* ---- typed host arrays for buffer copies: (const T *in_data, size_t in_count) and (T *out_data,
+   size_t out_count) as Java primitive arrays; counts are elements ---- */
+%define SN_JARRAY(CT, JNIARRAY, JT, JELEM, GETTER, RELEASER)
+%typemap(jni) (const CT *in_data, size_t in_count), (CT *out_data, size_t out_count) #JNIARRAY
+%typemap(jtype) (const CT *in_data, size_t in_count), (CT *out_data, size_t out_count) #JT "[]"
+%typemap(jstype) (const CT *in_data, size_t in_count), (CT *out_data, size_t out_count) #JT "[]"
+%typemap(javain) (const CT *in_data, size_t in_count), (CT *out_data, size_t out_count) "$javainput"
+%typemap(in) (const CT *in_data, size_t in_count), (CT *out_data, size_t out_count) %{
+  $1 = $input ? (CT *)(*jenv)->GETTER(jenv, $input, NULL) : NULL;
+  $2 = $input ? (size_t)(*jenv)->GetArrayLength(jenv, $input) : 0;
+  if ($input && $1 == NULL) return $null;
+%}
+%typemap(freearg) (const CT *in_data, size_t in_count) %{
+  if ($1) (*jenv)->RELEASER(jenv, $input, (JELEM *)$1, JNI_ABORT);
+%}
+/* Mode 0: copy the elements back into the Java array. */
+%typemap(freearg) (CT *out_data, size_t out_count) %{
+  if ($1) (*jenv)->RELEASER(jenv, $input, (JELEM *)$1, 0);
+%}
+%enddef
+SN_JARRAY(float, jfloatArray, float, jfloat, GetFloatArrayElements, ReleaseFloatArrayElements)
+SN_JARRAY(double, jdoubleArray, double, jdouble, GetDoubleArrayElements, ReleaseDoubleArrayElements)
+SN_JARRAY(int8_t, jbyteArray, byte, jbyte, GetByteArrayElements, ReleaseByteArrayElements)
+SN_JARRAY(int32_t, jintArray, int, jint, GetIntArrayElements, ReleaseIntArrayElements)
+SN_JARRAY(int64_t, jlongArray, long, jlong, GetLongArrayElements, ReleaseLongArrayElements)
 
 /* ---- out-parameters as one-element arrays ---- */
 %define SN_OUT(CTYPE, JNITYPE, JTYPE, JARRAY, SETTER, ...)
@@ -190,6 +245,8 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %newobject sn_uop_to_string;
 %newobject sn_uop_to_tree;
 %newobject sn_uop_to_dot;
+%newobject sn_program_kernel_source;
+%newobject sn_program_stage;
 %typemap(newfree) char * "sn_string_free($1);";
 
 /* ---- not wrapped ---- */
@@ -204,6 +261,14 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_last_error_code;
 %ignore sn_last_error_message;
 %ignore sn_clear_last_error;
+%ignore sn_compile_options;
+%ignore sn_compile_options_init;
+%ignore sn_compile;
+%ignore sn_buffer_copy_in;
+%ignore sn_buffer_copy_out;
+%ignore sn_buffer_host_pointer;
+%ignore sn_program_input_info;
+%ignore sn_program_output_info;
 %ignore sn_api;
 %ignore sn_get_api;
 %ignore sn_get_api_fn;
@@ -279,5 +344,82 @@ int snj_uop_arg_byte_at(const sn_uop *uop, size_t i, sn_error **err) {
 const char *snj_uop_arg_device(const sn_uop *uop, sn_error **err) {
   sn_arg a;
   return snj_arg_get(uop, &a, err) && a.device != NULL ? a.device : "";
+}
+%}
+
+/* ---- compile, copies and program info without structs or void* ---- */
+%inline %{
+/* sn_compile with the options as arguments (debug -1 = the context's; inputs NULL = the default order). */
+sn_program *snj_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device, int debug,
+                        int optimize, int threads, int keep_stages, int use_cache, sn_uop *const *inputs,
+                        size_t ninputs, int has_inputs, sn_error **err) {
+  sn_compile_options o;
+  if (sn_compile_options_init(&o, sizeof o, err) != SN_OK) return NULL;
+  o.debug = debug;
+  o.optimize = optimize;
+  o.threads = threads;
+  o.keep_stages = keep_stages;
+  o.use_cache = use_cache;
+  if (has_inputs) {
+    o.inputs = inputs;
+    o.ninputs = ninputs;
+  }
+  return sn_compile(graph, outputs, noutputs, device, &o, err);
+}
+
+sn_code snj_copy_in_f32(sn_buffer *b, const float *in_data, size_t in_count, sn_error **err) {
+  return sn_buffer_copy_in(b, in_data, in_count * sizeof *in_data, err);
+}
+sn_code snj_copy_in_f64(sn_buffer *b, const double *in_data, size_t in_count, sn_error **err) {
+  return sn_buffer_copy_in(b, in_data, in_count * sizeof *in_data, err);
+}
+sn_code snj_copy_in_i8(sn_buffer *b, const int8_t *in_data, size_t in_count, sn_error **err) {
+  return sn_buffer_copy_in(b, in_data, in_count * sizeof *in_data, err);
+}
+sn_code snj_copy_in_i32(sn_buffer *b, const int32_t *in_data, size_t in_count, sn_error **err) {
+  return sn_buffer_copy_in(b, in_data, in_count * sizeof *in_data, err);
+}
+sn_code snj_copy_in_i64(sn_buffer *b, const int64_t *in_data, size_t in_count, sn_error **err) {
+  return sn_buffer_copy_in(b, in_data, in_count * sizeof *in_data, err);
+}
+sn_code snj_copy_out_f32(const sn_buffer *b, float *out_data, size_t out_count, sn_error **err) {
+  return sn_buffer_copy_out(b, out_data, out_count * sizeof *out_data, err);
+}
+sn_code snj_copy_out_f64(const sn_buffer *b, double *out_data, size_t out_count, sn_error **err) {
+  return sn_buffer_copy_out(b, out_data, out_count * sizeof *out_data, err);
+}
+sn_code snj_copy_out_i8(const sn_buffer *b, int8_t *out_data, size_t out_count, sn_error **err) {
+  return sn_buffer_copy_out(b, out_data, out_count * sizeof *out_data, err);
+}
+sn_code snj_copy_out_i32(const sn_buffer *b, int32_t *out_data, size_t out_count, sn_error **err) {
+  return sn_buffer_copy_out(b, out_data, out_count * sizeof *out_data, err);
+}
+sn_code snj_copy_out_i64(const sn_buffer *b, int64_t *out_data, size_t out_count, sn_error **err) {
+  return sn_buffer_copy_out(b, out_data, out_count * sizeof *out_data, err);
+}
+
+/* dtype of input (output = 0) or output (output = 1) `index`. (The sn_code is redundant: *err reports.) */
+int snj_program_io_dtype(const sn_program *p, int output, size_t index, sn_error **err) {
+  sn_dtype dt = SN_DTYPE_INVALID;
+  sn_code c = output ? sn_program_output_info(p, index, &dt, NULL, 0, NULL, err)
+                     : sn_program_input_info(p, index, &dt, NULL, 0, NULL, err);
+  return c == SN_OK ? (int)dt : (int)SN_DTYPE_INVALID;
+}
+
+/* Rank of input/output `index` (0 on failure). */
+size_t snj_program_io_rank(const sn_program *p, int output, size_t index, sn_error **err) {
+  size_t ndim = 0;
+  sn_code c = output ? sn_program_output_info(p, index, NULL, NULL, 0, &ndim, err)
+                     : sn_program_input_info(p, index, NULL, NULL, 0, &ndim, err);
+  return c == SN_OK ? ndim : 0;
+}
+
+/* Shape of input/output `index` into out_data[out_count] (out_count = the rank). */
+void snj_program_io_shape(const sn_program *p, int output, size_t index, int64_t *out_data, size_t out_count,
+                          sn_error **err) {
+  size_t ndim = 0;
+  sn_code c = output ? sn_program_output_info(p, index, NULL, out_data, out_count, &ndim, err)
+                     : sn_program_input_info(p, index, NULL, out_data, out_count, &ndim, err);
+  (void)c;
 }
 %}

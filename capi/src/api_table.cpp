@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "capi/src/capi_internal.h"
+#include "sinter/sinter_dlpack.h"
 
 namespace {
 
@@ -72,6 +73,68 @@ constexpr sn_api kApi = {
     .uop_to_dot = sn_uop_to_dot,
     .graph_simplify = sn_graph_simplify,
     .graph_simplify_given = sn_graph_simplify_given,
+    // ---- version 2 ----
+    .tensor_input = sn_tensor_input,
+    .tensor_gemm = sn_tensor_gemm,
+    .tensor_matmul = sn_tensor_matmul,
+    .tensor_conv2d = sn_tensor_conv2d,
+    .tensor_max_pool2d = sn_tensor_max_pool2d,
+    .tensor_avg_pool2d = sn_tensor_avg_pool2d,
+    .tensor_softmax = sn_tensor_softmax,
+    .tensor_log_softmax = sn_tensor_log_softmax,
+    .tensor_layernorm = sn_tensor_layernorm,
+    .tensor_relu = sn_tensor_relu,
+    .tensor_gelu = sn_tensor_gelu,
+    .tensor_sigmoid = sn_tensor_sigmoid,
+    .tensor_tanh = sn_tensor_tanh,
+    .tensor_exp = sn_tensor_exp,
+    .tensor_log = sn_tensor_log,
+    .tensor_cumsum = sn_tensor_cumsum,
+    .tensor_argmax = sn_tensor_argmax,
+    .tensor_cat = sn_tensor_cat,
+    .tensor_stack = sn_tensor_stack,
+    .tensor_one_hot = sn_tensor_one_hot,
+    .tensor_arange = sn_tensor_arange,
+    .tensor_gather = sn_tensor_gather,
+    .tensor_scatter_add = sn_tensor_scatter_add,
+    .tensor_rand = sn_tensor_rand,
+    .tensor_randn = sn_tensor_randn,
+    .device_open = sn_device_open,
+    .device_retain = sn_device_retain,
+    .device_release = sn_device_release,
+    .device_name = sn_device_name,
+    .context_set_debug = sn_context_set_debug,
+    .context_debug = sn_context_debug,
+    .compile_options_init = sn_compile_options_init,
+    .compile = sn_compile,
+    .program_retain = sn_program_retain,
+    .program_release = sn_program_release,
+    .buffer_alloc = sn_buffer_alloc,
+    .buffer_retain = sn_buffer_retain,
+    .buffer_release = sn_buffer_release,
+    .buffer_view = sn_buffer_view,
+    .buffer_copy_in = sn_buffer_copy_in,
+    .buffer_copy_out = sn_buffer_copy_out,
+    .buffer_dtype = sn_buffer_dtype,
+    .buffer_rank = sn_buffer_rank,
+    .buffer_dim = sn_buffer_dim,
+    .buffer_numel = sn_buffer_numel,
+    .buffer_nbytes = sn_buffer_nbytes,
+    .buffer_device = sn_buffer_device,
+    .buffer_host_pointer = sn_buffer_host_pointer,
+    .program_run = sn_program_run,
+    .program_alloc_output = sn_program_alloc_output,
+    .program_num_inputs = sn_program_num_inputs,
+    .program_num_outputs = sn_program_num_outputs,
+    .program_input_info = sn_program_input_info,
+    .program_output_info = sn_program_output_info,
+    .program_num_kernels = sn_program_num_kernels,
+    .program_kernel_name = sn_program_kernel_name,
+    .program_kernel_source = sn_program_kernel_source,
+    .program_stage = sn_program_stage,
+    .program_arena_bytes = sn_program_arena_bytes,
+    .buffer_to_dlpack = sn_buffer_to_dlpack,
+    .buffer_from_dlpack = sn_buffer_from_dlpack,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -140,9 +203,73 @@ SN_CHECK_ENTRY(uop_to_tree, 57);
 SN_CHECK_ENTRY(uop_to_dot, 58);
 SN_CHECK_ENTRY(graph_simplify, 59);
 SN_CHECK_ENTRY(graph_simplify_given, 60);
+// version 2
+SN_CHECK_ENTRY(tensor_input, 61);
+SN_CHECK_ENTRY(tensor_gemm, 62);
+SN_CHECK_ENTRY(tensor_matmul, 63);
+SN_CHECK_ENTRY(tensor_conv2d, 64);
+SN_CHECK_ENTRY(tensor_max_pool2d, 65);
+SN_CHECK_ENTRY(tensor_avg_pool2d, 66);
+SN_CHECK_ENTRY(tensor_softmax, 67);
+SN_CHECK_ENTRY(tensor_log_softmax, 68);
+SN_CHECK_ENTRY(tensor_layernorm, 69);
+SN_CHECK_ENTRY(tensor_relu, 70);
+SN_CHECK_ENTRY(tensor_gelu, 71);
+SN_CHECK_ENTRY(tensor_sigmoid, 72);
+SN_CHECK_ENTRY(tensor_tanh, 73);
+SN_CHECK_ENTRY(tensor_exp, 74);
+SN_CHECK_ENTRY(tensor_log, 75);
+SN_CHECK_ENTRY(tensor_cumsum, 76);
+SN_CHECK_ENTRY(tensor_argmax, 77);
+SN_CHECK_ENTRY(tensor_cat, 78);
+SN_CHECK_ENTRY(tensor_stack, 79);
+SN_CHECK_ENTRY(tensor_one_hot, 80);
+SN_CHECK_ENTRY(tensor_arange, 81);
+SN_CHECK_ENTRY(tensor_gather, 82);
+SN_CHECK_ENTRY(tensor_scatter_add, 83);
+SN_CHECK_ENTRY(tensor_rand, 84);
+SN_CHECK_ENTRY(tensor_randn, 85);
+SN_CHECK_ENTRY(device_open, 86);
+SN_CHECK_ENTRY(device_retain, 87);
+SN_CHECK_ENTRY(device_release, 88);
+SN_CHECK_ENTRY(device_name, 89);
+SN_CHECK_ENTRY(context_set_debug, 90);
+SN_CHECK_ENTRY(context_debug, 91);
+SN_CHECK_ENTRY(compile_options_init, 92);
+SN_CHECK_ENTRY(compile, 93);
+SN_CHECK_ENTRY(program_retain, 94);
+SN_CHECK_ENTRY(program_release, 95);
+SN_CHECK_ENTRY(buffer_alloc, 96);
+SN_CHECK_ENTRY(buffer_retain, 97);
+SN_CHECK_ENTRY(buffer_release, 98);
+SN_CHECK_ENTRY(buffer_view, 99);
+SN_CHECK_ENTRY(buffer_copy_in, 100);
+SN_CHECK_ENTRY(buffer_copy_out, 101);
+SN_CHECK_ENTRY(buffer_dtype, 102);
+SN_CHECK_ENTRY(buffer_rank, 103);
+SN_CHECK_ENTRY(buffer_dim, 104);
+SN_CHECK_ENTRY(buffer_numel, 105);
+SN_CHECK_ENTRY(buffer_nbytes, 106);
+SN_CHECK_ENTRY(buffer_device, 107);
+SN_CHECK_ENTRY(buffer_host_pointer, 108);
+SN_CHECK_ENTRY(program_run, 109);
+SN_CHECK_ENTRY(program_alloc_output, 110);
+SN_CHECK_ENTRY(program_num_inputs, 111);
+SN_CHECK_ENTRY(program_num_outputs, 112);
+SN_CHECK_ENTRY(program_input_info, 113);
+SN_CHECK_ENTRY(program_output_info, 114);
+SN_CHECK_ENTRY(program_num_kernels, 115);
+SN_CHECK_ENTRY(program_kernel_name, 116);
+SN_CHECK_ENTRY(program_kernel_source, 117);
+SN_CHECK_ENTRY(program_stage, 118);
+SN_CHECK_ENTRY(program_arena_bytes, 119);
+SN_CHECK_ENTRY(buffer_to_dlpack, 120);
+SN_CHECK_ENTRY(buffer_from_dlpack, 121);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
+constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV2 * sizeof(void (*)(void)), "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
 #if defined(__LP64__)
@@ -155,6 +282,23 @@ static_assert(offsetof(sn_arg, struct_size) == 0 && offsetof(sn_arg, kind) == 4 
                   offsetof(sn_arg, max) == 104,
               "sn_arg version-1 layout moved");
 static_assert(sn::capi::kArgSizeV1 == 112, "sizeof(sn_arg) of version 1 is 112 on LP64");
+// sn_compile_options (API version 2) is read up to the caller's struct_size as well.
+static_assert(offsetof(sn_compile_options, struct_size) == 0 && offsetof(sn_compile_options, debug) == 4 &&
+                  offsetof(sn_compile_options, optimize) == 8 && offsetof(sn_compile_options, threads) == 12 &&
+                  offsetof(sn_compile_options, keep_stages) == 16 && offsetof(sn_compile_options, use_cache) == 20 &&
+                  offsetof(sn_compile_options, inputs) == 24 && offsetof(sn_compile_options, ninputs) == 32 &&
+                  sizeof(sn_compile_options) == 40,
+              "sn_compile_options version-2 layout moved");
+// The DLPack structs must stay binary-identical to DLPack 1.x's DLTensor / DLManagedTensorVersioned.
+static_assert(sizeof(sn_dlpack_dl_tensor) == 48 && offsetof(sn_dlpack_dl_tensor, device) == 8 &&
+                  offsetof(sn_dlpack_dl_tensor, ndim) == 16 && offsetof(sn_dlpack_dl_tensor, dtype) == 20 &&
+                  offsetof(sn_dlpack_dl_tensor, shape) == 24 && offsetof(sn_dlpack_dl_tensor, strides) == 32 &&
+                  offsetof(sn_dlpack_dl_tensor, byte_offset) == 40,
+              "sn_dlpack_dl_tensor is not DLTensor's layout");
+static_assert(sizeof(sn_dlpack_tensor) == 80 && offsetof(sn_dlpack_tensor, manager_ctx) == 8 &&
+                  offsetof(sn_dlpack_tensor, deleter) == 16 && offsetof(sn_dlpack_tensor, flags) == 24 &&
+                  offsetof(sn_dlpack_tensor, dl_tensor) == 32,
+              "sn_dlpack_tensor is not DLManagedTensorVersioned's layout");
 #endif
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/runtime/runtime.h"
 #include "core/util/error.h"
 #include "sinter/sinter.h"
 
@@ -26,6 +27,9 @@ inline constexpr uint32_t kGraphMagic = 0x534e4752u;    // "SNGR"
 struct sn_context {
   uint32_t magic = kContextMagic;
   int64_t refs = 1;  // guarded by the registry mutex
+  // Devices, the debug level and the program cache of everything compiled in this context
+  // (capi/src/runtime_api.cpp). Thread-safe on its own.
+  sn::Runtime runtime;
 };
 
 struct sn_graph {
@@ -39,6 +43,9 @@ struct sn_graph {
   // Strings a query returns as borrowed `const char*` (device names of args) live here until the
   // graph dies. Node-based, so pointers stay valid as it grows. Guarded by the registry mutex.
   std::unordered_set<std::string> strings;
+  // Tensors made by sn_tensor_input, in creation order: the default input order of sn_compile.
+  // Guarded by the registry mutex.
+  std::vector<const sn::UOp*> inputs;
 };
 
 struct sn_error {

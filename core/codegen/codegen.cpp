@@ -12,7 +12,7 @@
 namespace sn {
 
 std::string CpuTarget::key() const {
-  return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c);
+  return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c, "|", vector_math);
 }
 
 namespace {
@@ -35,8 +35,10 @@ bool kernel_ir_op(Op op) {
     case Op::Const:
     case Op::DefineVar:
     case Op::Cast:
-    case Op::Bitcast: return true;
-    default: return is_elementwise(op);
+    case Op::Bitcast:
+      return true;
+    default:
+      return is_elementwise(op);
   }
 }
 
@@ -48,12 +50,15 @@ void check_kernel_ast(const UOp* ast) {
   for (const UOp* u : toposort(ast)) {
     if (u->op == Op::Stack) continue;  // a Param's shape operand (checked below)
     if (!kernel_ir_op(u->op)) fail(Code::InvalidArg, "lower_kernel: ", op_name(u->op), " is not a kernel IR op");
+    if (u->dtype.lanes != 1)
+      fail(Code::InvalidArg, "lower_kernel: ", op_name(u->op), " has vector dtype ", u->dtype.name());
     if (u->op == Op::Param) {
       if (!u->dtype.ptr) fail(Code::InvalidArg, "lower_kernel: Param must have a pointer dtype, got ", u->dtype.name());
       continue;
     }
     for (const UOp* s : u->src())
-      if (s->op == Op::Stack) fail(Code::InvalidArg, "lower_kernel: a Stack feeds ", op_name(u->op), " (only Param shapes)");
+      if (s->op == Op::Stack)
+        fail(Code::InvalidArg, "lower_kernel: a Stack feeds ", op_name(u->op), " (only Param shapes)");
     if ((u->op == Op::Load || u->op == Op::Store) &&
         !(u->src(0)->op == Op::Index && u->src(0)->nsrc() == 2 && u->src(0)->src(0)->op == Op::Param))
       fail(Code::InvalidArg, "lower_kernel: ", op_name(u->op), " address must be Index(Param, idx)");
@@ -83,12 +88,18 @@ std::string kernel_name(const UOp* sink, const std::vector<Opt>& applied) {
   std::vector<std::pair<int, int64_t>> dims;  // (type rank, bound) in order
   auto rank = [](AxisType t) {
     switch (t) {
-      case AxisType::Thread: return 0;
-      case AxisType::Loop: return 1;
-      case AxisType::Reduce: return 3;
-      case AxisType::Upcast: return 2;
-      case AxisType::Unroll: return 4;
-      default: return 5;
+      case AxisType::Thread:
+        return 0;
+      case AxisType::Loop:
+        return 1;
+      case AxisType::Reduce:
+        return 3;
+      case AxisType::Upcast:
+        return 2;
+      case AxisType::Unroll:
+        return 4;
+      default:
+        return 5;
     }
   };
   std::vector<const UOp*> all = loops;
@@ -111,9 +122,11 @@ std::string kernel_name(const UOp* sink, const std::vector<Opt>& applied) {
 
 uint64_t kernel_key(const UOp* ast, const CpuTarget& target, const LowerOptions& opts) {
   uint64_t h = hash_combine(ast->content_hash(), fnv1a(target.key()));
-  h = hash_combine(h, uint64_t(opts.optimize) | uint64_t(opts.allow_threads) << 1 | uint64_t(bool(opts.opts)) << 2);
+  h = hash_combine(h, uint64_t(opts.optimize) | uint64_t(opts.allow_threads) << 1 | uint64_t(bool(opts.opts)) << 2 |
+                          uint64_t(opts.simplify) << 3);
   if (opts.opts)
-    for (const Opt& o : *opts.opts) h = hash_combine(h, hash_combine(uint64_t(o.op), hash_combine(uint64_t(o.axis), uint64_t(o.amount))));
+    for (const Opt& o : *opts.opts)
+      h = hash_combine(h, hash_combine(uint64_t(o.op), hash_combine(uint64_t(o.axis), uint64_t(o.amount))));
   return hash_combine(h, uint64_t(opts.min_ops_per_thread));
 }
 
@@ -121,6 +134,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
   check_kernel_ast(ast);
   LoweredKernel k;
   k.ast = ast;
+  k.target = target;
   k.key = kernel_key(ast, target, opts);
   auto stage = [&](const char* name, const UOp* root) {
     k.stages.emplace_back(name, root);
@@ -134,6 +148,10 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
   k.name = kernel_name(o.sink, o.applied);
   const UOp* s = expand_kernel(g, o.sink);
   stage("expanded", s);
+  if (opts.simplify) {
+    s = simplify_indices(g, s);
+    stage("simplified", s);
+  }
   s = lower_reduces(g, s);
   stage("reduce", s);
   s = select_instructions(g, s);

@@ -3,29 +3,34 @@
 //
 // Stages (each a small set of rewrites; `LoweredKernel::stages` keeps the graph after each):
 //   optimize   core/opt: loop order, THREAD split across cores, UPCAST / UNROLL
-//   expand     UPCAST / UNROLL ranges become unrolled copies (hash-consing shares what does
-//              not depend on them); THREAD ranges become Special("core_id")
+//   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
+//              vector and masked loads); other UPCAST / UNROLL ranges become unrolled copies
+//              (hash-consing shares what does not depend on them); THREAD ranges become
+//              Special("core_id")
+//   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after)
 //   isel       floor Idiv/Mod -> C-truncating CDiv/CMod (+ correction where signs are unknown),
-//              decomposed ops -> what the renderers emit, float16/bfloat16 math in float32
+//              float16/bfloat16 math in float32 (rounded after each op), Threefry -> ARX rounds
 //   linearize  toposort into Linear(...) with Range (loop open) / End (loop close) placed by the
 //              loop nest; loop-invariant nodes sit in the outermost loop they can.
 //
-// The Linear's instructions, what a renderer sees:
+// The Linear's instructions, what a renderer sees (values may have vector dtypes, T x k):
 //   Param                 buffer slot (ParamArg.slot), pointer dtype
 //   DefineVar             launch-time variable (index of LoweredKernel::vars by name)
 //   Special("core_id")    THREAD index in [0, threads)
-//   Const                 literal (renderers inline it)
-//   Buffer(Reg)           a private register/stack slot of BufferArg.size elements
-//   Index(base, idx)      address of element idx (base: Param, Buffer or After)
+//   Const                 scalar literal (renderers inline it)
+//   Vectorize(lanes...)   a vector from scalar lanes
+//   Buffer(Reg)           a private register/stack slot of BufferArg.size elements of its dtype
+//   Index(base, idx)      address of scalar element idx (base: Param, Buffer or After); a pointer
+//                         dtype with k lanes addresses k consecutive elements
 //   After(base, deps...)  base itself (ordering only)
-//   Load(addr[, alt, gate]), Store(addr, value[, gate])
+//   Load(addr[, alt, gate]), Store(addr, value[, gate])   a gate with k lanes masks each lane
 //   Range(bound)          opens a loop 0..bound-1 (the Range value is the loop variable)
 //   End(body, range)      closes that loop
 //   elementwise ops       Add Mul Max CDiv CMod CmpLt CmpNe CmpEq CmpGt CmpGe CmpLe Xor Or And
 //                         Shr Shl Where Neg Sub Div Recip Trunc Not Sqrt Exp2 Log2 Sin Pow
 //                         Mulacc Cast Bitcast, on bool/int/index/float32/float64 values;
-//                         float16 and bfloat16 only appear in Load/Store/Cast.
+//                         float16 and bfloat16 only appear in Load/Store/Cast/Where.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,6 +51,9 @@ struct CpuTarget {
   int cores = 1;                // THREAD split width (all cores)
   int vector_bits = 128;        // widest SIMD register
   bool has_f16c = false;        // hardware float32 <-> float16 conversion
+  // Vector math library the renderer may call for exp2/log2/sin/pow in vectorized loops:
+  // "libmvec-avx512", "libmvec-avx2" (glibc's libmvec), or "" (scalar libm calls only).
+  std::string vector_math;
 
   // Identifies everything that changes generated code (part of kernel cache keys).
   std::string key() const;
@@ -76,26 +84,28 @@ struct Opt {
 };
 
 struct LowerOptions {
-  bool optimize = true;         // run the heuristic optimizer (false: as scheduled, one thread)
+  bool optimize = true;  // run the heuristic optimizer (false: as scheduled, one thread)
   // When set, exactly these opts are applied in order (axis = Range id of the AST) instead of
   // the heuristic; for tests, BEAM search and forced kernel options.
   std::optional<std::vector<Opt>> opts;
-  bool allow_threads = true;    // allow a THREAD split across the target's cores
+  bool allow_threads = true;  // allow a THREAD split across the target's cores
   int64_t min_ops_per_thread = 1 << 16;
+  bool simplify = true;  // run the symbolic simplifier over index math
   // Called after each stage with its name and the graph ("ast", "optimized", "expanded",
-  // "reduce", "isel", "linear"); SN_DEBUG printing hooks in here.
+  // "simplified", "reduce", "isel", "linear"); SN_DEBUG printing hooks in here.
   std::function<void(std::string_view stage, const UOp* root)> on_stage;
 };
 
 struct LoweredKernel {
-  std::string name;       // readable name, e.g. "r_256_2_16_4_64" (not unique)
+  std::string name;  // readable name, e.g. "r_256_2_16_4_64" (not unique)
+  CpuTarget target;  // what it was lowered for
   const UOp* ast = nullptr;
-  const UOp* linear = nullptr;  // Linear(...)
-  std::vector<KernelParam> params;  // sorted by slot; slots are dense 0..n-1
-  std::vector<KernelVar> vars;      // sorted by name; vars[i] is the i-th launch value
-  int64_t threads = 1;              // launch core_id = 0..threads-1
-  std::vector<std::string> applied_opts;  // "THREAD(0,2)", "UPCAST(1,4)", ...
-  uint64_t key = 0;  // content hash of the AST + target + options (cache key)
+  const UOp* linear = nullptr;                             // Linear(...)
+  std::vector<KernelParam> params;                         // sorted by slot; slots are dense 0..n-1
+  std::vector<KernelVar> vars;                             // sorted by name; vars[i] is the i-th launch value
+  int64_t threads = 1;                                     // launch core_id = 0..threads-1
+  std::vector<std::string> applied_opts;                   // "THREAD(0,2)", "UPCAST(1,4)", ...
+  uint64_t key = 0;                                        // content hash of the AST + target + options (cache key)
   std::vector<std::pair<std::string, const UOp*>> stages;  // graph after each stage
 };
 
@@ -111,9 +121,13 @@ std::string linear_str(const UOp* linear);
 
 // ---- the stages, for tests and for other backends -----------------------------------------
 // Each takes and returns a Sink.
-const UOp* expand_kernel(Graph& g, const UOp* sink);       // UPCAST/UNROLL copies, THREAD -> Special
-const UOp* lower_reduces(Graph& g, const UOp* sink);       // Reduce -> accumulators
-const UOp* select_instructions(Graph& g, const UOp* sink); // isel
-const UOp* linearize(Graph& g, const UOp* sink);           // -> Linear
+const UOp* expand_kernel(Graph& g, const UOp* sink);  // UPCAST/UNROLL copies, THREAD -> Special
+// One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
+// or nullptr when the store's address is not contiguous along it.
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range);
+const UOp* simplify_indices(Graph& g, const UOp* sink);     // symbolic simplification of index math
+const UOp* lower_reduces(Graph& g, const UOp* sink);        // Reduce -> accumulators
+const UOp* select_instructions(Graph& g, const UOp* sink);  // isel
+const UOp* linearize(Graph& g, const UOp* sink);            // -> Linear
 
 }  // namespace sn

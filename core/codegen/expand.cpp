@@ -1,11 +1,15 @@
-// Expand: UPCAST and UNROLL ranges become unrolled copies, THREAD ranges become the core index.
-// The copies are plain substitutions of the range by each constant; hash-consing shares every
-// node that does not depend on the range (a matmul's A load is shared by the copies that walk
-// B's columns), so LLVM's SLP vectorizer sees a register tile of independent scalar chains.
+// Expand: UPCAST and UNROLL ranges become unrolled code, THREAD ranges become the core index.
+//  - One UPCAST range per store along which the store is contiguous becomes vector lanes: every
+//    node that depends on it gets a vector dtype (<k x T>); loads along it become vector loads
+//    (masked where a pad's gate differs per lane), other loads one scalar load per lane.
+//  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
+//    range by each constant. Hash-consing shares every node that does not depend on the range
+//    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
 #include <unordered_map>
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
+#include "core/symbolic/symbolic.h"
 
 namespace sn {
 
@@ -18,9 +22,14 @@ std::vector<std::unordered_map<const UOp*, const UOp*>> combos(Graph& g, const s
   std::vector<std::unordered_map<const UOp*, const UOp*>> out(1);
   for (const UOp* r : ranges) {
     int64_t n = const_bound(r);
-    if (n < 1) fail(Code::InvalidArg, "expand: ", axis_type_name(r->as<RangeArg>().type), " range ", r->as<RangeArg>().id,
-                    " needs a constant positive bound");
-    if (n > 256) fail(Code::InvalidArg, "expand: ", axis_type_name(r->as<RangeArg>().type), " range of ", n, " is too large to unroll");
+    if (n < 1)
+      fail(Code::InvalidArg, "expand: ", axis_type_name(r->as<RangeArg>().type), " range ", r->as<RangeArg>().id,
+           " needs a constant positive bound");
+    if (n > 256)
+      fail(Code::InvalidArg, "expand: ", axis_type_name(r->as<RangeArg>().type), " range of ", n,
+           " is too large to unroll");
+    if (int64_t(out.size()) * n > 4096)
+      fail(Code::InvalidArg, "expand: more than 4096 unrolled copies (", out.size(), " x ", n, ")");
     std::vector<std::unordered_map<const UOp*, const UOp*>> next;
     for (auto& m : out)
       for (int64_t c = 0; c < n; c++) {
@@ -45,7 +54,111 @@ const UOp* fold(Graph& g, Op op, const std::vector<const UOp*>& vals) {
   return cur[0];
 }
 
+// Rebuilds a store with range u (bound k) as vector lanes.
+class Vectorizer {
+ public:
+  Vectorizer(Graph& g, const UOp* u, int k)
+      : g_(g), u_(u), k_(k), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) { return rebuild(x, s); }) {}
+
+  // nullptr when the store cannot be vectorized along u (its address is not contiguous).
+  const UOp* store(const UOp* s) {
+    if (!contiguous(s->src(0)->src(1))) return nullptr;
+    return rb_.get(s);
+  }
+
+  // idx(u = c) == idx(u = 0) + c for every lane c.
+  bool contiguous(const UOp* idx) {
+    const UOp* neg_base = g_.alu(Op::Mul, lane(idx, 0), g_.cint(-1, idx->dtype));
+    std::vector<int> order{1, k_ - 1};  // the likely failures first
+    for (int c = 2; c < k_ - 1; c++) order.push_back(c);
+    for (int c : order) {
+      const UOp* d = simplify(g_, g_.alu(Op::Add, lane(idx, c), neg_base));
+      if (!(d->op == Op::Const && d->const_int() == c)) return false;
+    }
+    return true;
+  }
+
+ private:
+  const UOp* lane(const UOp* x, int c) { return substitute_nodes(g_, x, {{u_, g_.cint(c, u_->dtype)}}); }
+
+  bool vec(const UOp* x) const { return x->dtype.lanes > 1; }
+  const UOp* bcast(const UOp* x) {
+    if (vec(x)) return x;
+    std::vector<const UOp*> lanes(size_t(k_), x);
+    return g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes);
+  }
+  // The original node computed lane by lane (scalar ops), gathered into a vector.
+  const UOp* per_lane(const UOp* x) {
+    std::vector<const UOp*> lanes;
+    for (int c = 0; c < k_; c++) lanes.push_back(lane(x, c));
+    return g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes);
+  }
+  const UOp* vector_address(const UOp* index) {
+    const UOp* base = lane(index->src(1), 0);
+    DType p = index->dtype;
+    return g_.make(Op::Index, p.base().vec(uint16_t(k_)).as_ptr(p.addrspace), {index->src(0), base});
+  }
+
+  const UOp* rebuild(const UOp* x, std::span<const UOp* const> s) {
+    if (x == u_) {
+      std::vector<const UOp*> lanes;
+      for (int c = 0; c < k_; c++) lanes.push_back(g_.cint(c, u_->dtype));
+      return g_.make(Op::Vectorize, u_->dtype.vec(uint16_t(k_)), lanes);
+    }
+    bool any = false;
+    for (const UOp* y : s) any = any || vec(y);
+    // a load or store whose address moves with the lanes (the Index itself stays scalar-typed)
+    if ((x->op == Op::Load || x->op == Op::Store) && s[0]->op == Op::Index && vec(s[0]->src(1))) any = true;
+    if (!any) return g_.replace_src(x, s);
+    DType vdt = x->dtype.vec(uint16_t(k_));
+    switch (x->op) {
+      case Op::Index:
+        return g_.replace_src(x, s);  // only read by the Load/Store above it
+      case Op::Load: {
+        const UOp* addr = x->src(0);
+        bool addr_vec = vec(s[0]->src(1));
+        if (!addr_vec || !contiguous(addr->src(1))) return per_lane(x);
+        std::vector<const UOp*> src{vector_address(addr)};
+        if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector
+          src.push_back(bcast(s[1]));
+          src.push_back(s[2]);
+        }
+        return g_.make(Op::Load, vdt, src, x->arg, x->tag);
+      }
+      case Op::Store: {
+        std::vector<const UOp*> src{vector_address(x->src(0)), bcast(s[1])};
+        if (x->nsrc() == 3) src.push_back(s[2]);
+        return g_.make(Op::Store, x->dtype, src, x->arg, x->tag);
+      }
+      case Op::Reduce:
+        return g_.make(Op::Reduce, s[0]->dtype, s, x->arg, x->tag);
+      case Op::Cast:
+      case Op::Bitcast:
+        return g_.make(x->op, vdt, {s[0]}, vdt);
+      case Op::Threefry:
+        return per_lane(x);  // scalar-only composition
+      default:
+        break;
+    }
+    if (!is_elementwise(x->op)) fail(Code::Internal, "vectorize: ", op_name(x->op), " depends on the vector axis");
+    std::vector<const UOp*> src;
+    for (const UOp* y : s) src.push_back(bcast(y));
+    return g_.make(x->op, vdt, src, x->arg, x->tag);
+  }
+
+  Graph& g_;
+  const UOp* u_;
+  int k_;
+  Rebuilder rb_;
+};
+
 }  // namespace
+
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range) {
+  int64_t k = const_bound(range);
+  if (k < 2 || k > 64) return nullptr;
+  return Vectorizer(g, range, int(k)).store(store);
+}
 
 const UOp* expand_kernel(Graph& g, const UOp* sink) {
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first.
@@ -62,12 +175,21 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
   });
   sink = unroll.get(sink);
 
-  // 2. UPCAST: every store is copied once per value of the upcast ranges it uses.
+  // 2. UPCAST: a store becomes vector lanes along the first upcast range it walks contiguously
+  //    (by id: the optimizer upcasts that axis first), then is copied once per value of the
+  //    other upcast ranges it uses.
   std::vector<const UOp*> stores;
   for (const UOp* s : sink->src()) {
     std::vector<const UOp*> up;
     for (const UOp* r : ranges_of(s))
       if (is_type(r, AxisType::Upcast)) up.push_back(r);
+    for (size_t i = 0; i < up.size(); i++) {
+      const UOp* vs = vectorize_store(g, s, up[i]);
+      if (!vs) continue;
+      s = vs;
+      up.erase(up.begin() + long(i));
+      break;
+    }
     if (up.empty()) {
       stores.push_back(s);
       continue;

@@ -4,14 +4,25 @@
 //  - float16 / bfloat16 math runs in float32 and is rounded back after every op (exactly the
 //    rounding of native half arithmetic: float32 holds every half sum/product exactly enough).
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
+//  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
+#include <unordered_set>
+
 #include "core/codegen/codegen.h"
 #include "core/rewrite/pattern.h"
+#include "core/tensor/compose.h"
 
 namespace sn {
 
 namespace {
 
 bool is_half(DType dt) { return !dt.ptr && (dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16); }
+
+// An integer constant of dt (a Vectorize of it for vector dtypes).
+const UOp* int_like(Graph& g, int64_t v, DType dt) {
+  if (dt.lanes == 1) return g.cint(v, dt);
+  std::vector<const UOp*> lanes(dt.lanes, g.cint(v, dt.base()));
+  return g.make(Op::Vectorize, dt, lanes);
+}
 
 const UOp* floor_divmod(const Match& m) {
   Graph& g = m.g;
@@ -26,7 +37,7 @@ const UOp* floor_divmod(const Match& m) {
   if (ma.hi <= 0 && mb.hi < 0) return g.make(cop, u->dtype, {a, b});
   const UOp* q = g.make(Op::CDiv, u->dtype, {a, b});
   const UOp* r = g.make(Op::CMod, u->dtype, {a, b});
-  const UOp* zero = g.cint(0, u->dtype);
+  const UOp* zero = int_like(g, 0, u->dtype);
   // The remainder is nonzero and its sign differs from the divisor's: step toward -inf.
   const UOp* fix;
   if (mb.lo > 0) {
@@ -37,7 +48,7 @@ const UOp* floor_divmod(const Match& m) {
     fix = g.alu(Op::And, g.alu(Op::CmpNe, r, zero),
                 g.alu(Op::CmpNe, g.alu(Op::CmpLt, r, zero), g.alu(Op::CmpLt, b, zero)));
   }
-  if (div) return g.alu(Op::Where, fix, g.alu(Op::Sub, q, g.cint(1, u->dtype)), q);
+  if (div) return g.alu(Op::Where, fix, g.alu(Op::Sub, q, int_like(g, 1, u->dtype)), q);
   return g.alu(Op::Where, fix, g.alu(Op::Add, r, b), r);
 }
 
@@ -50,8 +61,8 @@ const UOp* half_in_float(const Match& m) {
   for (const UOp* s : u->src()) any = any || is_half(s->dtype);
   if (!any) return nullptr;
   std::vector<const UOp*> srcs;
-  for (const UOp* s : u->src()) srcs.push_back(is_half(s->dtype) ? g.cast(s, dtypes::float32) : s);
-  DType out = is_half(u->dtype) ? dtypes::float32 : u->dtype;
+  for (const UOp* s : u->src()) srcs.push_back(is_half(s->dtype) ? g.cast(s, dtypes::float32.vec(s->dtype.lanes)) : s);
+  DType out = is_half(u->dtype) ? dtypes::float32.vec(u->dtype.lanes) : u->dtype;
   const UOp* f = g.make(u->op, out, srcs, u->arg);
   return is_half(u->dtype) ? g.cast(f, u->dtype) : f;
 }
@@ -59,9 +70,21 @@ const UOp* half_in_float(const Match& m) {
 const PatternMatcher& isel_rules() {
   static const PatternMatcher pm({
       {Pat::ops({Op::Idiv, Op::Mod}), floor_divmod, "floor_to_c"},
-      {Pat::ops({Op::Add, Op::Max}).dtype({dtypes::bool_}),
+      {Pat::op(Op::Threefry),
+       [](const Match& m) -> const UOp* {
+         const UOp* r = threefry(m.g, m.root->src(0), m.root->src(1));
+         // Everything the composition added must be scalar elementwise math.
+         std::unordered_set<const UOp*> own;
+         for (const UOp* u : toposort(m.root->src())) own.insert(u);
+         for (const UOp* u : toposort(r))
+           if (!own.count(u) && !is_elementwise(u->op) && u->op != Op::Const)
+             fail(Code::Internal, "isel: Threefry expanded to ", op_name(u->op));
+         return r;
+       },
+       "threefry"},
+      {Pat::ops({Op::Add, Op::Max}).dtype_if([](DType d) { return d.scalar == Scalar::Bool; }),
        [](const Match& m) { return m.g.alu(Op::Or, m.root->src(0), m.root->src(1)); }, "bool_add"},
-      {Pat::op(Op::Mul).dtype({dtypes::bool_}),
+      {Pat::op(Op::Mul).dtype_if([](DType d) { return d.scalar == Scalar::Bool; }),
        [](const Match& m) { return m.g.alu(Op::And, m.root->src(0), m.root->src(1)); }, "bool_mul"},
       {Pat::op(Op::Trunc, {Pat::var("x")}).dtype_if([](DType d) { return d.is_int(); }),
        [](const Match& m) { return m["x"]; }, "int_trunc"},
@@ -81,8 +104,6 @@ const UOp* select_instructions(Graph& g, const UOp* sink) {
     DType d = u->dtype.ptr ? u->dtype.base() : u->dtype;
     if (d.scalar == Scalar::Fp8E4M3 || d.scalar == Scalar::Fp8E5M2)
       fail(Code::Unsupported, "codegen: ", d.name(), " is not supported by the CPU backend (", op_name(u->op), ")");
-    if (u->op == Op::Threefry) fail(Code::Unsupported, "codegen: Threefry is not lowered yet");
-    if (d.lanes != 1) fail(Code::Unsupported, "codegen: vector dtype ", d.name(), " in a kernel AST");
   }
   return graph_rewrite(g, sink, isel_rules());
 }

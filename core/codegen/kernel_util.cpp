@@ -115,30 +115,77 @@ bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& en
       for (const UOp* s : u->src())
         if (!val.count(s)) return false;
       switch (u->op) {
-        case Op::Add: v = in(0) + in(1); break;
-        case Op::Sub: v = in(0) - in(1); break;
-        case Op::Mul: v = in(0) * in(1); break;
-        case Op::Neg: v = -in(0); break;
-        case Op::Max: v = std::max(in(0), in(1)); break;
-        case Op::Idiv: v = in(1) == 0 ? 0 : floordiv64(in(0), in(1)); break;
-        case Op::Mod: v = in(1) == 0 ? 0 : in(0) - floordiv64(in(0), in(1)) * in(1); break;
-        case Op::CDiv: v = in(1) == 0 ? 0 : in(0) / in(1); break;
-        case Op::CMod: v = in(1) == 0 ? 0 : in(0) % in(1); break;
-        case Op::And: v = in(0) & in(1); break;
-        case Op::Or: v = in(0) | in(1); break;
-        case Op::Xor: v = in(0) ^ in(1); break;
-        case Op::Shl: v = in(1) >= 0 && in(1) < 63 ? int64_t(uint64_t(in(0)) << in(1)) : 0; break;
-        case Op::Shr: v = in(1) >= 0 && in(1) < 63 ? in(0) >> in(1) : 0; break;
-        case Op::CmpLt: v = in(0) < in(1); break;
-        case Op::CmpNe: v = in(0) != in(1); break;
-        case Op::CmpEq: v = in(0) == in(1); break;
-        case Op::CmpGt: v = in(0) > in(1); break;
-        case Op::CmpGe: v = in(0) >= in(1); break;
-        case Op::CmpLe: v = in(0) <= in(1); break;
-        case Op::Not: v = in(0) == 0; break;
-        case Op::Where: v = in(0) ? in(1) : in(2); break;
-        case Op::Cast: v = in(0); break;
-        default: return false;
+        case Op::Add:
+          v = in(0) + in(1);
+          break;
+        case Op::Sub:
+          v = in(0) - in(1);
+          break;
+        case Op::Mul:
+          v = in(0) * in(1);
+          break;
+        case Op::Neg:
+          v = -in(0);
+          break;
+        case Op::Max:
+          v = std::max(in(0), in(1));
+          break;
+        case Op::Idiv:
+          v = in(1) == 0 ? 0 : floordiv64(in(0), in(1));
+          break;
+        case Op::Mod:
+          v = in(1) == 0 ? 0 : in(0) - floordiv64(in(0), in(1)) * in(1);
+          break;
+        case Op::CDiv:
+          v = in(1) == 0 ? 0 : in(0) / in(1);
+          break;
+        case Op::CMod:
+          v = in(1) == 0 ? 0 : in(0) % in(1);
+          break;
+        case Op::And:
+          v = in(0) & in(1);
+          break;
+        case Op::Or:
+          v = in(0) | in(1);
+          break;
+        case Op::Xor:
+          v = in(0) ^ in(1);
+          break;
+        case Op::Shl:
+          v = in(1) >= 0 && in(1) < 63 ? int64_t(uint64_t(in(0)) << in(1)) : 0;
+          break;
+        case Op::Shr:
+          v = in(1) >= 0 && in(1) < 63 ? in(0) >> in(1) : 0;
+          break;
+        case Op::CmpLt:
+          v = in(0) < in(1);
+          break;
+        case Op::CmpNe:
+          v = in(0) != in(1);
+          break;
+        case Op::CmpEq:
+          v = in(0) == in(1);
+          break;
+        case Op::CmpGt:
+          v = in(0) > in(1);
+          break;
+        case Op::CmpGe:
+          v = in(0) >= in(1);
+          break;
+        case Op::CmpLe:
+          v = in(0) <= in(1);
+          break;
+        case Op::Not:
+          v = in(0) == 0;
+          break;
+        case Op::Where:
+          v = in(0) ? in(1) : in(2);
+          break;
+        case Op::Cast:
+          v = in(0);
+          break;
+        default:
+          return false;
       }
     }
     val[u] = v;
@@ -161,15 +208,22 @@ int64_t const_bound(const UOp* range) {
 }
 
 const UOp* reduce_identity(Graph& g, Op op, DType dt) {
+  if (dt.lanes > 1) {
+    std::vector<const UOp*> lanes(dt.lanes, reduce_identity(g, op, dt.base()));
+    return g.make(Op::Vectorize, dt, lanes);
+  }
   dt = dt.base();
   switch (op) {
-    case Op::Add: return g.cint(0, dt);
-    case Op::Mul: return dt.is_float() ? g.cfloat(1.0, dt) : g.cint(1, dt);
+    case Op::Add:
+      return g.cint(0, dt);
+    case Op::Mul:
+      return dt.is_float() ? g.cfloat(1.0, dt) : g.cint(1, dt);
     case Op::Max:
       if (dt.is_float()) return g.cfloat(-std::numeric_limits<double>::infinity(), dt);
       if (dt.is_bool()) return g.cbool(false);
       return g.make(Op::Const, dt, {}, int64_t(dt.int_min()));
-    default: fail(Code::InvalidArg, "Reduce: op must be Add, Max or Mul, got ", op_name(op));
+    default:
+      fail(Code::InvalidArg, "Reduce: op must be Add, Max or Mul, got ", op_name(op));
   }
 }
 

@@ -40,7 +40,8 @@ class Linearizer {
   const UOp* run() {
     for (const UOp* u : topo_) {
       if (u->op == Op::Reduce) fail(Code::Internal, "linearize: Reduce left in the kernel (lower_reduces runs first)");
-      if (u->op == Op::End && u->nsrc() != 2) fail(Code::Unsupported, "linearize: End closing ", u->nsrc() - 1, " ranges");
+      if (u->op == Op::End && u->nsrc() != 2)
+        fail(Code::Unsupported, "linearize: End closing ", u->nsrc() - 1, " ranges");
       if (u->op == Op::Range) ranges_.push_back(u);
     }
     compute_depth();
@@ -127,8 +128,8 @@ class Linearizer {
       if (it == earlier.end()) continue;
       for (const UOp* q : it->second)
         if (!is_ancestor_or_self(q, parent))
-          fail(Code::Unsupported, "linearize: range ", r->as<RangeArg>().id, " is used with ranges ", q->as<RangeArg>().id,
-               " and ", parent->as<RangeArg>().id, " that are not nested loops");
+          fail(Code::Unsupported, "linearize: range ", r->as<RangeArg>().id, " is used with ranges ",
+               q->as<RangeArg>().id, " and ", parent->as<RangeArg>().id, " that are not nested loops");
     }
   }
 

@@ -67,7 +67,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     group_of[u] = chosen;
   }
 
-  std::unordered_set<const UOp*> claimed;  // ranges already looped over by a lowered group
+  std::unordered_set<const UOp*> claimed;             // ranges already looped over by a lowered group
   std::unordered_map<const UOp*, const UOp*> result;  // original Reduce -> its accumulator read
   Rebuilder* self = nullptr;
 
@@ -96,7 +96,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       const UOp* m = gr.members[i];
       Op op = m->as<ReduceArg>().op;
       DType dt = m->dtype;
-      DType acc_dt = is_half(dt) ? dtypes::float32 : dt;  // half sums accumulate in float32
+      DType acc_dt = is_half(dt) ? dtypes::float32.vec(dt.lanes) : dt;  // half sums accumulate in float32
       const UOp* v = values[i];
       if (acc_dt != dt) v = g.cast(v, acc_dt);
       const UOp* acc = g.make(Op::Buffer, acc_dt, {}, BufferArg{next_buf++, 1, Device{}, AddrSpace::Reg});
@@ -105,7 +105,8 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       std::vector<const UOp*> a0src{acc};
       a0src.insert(a0src.end(), outer.begin(), outer.end());
       const UOp* a0 = outer.empty() ? acc : g.make(Op::After, acc_dt, a0src);
-      const UOp* init = g.make(Op::Store, dtypes::void_, {g.make(Op::Index, ptr, {a0, zero}), reduce_identity(g, op, acc_dt)});
+      const UOp* init =
+          g.make(Op::Store, dtypes::void_, {g.make(Op::Index, ptr, {a0, zero}), reduce_identity(g, op, acc_dt)});
       std::vector<const UOp*> a1src{acc, init};
       a1src.insert(a1src.end(), ranges.begin(), ranges.end());
       const UOp* slot = g.make(Op::Index, ptr, {g.make(Op::After, acc_dt, a1src), zero});

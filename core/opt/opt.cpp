@@ -69,7 +69,8 @@ const UOp* apply_opt(Graph& g, const UOp* sink, const Opt& opt) {
   if (!r) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", opt.axis);
   int64_t n = const_bound(r);
   if (n <= 0) fail(Code::InvalidArg, opt_str(opt), ": range ", opt.axis, " has no constant positive bound");
-  if (opt.amount < 1 || n % opt.amount != 0)
+  bool ceil_split = opt.op == OptOp::Thread && opt.amount >= 1 && n % opt.amount != 0 && n >= opt.amount;
+  if (opt.amount < 1 || (n % opt.amount != 0 && !ceil_split))
     fail(Code::InvalidArg, opt_str(opt), ": ", opt.amount, " does not divide the bound ", n);
   AxisType type = r->as<RangeArg>().type;
   std::vector<const UOp*> loops, reduces;
@@ -80,18 +81,28 @@ const UOp* apply_opt(Graph& g, const UOp* sink, const Opt& opt) {
          ", range ", opt.axis, " is a ", is_reduce ? "reduce" : "loop", " axis");
   if (opt.amount == 1) return sink;
   int64_t part_id = max_range_id(sink) + 1;
-  int64_t rest_n = n / opt.amount;
-  const UOp* rest = rest_n > 1 ? make_range(g, g.cint(rest_n), opt.axis, type) : nullptr;
   const UOp* part = nullptr;
   const UOp* expr = nullptr;
-  if (opt.op == OptOp::Thread) {
+  const UOp* rest = nullptr;
+  if (ceil_split) {
+    // Thread t runs rest = min(c, n - t*c) iterations from t*c (c = ceil(n/amount)).
+    int64_t c = (n + opt.amount - 1) / opt.amount;
     part = make_range(g, g.cint(opt.amount), part_id, AxisType::Thread);
-    expr = g.alu(Op::Mul, part, g.cint(rest_n));
-    if (rest) expr = g.alu(Op::Add, expr, rest);
+    const UOp* left = g.alu(Op::Add, g.cint(n), g.alu(Op::Mul, part, g.cint(-c)));
+    rest = make_range(g, g.alu(Op::Where, g.alu(Op::CmpLt, left, g.cint(c)), left, g.cint(c)), opt.axis, type);
+    expr = g.alu(Op::Add, g.alu(Op::Mul, part, g.cint(c)), rest);
   } else {
-    part = make_range(g, g.cint(opt.amount), part_id, opt.op == OptOp::Upcast ? AxisType::Upcast : AxisType::Unroll);
-    expr = part;
-    if (rest) expr = g.alu(Op::Add, g.alu(Op::Mul, rest, g.cint(opt.amount)), part);
+    int64_t rest_n = n / opt.amount;
+    if (rest_n > 1) rest = make_range(g, g.cint(rest_n), opt.axis, type);
+    if (opt.op == OptOp::Thread) {
+      part = make_range(g, g.cint(opt.amount), part_id, AxisType::Thread);
+      expr = g.alu(Op::Mul, part, g.cint(rest_n));
+      if (rest) expr = g.alu(Op::Add, expr, rest);
+    } else {
+      part = make_range(g, g.cint(opt.amount), part_id, opt.op == OptOp::Upcast ? AxisType::Upcast : AxisType::Unroll);
+      expr = part;
+      if (rest) expr = g.alu(Op::Add, g.alu(Op::Mul, rest, g.cint(opt.amount)), part);
+    }
   }
   std::vector<const UOp*> repl;
   if (rest) repl.push_back(rest);
@@ -237,18 +248,19 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
     res.applied.push_back(o);
   };
 
-  // 2. Register tiles for reduces whose loads are reused across output axes (matmul, conv):
-  //    upcast the contiguous output axis to a vector width and one other reused axis by 4.
+  // 2. Register tiles for reduces whose loads are reused across output axes (matmul, conv).
+  //    The innermost output axis, when loads walk it contiguously, becomes vector lanes (two
+  //    vector registers wide when it divides); then the output axis whose copies share the most
+  //    load work (a vector load counts as a vector's worth) is unrolled, keeping the
+  //    accumulators within 16 vector registers (half the AVX-512 file: the rest hold operands).
   if (!reduces.empty() && !loops.empty()) {
     topo = toposort(sink);
     OpenRanges open(topo);
     env = var_env(sink);
-    std::vector<const UOp*> rloads;
-    std::vector<const UOp*> rr;
+    std::vector<const UOp*> rr, rloads;
     {
-      std::vector<const UOp*> l2, r2;
-      classify_ranges(sink, &l2, &r2);
-      rr = r2;
+      std::vector<const UOp*> l2;
+      classify_ranges(sink, &l2, &rr);
     }
     for (const UOp* u : topo)
       if (u->op == Op::Load) {
@@ -259,35 +271,52 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
     int elem_bits = 32;
     for (const UOp* u : topo)
       if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
-    int64_t vec = std::max<int64_t>(4, target.vector_bits / elem_bits);
-    int64_t budget = 64;
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / elem_bits);  // lanes per vector register
     int64_t nloops = int64_t(loops_in_order.size());
-    for (int64_t pos = nloops - 1; pos >= 0; pos--) {
-      const UOp* r = range_by_id(sink, pos);
-      if (!r) continue;
-      int64_t n = const_bound(r);
+    // 2a. vector lanes along the innermost axis
+    const UOp* inner = nloops > 0 ? range_by_id(sink, nloops - 1) : nullptr;
+    const UOp* vec_axis = nullptr;
+    int64_t vregs = 1;  // vector registers per accumulator row
+    if (inner) {
       bool reused = false, contiguous = false;
       for (const UOp* l : rloads) {
-        if (!open.contains(l, r)) reused = true;
+        if (!open.contains(l, inner)) reused = true;
         const UOp* idx = address_index(l->src(0));
-        if (idx && open.contains(l, r))
-          if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
+        if (idx && open.contains(l, inner))
+          if (auto st = stride_of(idx, inner, env); st && *st == 1) contiguous = true;
       }
-      if (!reused || n <= 1) continue;
-      if (pos == nloops - 1 && contiguous) {
-        int64_t amt = div_amount(n, {vec, vec / 2, 4});
-        if (amt && amt <= budget) {
-          apply({OptOp::Upcast, pos, amt});
-          budget /= amt;
+      int64_t n = const_bound(inner);
+      int64_t amt = reused && contiguous && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
+      if (amt) {
+        apply({OptOp::Upcast, nloops - 1, amt});
+        vec_axis = inner;
+        vregs = (amt + vw - 1) / vw;
+      }
+    }
+    // 2b. one more output axis, unrolled into copies that share loads
+    const UOp* best = nullptr;
+    int64_t best_score = 0;
+    for (int64_t pos = nloops - 1; pos >= 0; pos--) {
+      const UOp* r = range_by_id(sink, pos);
+      if (!r || (vec_axis && pos == nloops - 1) || const_bound(r) <= 1) continue;
+      int64_t score = 0;
+      for (const UOp* l : rloads)
+        if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
+      if (score > best_score) best = r, best_score = score;
+    }
+    if (best) {
+      int64_t limit = std::max<int64_t>(1, 16 / vregs);
+      std::vector<int64_t> choices;
+      for (int64_t c : {8, 4, 2})
+        if (c <= limit) choices.push_back(c);
+      int64_t n = const_bound(best);
+      int64_t amt = 0;
+      for (int64_t c : choices)
+        if (n >= c && n % c == 0) {
+          amt = c;
+          break;
         }
-        continue;
-      }
-      int64_t amt = div_amount(n, {4, 2});
-      if (amt && amt <= budget) {
-        apply({OptOp::Upcast, pos, amt});
-        budget /= amt;
-        break;  // one more axis is enough
-      }
+      if (amt) apply({OptOp::Upcast, best->as<RangeArg>().id, amt});
     }
   }
 
@@ -313,6 +342,17 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
         apply({OptOp::Thread, pos, t});
         res.threads = t;
         break;
+      }
+      // No axis divides evenly: the outermost shared one gets uneven chunks (the last is shorter).
+      for (int64_t pos = 0; res.threads == 1 && pos < int64_t(loops_in_order.size()); pos++) {
+        const UOp* r = range_by_id(sink, pos);
+        if (!r) continue;
+        int64_t n = const_bound(r);
+        bool all = true;
+        for (const UOp* s : sink->src()) all = all && open.contains(s, r);
+        if (!all || n < 4 * t) continue;
+        apply({OptOp::Thread, pos, t});
+        res.threads = t;
       }
     }
   }

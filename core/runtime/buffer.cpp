@@ -67,8 +67,8 @@ void Buffer::copy_out(void* dst, size_t bytes) const {
 std::shared_ptr<Buffer> Buffer::view(int64_t elem_offset, std::vector<int64_t> shape) const {
   int64_t n = checked_numel(shape, "buffer view");
   if (elem_offset < 0 || elem_offset > numel_ || n > numel_ - elem_offset)
-    fail(Code::InvalidArg, "buffer view: ", format_dims(shape), " at element ", elem_offset,
-         " does not fit in ", str());
+    fail(Code::InvalidArg, "buffer view: ", format_dims(shape), " at element ", elem_offset, " does not fit in ",
+         str());
   return std::make_shared<Buffer>(storage_, offset_ + size_t(elem_offset) * size_t(dtype_.itemsize()), dtype_,
                                   std::move(shape));
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +22,9 @@ inline constexpr size_t kBufferAlignment = 64;
 // One allocation. Created by ComputeDevice::allocate; freed when the last reference goes.
 class Storage {
  public:
-  Storage(std::shared_ptr<ComputeDevice> device, void* ptr, size_t bytes, void (*free_fn)(void*))
-      : device_(std::move(device)), ptr_(ptr), bytes_(bytes), free_(free_fn) {}
+  // `release` frees ptr when the last reference goes (nullptr: memory the Storage does not own).
+  Storage(std::shared_ptr<ComputeDevice> device, void* ptr, size_t bytes, std::function<void(void*)> release)
+      : device_(std::move(device)), ptr_(ptr), bytes_(bytes), free_(std::move(release)) {}
   ~Storage() {
     if (free_) free_(ptr_);
   }
@@ -39,7 +41,7 @@ class Storage {
   std::shared_ptr<ComputeDevice> device_;
   void* ptr_;
   size_t bytes_;
-  void (*free_)(void*);
+  std::function<void(void*)> free_;
 };
 
 // A typed, shaped, row-major contiguous window of a Storage: numel() elements of `dtype` starting

@@ -70,15 +70,15 @@ class Program {
   std::shared_ptr<ComputeDevice> device;
   std::vector<ProgramBuffer> buffers;
   std::vector<Launch> launches;
-  std::vector<KernelVar> vars;        // every launch-time variable of the program, sorted by name
-  std::vector<TensorSpec> inputs;     // in the caller's order
-  std::vector<int> input_slots;       // caller's input i -> schedule input number (ProgramBuffer::index)
-  std::vector<TensorSpec> outputs;    // in output order
-  size_t arena_bytes = 0;             // one allocation for every intermediate
-  size_t unshared_bytes = 0;          // what the intermediates would take without sharing
-  uint64_t hash = 0;                  // the schedule's content hash
-  int debug = 0;                      // SN_DEBUG level it was compiled with (1+: run timings)
-  double compile_ms = 0;              // wall time of the whole pipeline
+  std::vector<KernelVar> vars;      // every launch-time variable of the program, sorted by name
+  std::vector<TensorSpec> inputs;   // in the caller's order
+  std::vector<int> input_slots;     // caller's input i -> schedule input number (ProgramBuffer::index)
+  std::vector<TensorSpec> outputs;  // in output order
+  size_t arena_bytes = 0;           // one allocation for every intermediate
+  size_t unshared_bytes = 0;        // what the intermediates would take without sharing
+  uint64_t hash = 0;                // the schedule's content hash
+  int debug = 0;                    // SN_DEBUG level it was compiled with (1+: run timings)
+  double compile_ms = 0;            // wall time of the whole pipeline
   std::shared_ptr<const std::vector<StageDump>> stages;  // kept when asked for (CompileOptions)
 
   // Every dump of `stage`, kernel by kernel under "# kernel i: name" headers; "" when the stage was

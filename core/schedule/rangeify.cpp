@@ -15,6 +15,10 @@ namespace {
 // An elementwise value reached with more distinct indexings than this in one kernel is stored
 // instead of being recomputed at each (stencils of stencils would otherwise grow without bound).
 constexpr int kMaxRecompute = 8;
+// An elementwise value inlined at several places (other indexings or other kernels) is stored
+// when computing it reads more buffers than this: each copy would read them all again, and the
+// kernels that inline it keep all those buffers alive (tinygrad's rule too).
+constexpr size_t kMaxInlineReads = 3;
 
 bool is_pass_through(Op op) { return op == Op::Detach || op == Op::ContiguousBackward || op == Op::Contiguous; }
 
@@ -144,6 +148,7 @@ class Lowerer {
     const UOp* pad_valid = nullptr;  // Pad: the point lies inside the placed source
     const UOp* part = nullptr;       // size-splitting Bitcast: which piece of the source element
     bool empty = false;              // Reduce over zero elements, Pad of nothing
+    bool leaf = false;               // loaded from its buffer (decided when expanded)
   };
 
   static uint64_t key(const UOp* u, int ctx) { return (uint64_t(u->id) << 32) | uint32_t(ctx); }
@@ -221,7 +226,29 @@ class Lowerer {
       if (!fresh && (it->second.first != kernel_no_ || it->second.second != k)) findings_.flag(u, Why::Duplicate);
       return;
     }
-    if (is_elementwise(u->op) && u != spec_.root && ++variants_[u] > kMaxRecompute) findings_.flag(u, Why::Recompute);
+    if (!is_elementwise(u->op) || u == spec_.root) return;
+    if (++variants_[u] > kMaxRecompute) findings_.flag(u, Why::Recompute);
+    std::vector<const UOp*> k = ctxs_[size_t(ctx)].idx;
+    k.push_back(ctxs_[size_t(ctx)].valid);
+    auto [it, fresh] = findings_.value_use.emplace(u, std::make_pair(kernel_no_, k));
+    if (!fresh && (it->second.first != kernel_no_ || it->second.second != k)) findings_.value_shared.insert(u);
+  }
+
+  // The buffers the value of a finished frame reads (up to kMaxInlineReads + 1 of them).
+  std::vector<int> reads_of(const Frame& f) {
+    std::vector<int> r;
+    if (f.leaf) {
+      r.push_back(plan_.stored_in.at(f.node));
+      return r;
+    }
+    for (const Child& c : f.children) {
+      const std::vector<int>& cr = reads_.at(key(c.node, c.ctx));
+      r.insert(r.end(), cr.begin(), cr.end());
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      if (r.size() > kMaxInlineReads) break;
+    }
+    return r;
   }
 
   void add_child(Frame& f, const UOp* node, IndexCtx c) { f.children.push_back({node, intern(std::move(c))}); }
@@ -229,7 +256,8 @@ class Lowerer {
   void expand(Frame& f) {
     const UOp* u = f.node;
     const IndexCtx c = ctxs_[size_t(f.ctx)];  // a copy: interning may grow ctxs_
-    if (is_leaf(u) || u->op == Op::Const || u->op == Op::DefineVar) return;
+    f.leaf = is_leaf(u);
+    if (f.leaf || u->op == Op::Const || u->op == Op::DefineVar) return;
     if (is_pass_through(u->op)) return add_child(f, u->src(0), c);
     if (is_index_movement(u->op)) {
       IndexCtx cc = through_movement(g_, u, c, &f.pad_valid);
@@ -308,7 +336,7 @@ class Lowerer {
   const UOp* build(const Frame& f) {
     const UOp* u = f.node;
     const IndexCtx& c = ctxs_[size_t(f.ctx)];
-    if (is_leaf(u)) return load(plan_.stored_in.at(u), *u->shape(), c);
+    if (f.leaf) return load(plan_.stored_in.at(u), *u->shape(), c);
     if (u->op == Op::Const || u->op == Op::DefineVar) return u;
     if (is_pass_through(u->op)) return value_of(f.children[0]);
     if (is_index_movement(u->op)) {
@@ -387,6 +415,9 @@ class Lowerer {
       const UOp* v = build(f);
       open_reduce_.resize(open_reduce_.size() - f.ranges.size());
       memo_.emplace(key(f.node, f.ctx), v);
+      std::vector<int> reads = reads_of(f);
+      if (reads.size() > kMaxInlineReads && !f.leaf && findings_.value_shared.count(f.node)) findings_.costly(f.node);
+      reads_.emplace(key(f.node, f.ctx), std::move(reads));
       stack.pop_back();
     }
     return memo_.at(key(root, rctx));
@@ -417,6 +448,7 @@ class Lowerer {
   std::vector<IndexCtx> ctxs_;
   std::map<std::vector<const UOp*>, int> ctx_ids_;
   std::unordered_map<uint64_t, const UOp*> memo_;
+  std::unordered_map<uint64_t, std::vector<int>> reads_;
   std::unordered_map<const UOp*, int> variants_;
   std::vector<const UOp*> loops_;
   std::vector<const UOp*> open_reduce_;

@@ -37,12 +37,13 @@ struct KernelSpec {
 enum class Why {
   Broadcast,  // a Reduce recomputed along loops it does not depend on
   Duplicate,  // a Reduce inlined at two places (another indexing or another kernel)
-  Recompute,  // an elementwise value recomputed at too many indexings
+  Recompute,  // an elementwise value inlined at too many indexings in one kernel
 };
 
 // What lowering found that forces more materialization. A flagged value is stored from then on
 // in the same round (the driver gives it a buffer and a kernel at once), so that one round does
-// not explore its body again from every place that reads it.
+// not explore its body again from every place that reads it. Costly values (inlined at several
+// places, reading many buffers) are only noted: the driver picks which of them to store.
 class Findings {
  public:
   // Records u (once, under its first reason).
@@ -51,15 +52,24 @@ class Findings {
   }
   bool flagged(const UOp* u) const { return seen_.count(u) != 0; }
   const std::vector<const UOp*>& list(Why why) const { return lists_[int(why)]; }
-  bool empty() const { return seen_.empty(); }
+  void costly(const UOp* u) {
+    if (costly_seen_.insert(u).second) costly_.push_back(u);
+  }
+  const std::vector<const UOp*>& costly() const { return costly_; }
+  bool empty() const { return seen_.empty() && costly_.empty(); }
 
   // The first place each inlined Reduce was lowered: (kernel, index context). A second,
   // different place means the reduce would be computed twice.
   std::unordered_map<const UOp*, std::pair<int, std::vector<const UOp*>>> reduce_use;
+  // The same for inlined elementwise values, and those found at a second place.
+  std::unordered_map<const UOp*, std::pair<int, std::vector<const UOp*>>> value_use;
+  std::unordered_set<const UOp*> value_shared;
 
  private:
   std::vector<const UOp*> lists_[3];
   std::unordered_set<const UOp*> seen_;
+  std::vector<const UOp*> costly_;
+  std::unordered_set<const UOp*> costly_seen_;
 };
 
 struct LoweredKernel {

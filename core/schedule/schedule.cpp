@@ -15,10 +15,14 @@
 //     would duplicate the whole reduction. (rangeify.cpp: note_use)
 //  6. An elementwise value reached with more than a few distinct indexings in one kernel is
 //     stored, so that chains of stencils do not grow their recomputation without bound.
-// Rules 4-6 are found while lowering. A flagged value is stored at once for the rest of the round
-// (so a deep chain of reductions is explored once, not once per reader). A round that flagged
-// anything is lowered again with the flags of the first rule that has any (4, else 5, else 6)
-// stored for good: whether a value is duplicated or recomputed too often is only known once the
+//  7. An elementwise value inlined at several places (other indexings, other kernels) whose
+//     computation reads more than 3 buffers is stored (tinygrad's rule): every copy would read
+//     them all, and each kernel inlining it keeps them alive. Of a chain of such values only the
+//     one read at several places is stored (store_costly).
+// Rules 4-7 are found while lowering. A value flagged by 4-6 is stored at once for the rest of the
+// round (so a deep chain of reductions is explored once, not once per reader). A round that found
+// anything is lowered again with the values of the first rule that has any (4, else 5, else 6,
+// else 7) stored for good: whether a value is duplicated or recomputed too often is only known once the
 // reductions around it are stored. The schedule comes from the first round that flags nothing;
 // each round stores at least one more value, so this ends.
 #include "core/schedule/schedule.h"
@@ -89,6 +93,30 @@ void collect_vars(const UOp* root, std::unordered_set<const UOp*>& seen, std::ve
   }
 }
 
+// Of the costly values (rule 7), stores those whose sharing is their own: a value read only by
+// one other costly value (x - m read by * c, read by exp2, read twice) is shared just because
+// its reader is, and storing the reader removes every recomputation of both.
+void store_costly(const std::vector<const UOp*>& costly, const std::unordered_map<const UOp*, const UOp*>& sole_reader,
+                  const sched::Plan& plan, std::unordered_set<const UOp*>& realized) {
+  std::unordered_set<const UOp*> is_costly(costly.begin(), costly.end());
+  for (const UOp* c : costly) {
+    const UOp* u = c;
+    bool inherited = false;
+    for (;;) {  // up through the single readers, movement ops included
+      auto it = sole_reader.find(u);
+      if (it == sole_reader.end() || it->second == nullptr) break;
+      u = it->second;
+      if (plan.stored_in.count(u) || realized.count(u)) break;
+      if (is_costly.count(u)) {
+        inherited = true;
+        break;
+      }
+      if (!is_elementwise(u->op) && !is_movement(u->op)) break;
+    }
+    if (!inherited) realized.insert(c);
+  }
+}
+
 }  // namespace
 
 Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
@@ -140,6 +168,14 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
   std::unordered_set<const UOp*> realized;
   for (const UOp* u : order)
     if (u->op == Op::Contiguous) realized.insert(u);
+  // The only node reading each node (nullptr when several do, or an output does).
+  std::unordered_map<const UOp*, const UOp*> sole_reader;
+  for (const UOp* u : order)
+    for (const UOp* src : u->src()) {
+      auto [it, fresh] = sole_reader.emplace(src, u);
+      if (!fresh && it->second != u) it->second = nullptr;
+    }
+  for (const UOp* o : outputs) sole_reader[o] = nullptr;
 
   for (size_t round = 0;; round++) {
     if (round > order.size()) fail(Code::Internal, "schedule: the materialization plan does not converge");
@@ -179,6 +215,7 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
         for (const UOp* u : findings.list(why)) realized.insert(u);
         if (realized.size() != before) break;
       }
+      if (realized.size() == before) store_costly(findings.costly(), sole_reader, plan, realized);
       if (realized.size() == before) fail(Code::Internal, "schedule: lowering flagged only values already stored");
       continue;
     }

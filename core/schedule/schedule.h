@@ -43,6 +43,7 @@ struct ScheduleBuffer {
 struct ScheduledKernel {
   const UOp* ast;            // kernel IR (see above), Sink root
   std::vector<int> buffers;  // Param slot k of the kernel -> index into Schedule::buffers
+                             // (slot 0: the buffer it stores; then the ones it loads, in first-use order)
 };
 
 struct Schedule {

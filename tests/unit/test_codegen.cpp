@@ -21,8 +21,8 @@ namespace {
 using testk::KernelBuilder;
 
 // ---- a reference interpreter of the Linear ----------------------------------------------------
-// Values: doubles for floats, exact integers (wrapped to their dtype) for the rest. Buffers are
-// vectors of doubles indexed by element. Float32 results are rounded to float after each op.
+// Values: one double per lane (floats; exact integers wrapped to their dtype for the rest).
+// Buffers are vectors of doubles indexed by element. Float32 results are rounded to float.
 
 struct Interp {
   std::map<int64_t, std::vector<double>*> bufs;  // Param slot -> data
@@ -40,107 +40,163 @@ struct Interp {
       const UOp* u = code[pc];
       switch (u->op) {
         case Op::Range: {
-          int64_t n = int64_t(val(u->src(0)));
-          if (n <= 0) {
+          if (s(u->src(0)) <= 0) {
             pc = end_of.at(u);
             break;
           }
-          val_[u] = 0;
+          val_[u] = {0};
           break;
         }
         case Op::End: {
           const UOp* r = u->src(1);
-          double next = val_[r] + 1;
-          if (next < val(r->src(0))) {
-            val_[r] = next;
+          double next = s(r) + 1;
+          if (next < s(r->src(0))) {
+            val_[r] = {next};
             pc = at.at(r);
           }
           break;
         }
         case Op::Store: {
-          if (u->nsrc() == 3 && val(u->src(2)) == 0) break;
-          *addr(u->src(0)) = val(u->src(1));
+          std::vector<double> x = val(u->src(1)), gate = u->nsrc() == 3 ? val(u->src(2)) : std::vector<double>{1};
+          for (size_t l = 0; l < x.size(); l++)
+            if (gate[gate.size() == 1 ? 0 : l] != 0) *elem(u->src(0), l) = x[l];
           break;
         }
         case Op::Load: {
-          if (u->nsrc() == 3 && val(u->src(2)) == 0) {
-            val_[u] = val(u->src(1));
-            break;
-          }
-          val_[u] = *addr(u->src(0));
+          size_t lanes = u->dtype.lanes;
+          std::vector<double> out(lanes);
+          std::vector<double> gate = u->nsrc() == 3 ? val(u->src(2)) : std::vector<double>{1};
+          std::vector<double> alt = u->nsrc() == 3 ? val(u->src(1)) : std::vector<double>(lanes);
+          for (size_t l = 0; l < lanes; l++)  // masked-off lanes are never touched
+            out[l] = gate[gate.size() == 1 ? 0 : l] != 0 ? *elem(u->src(0), l) : alt[alt.size() == 1 ? 0 : l];
+          val_[u] = out;
           break;
         }
-        case Op::Buffer: regs_[u].assign(size_t(u->as<BufferArg>().size), 0); break;
-        default: val_[u] = eval(u);
+        case Op::Buffer:
+          regs_[u].assign(size_t(u->as<BufferArg>().size) * u->dtype.lanes, 0);
+          break;
+        default:
+          val_[u] = eval(u);
       }
     }
   }
 
  private:
-  double val(const UOp* u) {
-    if (u->op == Op::Const) return u->holds<double>() ? u->as<double>() : double(u->as<int64_t>());
+  std::vector<double> val(const UOp* u) {
+    if (u->op == Op::Const) return {u->holds<double>() ? u->as<double>() : double(u->as<int64_t>())};
     return val_.at(u);
   }
-  double* addr(const UOp* index) {
+  double s(const UOp* u) { return val(u).at(0); }
+  // Element `lane` of the (vector) address `index`.
+  double* elem(const UOp* index, size_t lane) {
     const UOp* base = index->src(0);
     while (base->op == Op::After) base = base->src(0);
-    size_t i = size_t(int64_t(val(index->src(1))));
+    int64_t i0 = int64_t(s(index->src(1))), i = i0 + int64_t(lane);
     if (base->op == Op::Param) {
       std::vector<double>& b = *bufs.at(base->as<ParamArg>().slot);
-      EXPECT_LT(i, b.size()) << "out of bounds";
-      return &b.at(i);
+      if (i < 0 || size_t(i) >= b.size()) ADD_FAILURE() << "access " << i << " is out of bounds";
+      return &b.at(size_t(i));
     }
-    return &regs_.at(base).at(i);
+    return &regs_.at(base).at(size_t(i0) * base->dtype.lanes + lane);  // a register holds whole vectors
   }
   static double fit(DType d, double v) {
+    d = d.base();
     if (d.is_float()) return d.scalar == Scalar::Float32 ? double(float(v)) : round_float(d, v);
     if (d.is_bool()) return v != 0;
     return double(wrap_int(d, i128(v)));
   }
-  double eval(const UOp* u) {
-    auto x = [&](size_t i) { return val(u->src(i)); };
-    DType d = u->dtype;
+  std::vector<double> eval(const UOp* u) {
+    size_t lanes = u->dtype.is_void() ? 1 : u->dtype.lanes;
     switch (u->op) {
       case Op::Param:
       case Op::After:
       case Op::Index:
       case Op::Group:
-      case Op::Stack: return 0;
-      case Op::Const: return val(u);
-      case Op::DefineVar: return double(vars.at(u->as<VarArg>().name));
-      case Op::Special: return double(core_id);
+      case Op::Stack:
+        return {0};
+      case Op::Const:
+        return val(u);
+      case Op::DefineVar:
+        return {double(vars.at(u->as<VarArg>().name))};
+      case Op::Special:
+        return {double(core_id)};
+      case Op::Vectorize: {
+        std::vector<double> out;
+        for (const UOp* x : u->src()) out.push_back(s(x));
+        return out;
+      }
+      default:
+        break;
+    }
+    std::vector<std::vector<double>> in;
+    for (const UOp* x : u->src()) in.push_back(val(x));
+    std::vector<double> out(lanes);
+    for (size_t l = 0; l < lanes; l++) {
+      auto x = [&](size_t i) { return in[i][in[i].size() == 1 ? 0 : l]; };
+      out[l] = lane(u, x);
+    }
+    return out;
+  }
+  template <class X>
+  double lane(const UOp* u, X x) {
+    DType d = u->dtype;
+    switch (u->op) {
       case Op::Cast: {
         double v = x(0);
         if (d.is_bool()) return v != 0 || std::isnan(v);
         if (!d.is_float()) v = std::trunc(v);
         return fit(d, v);
       }
-      case Op::Add: return fit(d, x(0) + x(1));
-      case Op::Sub: return fit(d, x(0) - x(1));
-      case Op::Mul: return fit(d, x(0) * x(1));
-      case Op::Mulacc: return fit(d, x(0) * x(1) + x(2));
-      case Op::Div: return fit(d, x(0) / x(1));
-      case Op::Neg: return fit(d, -x(0));
-      case Op::Max: return std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1));
-      case Op::CDiv: return fit(d, std::trunc(x(0) / x(1)));
-      case Op::CMod: return fit(d, std::fmod(x(0), x(1)));
-      case Op::CmpLt: return x(0) < x(1);
-      case Op::CmpNe: return x(0) != x(1);
-      case Op::CmpEq: return x(0) == x(1);
-      case Op::CmpGt: return x(1) < x(0);
-      case Op::CmpGe: return !(x(0) < x(1));
-      case Op::CmpLe: return !(x(1) < x(0));
-      case Op::And: return double(int64_t(x(0)) & int64_t(x(1)));
-      case Op::Or: return double(int64_t(x(0)) | int64_t(x(1)));
-      case Op::Xor: return double(int64_t(x(0)) ^ int64_t(x(1)));
-      case Op::Not: return x(0) == 0;
-      case Op::Where: return x(0) != 0 ? x(1) : x(2);
-      case Op::Sqrt: return fit(d, std::sqrt(x(0)));
-      case Op::Exp2: return fit(d, std::exp2(x(0)));
-      default: ADD_FAILURE() << "interp: " << op_name(u->op); return 0;
+      case Op::Add:
+        return fit(d, x(0) + x(1));
+      case Op::Sub:
+        return fit(d, x(0) - x(1));
+      case Op::Mul:
+        return fit(d, x(0) * x(1));
+      case Op::Mulacc:
+        return fit(d, x(0) * x(1) + x(2));
+      case Op::Div:
+        return fit(d, x(0) / x(1));
+      case Op::Neg:
+        return fit(d, -x(0));
+      case Op::Max:
+        return std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1));
+      case Op::CDiv:
+        return fit(d, std::trunc(x(0) / x(1)));
+      case Op::CMod:
+        return fit(d, std::fmod(x(0), x(1)));
+      case Op::CmpLt:
+        return x(0) < x(1);
+      case Op::CmpNe:
+        return x(0) != x(1);
+      case Op::CmpEq:
+        return x(0) == x(1);
+      case Op::CmpGt:
+        return x(1) < x(0);
+      case Op::CmpGe:
+        return !(x(0) < x(1));
+      case Op::CmpLe:
+        return !(x(1) < x(0));
+      case Op::And:
+        return double(int64_t(x(0)) & int64_t(x(1)));
+      case Op::Or:
+        return double(int64_t(x(0)) | int64_t(x(1)));
+      case Op::Xor:
+        return double(int64_t(x(0)) ^ int64_t(x(1)));
+      case Op::Not:
+        return x(0) == 0;
+      case Op::Where:
+        return x(0) != 0 ? x(1) : x(2);
+      case Op::Sqrt:
+        return fit(d, std::sqrt(x(0)));
+      case Op::Exp2:
+        return fit(d, std::exp2(x(0)));
+      default:
+        ADD_FAILURE() << "interp: " << op_name(u->op);
+        return 0;
     }
   }
-  std::unordered_map<const UOp*, double> val_;
+  std::unordered_map<const UOp*, std::vector<double>> val_;
   std::unordered_map<const UOp*, std::vector<double>> regs_;
 };
 
@@ -152,7 +208,8 @@ CpuTarget test_target(int cores = 2) {
 }
 
 // Runs every THREAD index of a lowered kernel in the interpreter.
-void interpret(const LoweredKernel& k, std::map<int64_t, std::vector<double>*> bufs, std::map<std::string, int64_t> vars = {}) {
+void interpret(const LoweredKernel& k, std::map<int64_t, std::vector<double>*> bufs,
+               std::map<std::string, int64_t> vars = {}) {
   for (int64_t t = 0; t < k.threads; t++) {
     Interp in;
     in.bufs = bufs;
@@ -221,15 +278,18 @@ TEST(Codegen, MatmulUnoptimizedLinear) {
   // Each stage was recorded, in order.
   std::vector<std::string> names;
   for (auto& [n, u] : k.stages) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"ast", "optimized", "expanded", "reduce", "isel", "linear"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"ast", "optimized", "expanded", "simplified", "reduce", "isel", "linear"}));
 }
 
 TEST(Codegen, MatmulRegisterTileAndThreads) {
   Matmul mm(64, 64, 16);
   LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target());
-  // 64x64x16 has enough work for two threads, and a 4x16 tile of accumulators.
+  // 64x64x16 has enough work for two threads, and an 8x32 tile: 8 accumulators of 32 lanes.
   EXPECT_EQ(k.threads, 2) << k.name;
-  EXPECT_EQ(count(k.linear, Op::Buffer), 64u) << k.name;
+  size_t vector_accs = 0;
+  for (const UOp* u : k.linear->src()) vector_accs += u->op == Op::Buffer && u->dtype == dtypes::float32.vec(32);
+  EXPECT_EQ(vector_accs, 8u) << k.name;
   ASSERT_FALSE(k.applied_opts.empty());
   mm.check(k);
 }
@@ -240,7 +300,9 @@ TEST(Codegen, ForcedOptsUnrollAndUpcast) {
   o.opts = std::vector<Opt>{{OptOp::Unroll, 2, 4}, {OptOp::Upcast, 1, 2}, {OptOp::Thread, 0, 3}};
   LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target(), o);
   EXPECT_EQ(k.threads, 3);
-  EXPECT_EQ(count(k.linear, Op::Buffer), 2u);  // the two upcast copies
+  ASSERT_EQ(count(k.linear, Op::Buffer), 1u);  // the upcast axis became 2 vector lanes
+  EXPECT_EQ(k.linear->src()[first(k.linear, [](const UOp* u) { return u->op == Op::Buffer; })]->dtype,
+            dtypes::float32.vec(2));
   EXPECT_EQ(count(k.linear, Op::Special), 1u);
   mm.check(k);
   // Bad opts name the problem.
@@ -250,6 +312,44 @@ TEST(Codegen, ForcedOptsUnrollAndUpcast) {
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
   o.opts = std::vector<Opt>{{OptOp::Thread, 9, 2}};  // no such axis
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
+}
+
+TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
+  // out[i, j] = sum_k (pad(a)[i, j + k - 1] + b[j * 3 + k]) with j upcast to 8 lanes: the padded
+  // load becomes a masked vector load, the strided one a load per lane.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t I = 3, J = 16, K = 3;
+  auto *A = b.param(0, dtypes::float32, I * J), *B = b.param(1, dtypes::float32, J * 3 + K),
+       *O = b.param(2, dtypes::float32, I * J);
+  auto *i = b.range(I, 0), *j = b.range(J, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* x = b.add(j, b.add(k, b.c(-1)));
+  auto* valid = g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), x), g.alu(Op::CmpLt, x, b.c(J)));
+  auto* v = b.add(b.load(A, b.add(b.mul(i, b.c(J)), x), g.cfloat(0.0), valid), b.load(B, b.add(b.mul(j, b.c(3)), k)));
+  auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Add, v, {k}))});
+  LowerOptions o;
+  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 8}};
+  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
+  size_t masked = 0, lane_loads = 0;
+  for (const UOp* u : lk.linear->src()) {
+    if (u->op == Op::Load && u->nsrc() == 3 && u->src(2)->dtype.lanes == 8) masked++;
+    if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
+  }
+  EXPECT_EQ(masked, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
+  std::vector<double> a(size_t(I * J)), bb(size_t(J * 3 + K)), out(size_t(I * J));
+  for (size_t q = 0; q < a.size(); q++) a[q] = double(q % 7) + 1;
+  for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 10;
+  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
+  for (int64_t y = 0; y < I; y++)
+    for (int64_t xx = 0; xx < J; xx++) {
+      double w = 0;
+      for (int64_t z = 0; z < K; z++) {
+        int64_t col = xx + z - 1;
+        w += (col >= 0 && col < J ? a[size_t(y * J + col)] : 0) + bb[size_t(xx * 3 + z)];
+      }
+      EXPECT_EQ(out[size_t(y * J + xx)], w) << y << "," << xx;
+    }
 }
 
 // ---- linearizer placement -------------------------------------------------------------------------
@@ -344,7 +444,8 @@ TEST(Codegen, ReduceLowersToAccumulator) {
   EXPECT_EQ(ends, 1u);
   // the identity of max is -inf
   bool has_ninf = false;
-  for (const UOp* u : toposort(s)) has_ninf = has_ninf || (u->op == Op::Const && u->dtype == dtypes::float32 && u->const_float() == -INFINITY);
+  for (const UOp* u : toposort(s))
+    has_ninf = has_ninf || (u->op == Op::Const && u->dtype == dtypes::float32 && u->const_float() == -INFINITY);
   EXPECT_TRUE(has_ninf);
 }
 
@@ -394,7 +495,8 @@ TEST(Codegen, RejectsNonKernelIr) {
   auto* A = b.param(0, dtypes::float32, 4);
   auto* i = b.range(4, 0);
   EXPECT_THROW(lower_kernel(g, b.load(A, i), test_target()), Error);  // root is not a Sink
-  auto* bad = g.make(Op::Sink, dtypes::void_, {g.make(Op::Store, dtypes::void_, {b.index(A, i), g.cfloat(1.0, dtypes::float64)})});
+  auto* bad = g.make(Op::Sink, dtypes::void_,
+                     {g.make(Op::Store, dtypes::void_, {b.index(A, i), g.cfloat(1.0, dtypes::float64)})});
   EXPECT_THROW(lower_kernel(g, bad, test_target()), Error);  // stores a float64 into float32
 }
 
@@ -421,9 +523,10 @@ TEST(ThreadPool, RunsEveryIndexOnce) {
 
 TEST(ThreadPool, RethrowsAndNests) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_for(4, [](int64_t i) {
-                 if (i == 2) fail(Code::Internal, "task ", i);
-               }),
+  EXPECT_THROW(pool.parallel_for(4,
+                                 [](int64_t i) {
+                                   if (i == 2) fail(Code::Internal, "task ", i);
+                                 }),
                Error);
   std::atomic<int> inner{0};
   pool.parallel_for(2, [&](int64_t) { pool.parallel_for(3, [&](int64_t) { inner++; }); });

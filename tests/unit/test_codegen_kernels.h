@@ -24,7 +24,9 @@ struct KernelBuilder {
   const UOp* load(const UOp* p, const UOp* idx, const UOp* alt, const UOp* gate) {
     return g.make(Op::Load, p->dtype.base(), {index(p, idx), alt, gate});
   }
-  const UOp* store(const UOp* p, const UOp* idx, const UOp* v) { return g.make(Op::Store, dtypes::void_, {index(p, idx), v}); }
+  const UOp* store(const UOp* p, const UOp* idx, const UOp* v) {
+    return g.make(Op::Store, dtypes::void_, {index(p, idx), v});
+  }
   const UOp* store(const UOp* p, const UOp* idx, const UOp* v, const UOp* gate) {
     return g.make(Op::Store, dtypes::void_, {index(p, idx), v, gate});
   }

@@ -56,7 +56,9 @@ struct Buf {
         std::memcpy(p, &f, 4);
         break;
       }
-      case Scalar::Float64: std::memcpy(p, &v, 8); break;
+      case Scalar::Float64:
+        std::memcpy(p, &v, 8);
+        break;
       case Scalar::Float16: {
         uint16_t h = f16_encode(v);
         std::memcpy(p, &h, 2);
@@ -67,7 +69,8 @@ struct Buf {
         std::memcpy(p, &h, 2);
         break;
       }
-      default: set_int(i, i128(v));
+      default:
+        set_int(i, i128(v));
     }
   }
   void set_int(size_t i, i128 v) {
@@ -98,7 +101,8 @@ struct Buf {
         std::memcpy(&h, p, 2);
         return bf16_decode(h);
       }
-      default: return double(geti(i));
+      default:
+        return double(geti(i));
     }
   }
   i128 geti(size_t i) const {
@@ -108,7 +112,9 @@ struct Buf {
   }
 };
 
-bool same_float(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+bool same_float(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+}
 
 // ---- elementwise ------------------------------------------------------------------------------
 
@@ -220,8 +226,8 @@ TEST(CpuBackend, ReduceSumMaxMulOverRows) {
   std::vector<float> a(R * C), s(R), mx(R), p(R);
   for (int64_t r = 0; r < R; r++)
     for (int64_t c = 0; c < C; c++) a[r * C + c] = float((r * 7 + c * 13) % 17) / 16.0f + 0.5f - float(r);
-  a[3 * C + 5] = -kInf;                            // row 3: max unaffected
-  a[4 * C + 6] = float(kNaN);                      // row 4: NaN propagates through all three
+  a[3 * C + 5] = -kInf;                                         // row 3: max unaffected
+  a[4 * C + 6] = float(kNaN);                                   // row 4: NaN propagates through all three
   for (int64_t c = 0; c < C; c++) a[5 * C + c] = -float(kInf);  // row 5: max of all -inf
   run_kernel(g, sink, {a.data(), s.data(), mx.data(), p.data()});
   for (int64_t r = 0; r < R; r++) {
@@ -278,7 +284,8 @@ TEST(CpuBackend, ReduceInsideReduce) {
   Graph g;
   KernelBuilder b{g};
   const int64_t I = 5, J = 6, K = 7;
-  auto *A = b.param(0, dtypes::float32, I * J), *B = b.param(1, dtypes::float32, J * K), *O = b.param(2, dtypes::float32, I);
+  auto *A = b.param(0, dtypes::float32, I * J), *B = b.param(1, dtypes::float32, J * K),
+       *O = b.param(2, dtypes::float32, I);
   auto *i = b.range(I, 0), *j = b.range(J, 1, AxisType::Reduce), *k = b.range(K, 2, AxisType::Reduce);
   auto* inner = b.reduce(Op::Max, b.load(B, b.flat({j, k}, {J, K})), {k});
   auto* outer = b.reduce(Op::Add, b.mul(b.load(A, b.flat({i, j}, {I, J})), inner), {j});
@@ -319,30 +326,122 @@ void check_matmul(int64_t M, int64_t N, int64_t K) {
 }
 
 TEST(CpuBackend, MatmulOddSizes) { check_matmul(13, 19, 17); }
+TEST(CpuBackend, MatmulVectorTile) { check_matmul(32, 64, 40); }
 TEST(CpuBackend, MatmulRegisterTiled) { check_matmul(64, 64, 48); }
 TEST(CpuBackend, MatmulThreaded) { check_matmul(128, 96, 64); }
+
+TEST(CpuBackend, VectorLanesAcrossDtypes) {
+  // out[i, j] = reduce_k f(a[i, k], b[k, j]) with j forced into 16 vector lanes, for dtypes whose
+  // vector code differs (bool bytes, half and bfloat16 conversions, integer division and shifts),
+  // plus a padded (masked) load and a libm call on the vector.
+  const int64_t I = 3, J = 32, K = 5;
+  for (DType dt : {dtypes::float32, dtypes::float16, dtypes::bfloat16, dtypes::int32, dtypes::bool_, dtypes::float64}) {
+    Graph g;
+    KernelBuilder b{g};
+    auto *A = b.param(0, dt, I * K), *B = b.param(1, dt, K * J), *O = b.param(2, dt, I * J);
+    auto *i = b.range(I, 0), *j = b.range(J, 1), *k = b.range(K, 2, AxisType::Reduce);
+    auto* x = b.load(A, b.flat({i, k}, {I, K}));
+    auto* col = b.add(j, b.add(k, b.c(-2)));  // B[k, j + k - 2], zero outside the row
+    auto* valid = g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), col), g.alu(Op::CmpLt, col, b.c(J)));
+    auto* y = b.load(B, b.add(b.mul(k, b.c(J)), col), g.const_like(g.cint(0, dt), 0), valid);
+    const UOp* v;
+    Op red = Op::Add;
+    if (dt.is_bool()) {
+      v = g.alu(Op::And, x, y), red = Op::Max;
+    } else if (dt.is_int()) {
+      v = b.add(g.alu(Op::Mul, x, y), g.alu(Op::Idiv, y, g.cint(-3, dt)));
+    } else {
+      v = b.mul(x, g.cast(g.alu(Op::Exp2, g.cast(y, dtypes::float32)), dt));
+    }
+    auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(red, v, {k}))});
+    LowerOptions o;
+    o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 16}};
+    Buf a(dt, I * K), bb(dt, K * J), out(dt, I * J);
+    for (int64_t q = 0; q < I * K; q++)
+      dt.is_float() ? a.set(size_t(q), round_float(dt, 0.25 * double(q % 9) - 1)) : a.set_int(size_t(q), q % 5 - 2);
+    for (int64_t q = 0; q < K * J; q++)
+      dt.is_float() ? bb.set(size_t(q), round_float(dt, 0.125 * double(q % 13) - 0.5))
+                    : bb.set_int(size_t(q), q % 7 - 3);
+    auto ck = run_kernel(g, sink, {a.data(), bb.data(), out.data()}, {}, o);
+    EXPECT_NE(ck->source.find("<16 x"), std::string::npos) << dt.name();
+    for (int64_t r = 0; r < I; r++)
+      for (int64_t c = 0; c < J; c++) {
+        double accf = 0;
+        i128 acci = 0;
+        for (int64_t z = 0; z < K; z++) {
+          int64_t cc = c + z - 2;
+          bool in = cc >= 0 && cc < J;
+          if (dt.is_bool()) {
+            acci = acci | (a.geti(size_t(r * K + z)) & (in ? bb.geti(size_t(z * J + cc)) : 0));
+          } else if (dt.is_int()) {
+            i128 yv = in ? bb.geti(size_t(z * J + cc)) : 0;
+            i128 q = yv / -3;  // floor division by -3
+            if (yv % -3 != 0 && yv > 0) q -= 1;
+            acci += a.geti(size_t(r * K + z)) * yv + q;
+          } else {
+            double yv = in ? bb.getf(size_t(z * J + cc)) : 0;
+            accf += a.getf(size_t(r * K + z)) * round_float(dt, double(std::exp2(float(yv))));
+          }
+        }
+        SCOPED_TRACE(cat(dt.name(), " at ", r, ",", c));
+        if (dt.is_bool() || dt.is_int()) {
+          EXPECT_EQ(out.geti(size_t(r * J + c)), wrap_int(dt, acci));
+        } else {
+          double tol = dt.scalar == Scalar::Float16 ? 2e-2 : dt.scalar == Scalar::BFloat16 ? 6e-2 : 1e-5;
+          EXPECT_NEAR(out.getf(size_t(r * J + c)), accf, tol * (1 + std::fabs(accf)));
+        }
+      }
+  }
+}
+
+TEST(CpuBackend, MaskedVectorStore) {
+  // out[i, j] = sum_k a[i, k] * b[k, j], written only where j % 3 != 1, with j as 16 lanes.
+  const int64_t I = 4, J = 48, K = 6;
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, I * K), *B = b.param(1, dtypes::float32, K * J),
+       *O = b.param(2, dtypes::float32, I * J);
+  auto *i = b.range(I, 0), *j = b.range(J, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* v = b.mul(b.load(A, b.flat({i, k}, {I, K})), b.load(B, b.flat({k, j}, {K, J})));
+  auto* gate = g.alu(Op::CmpNe, g.alu(Op::Mod, j, b.c(3)), b.c(1));
+  auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Add, v, {k}), gate)});
+  LowerOptions o;
+  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 16}};
+  std::vector<float> a(I * K), bb(K * J), out(I * J, -7);
+  for (int64_t q = 0; q < I * K; q++) a[q] = float(q % 5);
+  for (int64_t q = 0; q < K * J; q++) bb[q] = float(q % 11) - 5;
+  auto ck = run_kernel(g, sink, {a.data(), bb.data(), out.data()}, {}, o);
+  EXPECT_NE(ck->source.find("llvm.masked.store"), std::string::npos);
+  for (int64_t r = 0; r < I; r++)
+    for (int64_t c = 0; c < J; c++) {
+      float w = 0;
+      for (int64_t z = 0; z < K; z++) w += a[r * K + z] * bb[z * J + c];
+      EXPECT_EQ(out[r * J + c], c % 3 == 1 ? -7.0f : w) << r << "," << c;
+    }
+}
 
 // ---- casts ------------------------------------------------------------------------------------
 
 std::vector<DType> all_dtypes() {
-  return {dtypes::bool_,  dtypes::int8,   dtypes::int16,   dtypes::int32,   dtypes::int64,   dtypes::uint8,
-          dtypes::uint16, dtypes::uint32, dtypes::uint64,  dtypes::float16, dtypes::bfloat16, dtypes::float32,
-          dtypes::float64};
+  return {dtypes::bool_,    dtypes::int8,    dtypes::int16,  dtypes::int32,  dtypes::int64,
+          dtypes::uint8,    dtypes::uint16,  dtypes::uint32, dtypes::uint64, dtypes::float16,
+          dtypes::bfloat16, dtypes::float32, dtypes::float64};
 }
 
 // Source values that the dtype holds exactly (float specials included).
 std::vector<double> cast_sources(DType d) {
   if (d.is_bool()) return {0, 1};
   if (d.is_float()) {
-    std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 1.5, -1.5, 2.5, -2.5, 0.75, 100.25, -100.75, 255.0, 256.0,
-                             -129.0, 1000.5, 65504.0, -65504.0, 3e-5, 70000.0, 1e10, -3e9, kInf, -kInf, kNaN};
+    std::vector<double> v = {0.0,      -0.0,   1.0,     -1.0,  1.5,   -1.5,   2.5,    -2.5,
+                             0.75,     100.25, -100.75, 255.0, 256.0, -129.0, 1000.5, 65504.0,
+                             -65504.0, 3e-5,   70000.0, 1e10,  -3e9,  kInf,   -kInf,  kNaN};
     for (double& x : v) x = round_float(d, x);
     if (d.scalar == Scalar::Float64) v.push_back(1.0 / 3.0), v.push_back(1e300);
     if (d.scalar == Scalar::Float32) v.push_back(double(1.0f / 3.0f)), v.push_back(double(3.4e38f));
     return v;
   }
-  std::vector<double> v = {0, 1, 2, 7, 100, 127, 128, 255, 256, 1000, 32767, 32768, 65535, 65536, 1e6, 2147483647.0,
-                           4294967295.0, 1e15};
+  std::vector<double> v = {0,    1,     2,     7,     100,   127, 128,          255,          256,
+                           1000, 32767, 32768, 65535, 65536, 1e6, 2147483647.0, 4294967295.0, 1e15};
   if (!d.is_unsigned()) {
     std::vector<double> neg;
     for (double x : v) neg.push_back(-x);
@@ -393,7 +492,8 @@ TEST(CpuBackend, CastsBetweenAllDtypes) {
           double want;
           if (!from.is_float() && to.scalar == Scalar::Float32) {
             i128 iv = in.geti(size_t(k));  // one rounding straight from the integer
-            want = from.is_unsigned() ? double(static_cast<float>(uint64_t(iv))) : double(static_cast<float>(int64_t(iv)));
+            want =
+                from.is_unsigned() ? double(static_cast<float>(uint64_t(iv))) : double(static_cast<float>(int64_t(iv)));
           } else {
             want = round_float(to, from.is_float() ? v : double(in.geti(size_t(k))));
           }
@@ -444,7 +544,8 @@ TEST(CpuBackend, BoolResultsAndComparisons) {
   auto* i = b.range(n, 0);
   auto *x = b.load(A, i), *y = b.load(B, i);
   std::vector<const UOp*> stores;
-  for (size_t k = 0; k < ops.size(); k++) stores.push_back(b.store(b.param(int64_t(k + 2), dtypes::bool_, n), i, g.alu(ops[k], x, y)));
+  for (size_t k = 0; k < ops.size(); k++)
+    stores.push_back(b.store(b.param(int64_t(k + 2), dtypes::bool_, n), i, g.alu(ops[k], x, y)));
   // not(x < y) & (x != 2) | (y == 0), and where(x < y, x, y)
   auto* lt = g.alu(Op::CmpLt, x, y);
   auto* logic = g.alu(Op::Or, g.alu(Op::And, g.alu(Op::Not, lt), g.alu(Op::CmpNe, x, g.cfloat(2.0))),
@@ -476,7 +577,8 @@ TEST(CpuBackend, IntBitOpsAndShifts) {
   auto* X = b.param(6, dtypes::int32, n);
   auto* i = b.range(n, 0);
   auto *a = b.load(A, i), *s = b.load(S, i), *u = b.load(U, i);
-  auto* bits = g.alu(Op::Xor, g.alu(Op::Or, g.alu(Op::And, a, g.cint(0x1337, dtypes::int32)), g.cint(8, dtypes::int32)), s);
+  auto* bits =
+      g.alu(Op::Xor, g.alu(Op::Or, g.alu(Op::And, a, g.cint(0x1337, dtypes::int32)), g.cint(8, dtypes::int32)), s);
   auto* sink = b.sink({b.store(Shl, i, g.alu(Op::Shl, a, s)), b.store(Shr, i, g.alu(Op::Shr, a, s)),
                        b.store(Ushr, i, g.alu(Op::Shr, u, g.cast(s, dtypes::uint32))), b.store(X, i, bits)});
   std::vector<int32_t> av = {1, -8, 0x7fffffff, -1, 12345, -12345}, sv = {0, 2, 31, 40, 32, 5}, shl(n), shr(n), x(n);
@@ -494,8 +596,8 @@ TEST(CpuBackend, IntBitOpsAndShifts) {
 // ---- transcendentals ----------------------------------------------------------------------------
 
 TEST(CpuBackend, TranscendentalsMatchLibm) {
-  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 10.5, -10.5, 100.0, -100.0, 1e-3, 3.14159265,
-                            1e4, 1e6, -1e6, 1e30, 130.0, -160.0, kInf, -kInf, kNaN, 7e-40};
+  std::vector<double> xs = {0.0,        -0.0, 1.0, -1.0, 0.5,  2.0,   10.5,   -10.5, 100.0, -100.0, 1e-3,
+                            3.14159265, 1e4,  1e6, -1e6, 1e30, 130.0, -160.0, kInf,  -kInf, kNaN,   7e-40};
   std::vector<double> ys = {2.0, 3.0, -1.0, 0.0, 0.5, -0.5, 2.5, 1e3, kInf, -kInf, kNaN, 3.0};
   for (DType dt : {dtypes::float32, dtypes::float64}) {
     Graph g;
@@ -506,7 +608,8 @@ TEST(CpuBackend, TranscendentalsMatchLibm) {
     auto *x = b.load(X, i), *y = b.load(Y, i);
     std::vector<Op> ops = {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Recip, Op::Trunc};
     std::vector<const UOp*> stores;
-    for (size_t k = 0; k < ops.size(); k++) stores.push_back(b.store(b.param(int64_t(k + 2), dt, n), i, g.alu(ops[k], x)));
+    for (size_t k = 0; k < ops.size(); k++)
+      stores.push_back(b.store(b.param(int64_t(k + 2), dt, n), i, g.alu(ops[k], x)));
     stores.push_back(b.store(b.param(8, dt, n), i, g.alu(Op::Pow, x, y)));
     stores.push_back(b.store(b.param(9, dt, n), i, g.alu(Op::Max, x, y)));
     Buf xb(dt, size_t(n)), yb(dt, size_t(n));
@@ -601,15 +704,18 @@ TEST(CpuBackend, ThreadSplitMatchesUnsplit) {
   for (int pass = 0; pass < 2; pass++) {
     Graph g;
     KernelBuilder b{g};
-    auto *A = b.param(0, dtypes::float32, R * C), *S = b.param(1, dtypes::float32, R), *E = b.param(2, dtypes::float32, R * C);
+    auto *A = b.param(0, dtypes::float32, R * C), *S = b.param(1, dtypes::float32, R),
+         *E = b.param(2, dtypes::float32, R * C);
     auto *i = b.range(R, 0), *k = b.range(C, 1, AxisType::Reduce), *i2 = b.range(R * C, 2);
     auto* sum = b.reduce(Op::Add, b.load(A, b.flat({i, k}, {R, C})), {k});
     auto* ew = g.alu(Op::Sqrt, b.add(b.load(A, i2), g.cfloat(1.0)));
     LowerOptions opts;
     opts.allow_threads = pass == 0;
     // one store per kernel so each kernel can split its own loop
-    auto ck1 = run_kernel(g, b.sink({b.store(S, i, sum)}), {a.data(), pass == 0 ? split.data() : whole.data()}, {}, opts);
-    auto ck2 = run_kernel(g, b.sink({b.store(E, i2, ew)}), {a.data(), nullptr, pass == 0 ? e1.data() : e2.data()}, {}, opts);
+    auto ck1 =
+        run_kernel(g, b.sink({b.store(S, i, sum)}), {a.data(), pass == 0 ? split.data() : whole.data()}, {}, opts);
+    auto ck2 =
+        run_kernel(g, b.sink({b.store(E, i2, ew)}), {a.data(), nullptr, pass == 0 ? e1.data() : e2.data()}, {}, opts);
     threads[pass] = ck1->threads * 100 + ck2->threads;
   }
   if (jit().target().cores > 1) {
@@ -658,6 +764,39 @@ TEST(CpuBackend, OverlappingWrittenBuffersAreRejected) {
   EXPECT_THROW(jit().run(*ck, bufs), Error);
 }
 
+TEST(CpuBackend, ThreadSplitOfAnOddSize) {
+  // 100003 elements do not split evenly: thread 0 runs 50002, thread 1 runs 50001.
+  const int64_t n = 100003;
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, n), *O = b.param(1, dtypes::float32, n);
+  auto* i = b.range(n, 0);
+  auto* sink = b.sink({b.store(O, i, b.add(b.mul(b.load(A, i), g.cfloat(2.0)), g.cast(i, dtypes::float32)))});
+  std::vector<float> a(n), o(n + 1, -1);
+  for (int64_t k = 0; k < n; k++) a[k] = float(k % 97);
+  auto ck = run_kernel(g, sink, {a.data(), o.data()});
+  if (jit().target().cores > 1) {
+    EXPECT_EQ(ck->threads, jit().target().cores);
+  }
+  for (int64_t k = 0; k < n; k++) ASSERT_EQ(o[k], a[k] * 2 + float(k)) << k;
+  EXPECT_EQ(o[n], -1);  // nothing past the end
+}
+
+TEST(CpuBackend, ThreefryKnownAnswers) {
+  // Random123's threefry2x32_20 known-answer vectors; the spec's uint64 form packs word 1 high.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t n = 3;
+  auto *X = b.param(0, dtypes::uint64, n), *K = b.param(1, dtypes::uint64, n), *O = b.param(2, dtypes::uint64, n);
+  auto* i = b.range(n, 0);
+  auto* sink = b.sink({b.store(O, i, g.alu(Op::Threefry, b.load(X, i), b.load(K, i)))});
+  std::vector<uint64_t> x = {0, ~0ull, 0x85a308d3243f6a88ull}, k = {0, ~0ull, 0x0370734413198a2eull}, o(n);
+  run_kernel(g, sink, {x.data(), k.data(), o.data()});
+  EXPECT_EQ(o[0], 0x99ba4efe6b200159ull);
+  EXPECT_EQ(o[1], 0xbb002be71cb996fcull);
+  EXPECT_EQ(o[2], 0x483df7a0c4923a9cull);
+}
+
 // ---- caching, IR text ------------------------------------------------------------------------
 
 TEST(CpuBackend, CompiledKernelsAreCached) {
@@ -690,7 +829,8 @@ TEST(CpuBackend, PrintsLlvmIrOfAKernel) {
   LoweredKernel lk = lower_kernel(g, sink, jit().target());
   auto ck = jit().compile(lk);
   std::printf("---- linear of %s ----\n%s", lk.name.c_str(), linear_str(lk.linear).c_str());
-  std::printf("---- LLVM IR of %s (compiled in %.2f ms) ----\n%s", ck->symbol.c_str(), ck->compile_ms, ck->source.c_str());
+  std::printf("---- LLVM IR of %s (compiled in %.2f ms) ----\n%s", ck->symbol.c_str(), ck->compile_ms,
+              ck->source.c_str());
   EXPECT_NE(ck->source.find("define void @" + ck->symbol + "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores)"),
             std::string::npos);
   EXPECT_NE(ck->source.find("llvm.maximum.f32"), std::string::npos);

@@ -112,9 +112,12 @@ std::vector<EwCase> elementwise_cases() {
 Array domain_array(Rng& rng, DType dt, int64_t n, Domain d) {
   std::vector<int64_t> shape{n};
   switch (d) {
-    case Domain::Positive: return random_array(rng, dt, shape, dt.is_float() ? 0.05 : 1, 4);
-    case Domain::Small: return random_array(rng, dt, shape, -2, 2);
-    case Domain::Shift: return random_array(rng, dt, shape, 0, dt.bits() - 1);
+    case Domain::Positive:
+      return random_array(rng, dt, shape, dt.is_float() ? 0.05 : 1, 4);
+    case Domain::Small:
+      return random_array(rng, dt, shape, -2, 2);
+    case Domain::Shift:
+      return random_array(rng, dt, shape, 0, dt.bits() - 1);
     case Domain::NonZero: {
       Array a = random_array(rng, dt, shape, dt.is_unsigned() ? 1 : -7, 7);
       for (size_t k = 0; k < a.numel(); k++) {
@@ -123,7 +126,8 @@ Array domain_array(Rng& rng, DType dt, int64_t n, Domain d) {
       }
       return a;
     }
-    case Domain::Any: break;
+    case Domain::Any:
+      break;
   }
   if (dt.is_float()) return random_array(rng, dt, shape, -3, 3);
   if (dt.is_unsigned()) return random_array(rng, dt, shape, 0, 200);
@@ -161,9 +165,9 @@ TEST_F(PipelineTest, EveryElementwiseOpOnEveryDtype) {
 
 TEST_F(PipelineTest, BroadcastShapes) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
-      {{5, 7}, {7}},        {{5, 1}, {1, 7}},   {{2, 3, 4}, {3, 1}}, {{1, 1, 1}, {}},   {{0, 3}, {3}},
-      {{4, 0}, {1, 0}},     {{0}, {}},          {{17, 1, 3}, {1, 9, 1}}, {{2, 1, 3, 1}, {5, 1, 4}},
-      {{1}, {1, 1, 1, 1}},  {{31, 33}, {33}},
+      {{5, 7}, {7}},    {{5, 1}, {1, 7}}, {{2, 3, 4}, {3, 1}},     {{1, 1, 1}, {}},           {{0, 3}, {3}},
+      {{4, 0}, {1, 0}}, {{0}, {}},        {{17, 1, 3}, {1, 9, 1}}, {{2, 1, 3, 1}, {5, 1, 4}}, {{1}, {1, 1, 1, 1}},
+      {{31, 33}, {33}},
   };
   for (auto& [a, b] : cases)
     for (DType dt : {dtypes::float32, dtypes::int32}) {
@@ -251,8 +255,7 @@ TEST_F(PipelineTest, CastBetweenEveryPairOfDtypes) {
   check({cast(g, in_values(dtypes::int64, {3}, {16777217, -16777217, 9007199254740993.0}), dtypes::float32)},
         "int64 -> float32 rounding");
   check({cast(g, in_values(dtypes::float32, {4}, {2.7, -2.7, 0.5, -0.5}), dtypes::int32)}, "float -> int truncates");
-  check({cast(g, in_values(dtypes::float32, {4}, {0.0, -0.0, 1e-30, std::nan("")}), dtypes::bool_)},
-        "float -> bool");
+  check({cast(g, in_values(dtypes::float32, {4}, {0.0, -0.0, 1e-30, std::nan("")}), dtypes::bool_)}, "float -> bool");
   check({cast(g, in_values(dtypes::float64, {3}, {65520, 1e-8, 3.14159265358979}), dtypes::float16)},
         "float64 -> float16 rounds (overflow to inf)");
 }
@@ -321,7 +324,8 @@ TEST_F(PipelineTest, ConvolutionAndPooling) {
   check({max_pool2d(g, x, {2, 2}, {2, 2})}, "max_pool2d 2x2");
   check({max_pool2d(g, x, {3, 3}, {2, 1}, {1, 1})}, "max_pool2d 3x3 stride 2,1 pad 1");
   check({avg_pool2d(g, x, {3, 2}, {1, 2}, {1, 0})}, "avg_pool2d", 1e-5, 1e-5);
-  check({max_pool2d(g, in(dtypes::int32, {1, 2, 5, 5}, -50, 50), {2, 2}, {1, 1}, {1, 1})}, "int max_pool pads with min");
+  check({max_pool2d(g, in(dtypes::int32, {1, 2, 5, 5}, -50, 50), {2, 2}, {1, 1}, {1, 1})},
+        "int max_pool pads with min");
 }
 
 TEST_F(PipelineTest, ActivationsAndNormalizations) {
@@ -361,7 +365,8 @@ TEST_F(PipelineTest, ScansIndexingAndSources) {
   check({take(g, x, in(dtypes::int64, {3, 2}, 0, 3), 0)}, "take (embedding lookup)");
   check({scatter_add(g, x, 0, in(dtypes::int32, {3, 6}, 0, 3), in(dtypes::float32, {3, 6}))}, "scatter_add", 1e-5,
         1e-5);
-  std::vector<const UOp*> parts = {in(dtypes::float32, {2, 3}), in(dtypes::float32, {4, 3}), in(dtypes::float32, {1, 3})};
+  std::vector<const UOp*> parts = {in(dtypes::float32, {2, 3}), in(dtypes::float32, {4, 3}),
+                                   in(dtypes::float32, {1, 3})};
   check({concat(g, parts, 0)}, "concat axis 0");
   std::vector<const UOp*> same = {in(dtypes::int16, {3, 2}), in(dtypes::int16, {3, 2})};
   check({stack(g, same, 1)}, "stack axis 1");
@@ -376,7 +381,8 @@ TEST_F(PipelineTest, RandomNumbers) {
   check({rand_uniform(g, {5, 2}, seed)}, "rand_uniform with a runtime seed", 0, 0);
   const UOp* c0 = in(dtypes::uint32, {9}, 0, 4000000000.0);
   const UOp* c1 = in(dtypes::uint32, {9}, 0, 4000000000.0);
-  auto [o0, o1] = threefry2x32(g, c0, c1, constant_int(g, dtypes::uint32, 0x12345678), constant_int(g, dtypes::uint32, 9));
+  auto [o0, o1] =
+      threefry2x32(g, c0, c1, constant_int(g, dtypes::uint32, 0x12345678), constant_int(g, dtypes::uint32, 9));
   check({o0, o1}, "threefry2x32");
 }
 
@@ -523,6 +529,44 @@ TEST_F(PipelineTest, InputOrderFollowsCreationOrListing) {
   EXPECT_EQ(q->inputs[1].dtype, dtypes::int32);
   o.inputs = {a};
   EXPECT_THROW(compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o), Error);
+}
+
+TEST_F(PipelineTest, HarnessSeesAWrongResult) {
+  // The comparison these tests rely on does fail: a program computing a - b checked against the
+  // oracle's a + b.
+  const UOp* a = in(dtypes::float32, {3, 3});
+  const UOp* b = in(dtypes::float32, {3, 3});
+  std::vector<Array> got = compile_and_run(g, {sub(g, a, b)}, data);
+  Array want = oracle::evaluate(add(g, a, b), data);
+  EXPECT_NE(mismatch(got[0], want, 1e-5, 1e-5), "");
+  std::vector<Array> same = compile_and_run(g, {add(g, a, b)}, data);
+  EXPECT_EQ(mismatch(same[0], want, 1e-5, 1e-5), "");
+}
+
+TEST_F(PipelineTest, DebugLevelsPrintToStderr) {
+  const UOp* x = in(dtypes::float32, {16, 16});
+  const UOp* out = reduce(g, mul(g, x, x), Op::Add, {0});
+  CompileOptions o;
+  o.debug = 5;
+  ::testing::internal::CaptureStderr();
+  std::vector<Array> got = compile_and_run(g, {out}, data, o);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("kernels for CPU"), std::string::npos) << err;  // 2: the kernel list
+  EXPECT_NE(err.find("---- optimized"), std::string::npos) << err;   // 3: optimized ASTs
+  EXPECT_NE(err.find("define void"), std::string::npos) << err;      // 4: source
+  EXPECT_NE(err.find("---- linear"), std::string::npos) << err;      // 5: linearized UOps
+  EXPECT_NE(err.find(" ms"), std::string::npos) << err;              // 1: kernel timings
+  EXPECT_NE(err.find("ran 1 kernels"), std::string::npos) << err;
+  o.debug = 1;
+  ::testing::internal::CaptureStderr();
+  compile_and_run(g, {out}, data, o);
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("---- optimized"), std::string::npos) << err;
+  EXPECT_NE(err.find("ran 1 kernels"), std::string::npos) << err;
+  o.debug = 0;
+  ::testing::internal::CaptureStderr();
+  compile_and_run(g, {out}, data, o);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 // ---- errors -------------------------------------------------------------------------------------

@@ -63,11 +63,16 @@ inline Array random_array(Rng& rng, DType dt, const std::vector<int64_t>& shape,
 // rounds after every op): a few ulps of the dtype, more for the short floats.
 inline double default_rtol(DType dt) {
   switch (dt.scalar) {
-    case Scalar::Float16: return 4e-3;
-    case Scalar::BFloat16: return 3e-2;
-    case Scalar::Float32: return 2e-5;
-    case Scalar::Float64: return 1e-11;
-    default: return 0;
+    case Scalar::Float16:
+      return 4e-3;
+    case Scalar::BFloat16:
+      return 3e-2;
+    case Scalar::Float32:
+      return 2e-5;
+    case Scalar::Float64:
+      return 1e-11;
+    default:
+      return 0;
   }
 }
 
@@ -108,8 +113,8 @@ inline Array from_buffer(const Buffer& b) {
 }
 
 // Compiles `outs`, runs the program on the data of each input Buffer, returns the outputs.
-inline std::vector<Array> compile_and_run(Graph& g, const std::vector<const UOp*>& outs,
-                                          const oracle::BufferData& data, const CompileOptions& opts = {},
+inline std::vector<Array> compile_and_run(Graph& g, const std::vector<const UOp*>& outs, const oracle::BufferData& data,
+                                          const CompileOptions& opts = {},
                                           std::shared_ptr<const Program>* program_out = nullptr) {
   auto dev = runtime().device("CPU");
   // The caller's order: every input Buffer with data, in creation order (the pipeline's default

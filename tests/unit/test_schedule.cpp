@@ -332,6 +332,27 @@ TEST_F(ScheduleTest, StencilChainStaysBounded) {
   EXPECT_GE(s.kernels.size(), 2u);  // 3^6 recomputations would be too many: some steps are stored
 }
 
+TEST_F(ScheduleTest, SharedValuesReadingManyBuffersAreStored) {
+  auto softmax = [&](const UOp* x, int64_t axis) {
+    const UOp* e = unary(g, Op::Exp2, mul(g, sub(g, x, rmax(x, {axis})), c(1.4426950408889634)));
+    return divide(g, e, sum(e, {axis}));
+  };
+  const UOp* x = in(dtypes::float32, {6, 8});
+  const UOp* y = softmax(x, 1);
+  const UOp* z = softmax(mul(g, y, c(3)), 0);
+  const UOp* w = softmax(add(g, z, x), 1);
+  Schedule s = check({w}, 1e-5, 1e-7);
+  // Inlined, the last softmax would recompute both earlier ones from x and their four reductions,
+  // twice (in its sum and in its output): the shared exp2 values are stored instead.
+  for (auto& k : s.kernels) EXPECT_LE(k.buffers.size(), 5u) << k.ast->as<std::string>();
+  int stored_exp2 = 0;
+  for (auto& b : s.buffers) stored_exp2 += b.kind == ScheduleBuffer::Kind::Intermediate && b.source->op == Op::Exp2;
+  EXPECT_GE(stored_exp2, 1);
+  // A single softmax reads at most three buffers in any kernel and stores only its reductions.
+  Schedule one = check({softmax(x, 1)}, 1e-5, 1e-7);
+  EXPECT_EQ(one.kernels.size(), 3u);
+}
+
 TEST_F(ScheduleTest, ContiguousForcesAKernel) {
   const UOp* x = in(dtypes::float32, {3, 4});
   const UOp* y = g.make(Op::Contiguous, dtypes::float32, {add(g, x, c(1))});
@@ -538,8 +559,9 @@ TEST_F(ScheduleTest, RejectsBadOutputs) {
 
 // ---- random graphs ----
 
-// Random programs of movement ops, elementwise ops, reductions and materialization markers over
-// small float tensors: whatever the scheduler decides, the kernels must compute what the oracle does.
+// Random programs of movement ops, elementwise ops, reductions, casts, bitcasts and
+// materialization markers over small float tensors: whatever the scheduler decides, the kernels must compute what the
+// oracle does.
 class RandomGraph {
  public:
   RandomGraph(Graph& g, Rng& rng, oracle::BufferData& data) : g_(g), rng_(rng), data_(data) {}
@@ -581,7 +603,7 @@ class RandomGraph {
   const UOp* step(const UOp* x) {
     std::vector<int64_t> s = static_shape(x);
     size_t rank = s.size();
-    switch (rng_.integer(0, 11)) {
+    switch (rng_.integer(0, 13)) {
       case 0:
         return unary(g_, Op::Sin, x);
       case 1:
@@ -643,6 +665,17 @@ class RandomGraph {
         const UOp* r = reduce(g_, x, op, axes);
         return rng_.integer(0, 1) ? sub(g_, x, r) : r;  // often broadcast straight back
       }
+      case 11:  // through int32 and back
+        return cast(g_, cast(g_, mul(g_, x, c(4)), dtypes::int32), dtypes::float32);
+      case 12:  // through the bytes: split into halves, permuted, joined again
+        if (rank >= 2) {
+          std::vector<int64_t> swap01(rank);
+          for (size_t k = 0; k < rank; k++) swap01[k] = int64_t(k);
+          std::swap(swap01[0], swap01[1]);
+          const UOp* halves = permute(g_, bitcast(g_, x, dtypes::int16), swap01);
+          return bitcast(g_, permute(g_, halves, swap01), dtypes::float32);
+        }
+        return bitcast(g_, bitcast(g_, x, dtypes::uint8), dtypes::float32);
       default:
         return g_.make(Op::Contiguous, dtypes::float32, {x});
     }

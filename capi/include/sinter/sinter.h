@@ -94,7 +94,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 1u
+#define SN_API_VERSION 2u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -485,6 +485,210 @@ SN_API sn_uop *sn_graph_simplify(sn_graph *graph, sn_uop *root, sn_error **err);
 /* Simplifies `expr` assuming the bool expression `valid` holds (used for indexing under a mask). */
 SN_API sn_uop *sn_graph_simplify_given(sn_graph *graph, sn_uop *valid, sn_uop *expr, sn_error **err);
 
+/* ==== Tensors, devices, buffers and programs (API version 2) ================================== */
+/* Build a tensor program with the builders below (and the sn_uop_* ones above), compile it for a
+ * device into an sn_program, and run that program on device buffers as often as needed:
+ *
+ *   sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &err);
+ *   sn_uop *y = sn_tensor_softmax(g, x, -1, &err);
+ *   sn_device *cpu = sn_device_open(ctx, "CPU", &err);
+ *   sn_program *p = sn_compile(g, &y, 1, cpu, NULL, &err);
+ *   sn_buffer *in = sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, shape, 2, &err), *out = sn_program_alloc_output(p, 0, &err);
+ *   sn_buffer_copy_in(in, data, sizeof data, &err);
+ *   sn_program_run(p, &in, 1, &out, 1, &err);
+ *   sn_buffer_copy_out(out, result, sizeof result, &err);
+ *
+ * Tensor builders take and return sn_uop (borrowed from the graph, like every uop). Axis arguments
+ * accept negative values counted from the end (-1 = last axis). Each builder checks its arguments
+ * and fails with SN_E_INVALID_ARG naming the builder, the parameter and the values (e.g. shapes that
+ * do not broadcast) before it builds anything. */
+
+typedef struct sn_device sn_device;   /* a device that runs programs ("CPU"); refcounted, keeps its context alive */
+typedef struct sn_buffer sn_buffer;   /* a typed, shaped block of device memory; refcounted, keeps its device alive */
+typedef struct sn_program sn_program; /* a compiled tensor program; refcounted, keeps its device alive; thread-safe */
+struct sn_dlpack_tensor;              /* DLPack 1.x DLManagedTensorVersioned: see sinter/sinter_dlpack.h */
+
+/* ---- tensor builders ---- */
+
+/* A new input tensor of `dtype` and shape[ndim] on `device` (NULL = "CPU"): a fresh buffer viewed
+   with the shape. Programs take their inputs in the order the inputs were created (see sn_compile). */
+SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *shape, size_t ndim, const char *device,
+                               sn_error **err);
+/* (M,K) @ (K,N) -> (M,N). Numeric dtypes; both operands share one dtype. */
+SN_API sn_uop *sn_tensor_gemm(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
+/* (..., M,K) @ (..., K,N) -> (..., M,N); both ranks >= 2; batch dims broadcast right-aligned. */
+SN_API sn_uop *sn_tensor_matmul(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
+/* x (N,Cin,H,W), w (Cout,Cin/groups,KH,KW), bias (Cout,) or NULL. stride, padding (zero padding on
+   both sides) and dilation are {rows, columns}; NULL means {1,1}, {0,0} and {1,1}. */
+SN_API sn_uop *sn_tensor_conv2d(sn_graph *graph, sn_uop *x, sn_uop *w, sn_uop *bias, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int64_t groups, sn_error **err);
+/* Pooling over the last two axes (rank >= 2). kernel[2] is required; stride NULL = kernel, padding
+   NULL = {0,0} (padding <= kernel/2). Max pooling pads with -inf (integers: the dtype's minimum);
+   average pooling counts the zero padding (PyTorch's count_include_pad) and needs a float dtype. */
+SN_API sn_uop *sn_tensor_max_pool2d(sn_graph *graph, sn_uop *x, const int64_t *kernel, const int64_t *stride,
+                                    const int64_t *padding, sn_error **err);
+SN_API sn_uop *sn_tensor_avg_pool2d(sn_graph *graph, sn_uop *x, const int64_t *kernel, const int64_t *stride,
+                                    const int64_t *padding, sn_error **err);
+/* Along `axis`, max-subtracted for stability. Float dtypes. */
+SN_API sn_uop *sn_tensor_softmax(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+SN_API sn_uop *sn_tensor_log_softmax(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+/* Normalizes over the last `naxes` axes: (x - mean) / sqrt(var + eps), then * weight + bias when
+   given (NULL = none; each has the normalized axes' shape). Float dtypes. */
+SN_API sn_uop *sn_tensor_layernorm(sn_graph *graph, sn_uop *x, int64_t naxes, sn_uop *weight, sn_uop *bias,
+                                   double eps, sn_error **err);
+/* Elementwise: relu (any numeric dtype), gelu (tanh approximation), sigmoid, tanh, exp, log (floats). */
+SN_API sn_uop *sn_tensor_relu(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_gelu(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_sigmoid(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_tanh(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_exp(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_log(sn_graph *graph, sn_uop *x, sn_error **err);
+/* Inclusive cumulative sum along `axis`. Numeric dtypes. */
+SN_API sn_uop *sn_tensor_cumsum(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+/* Index (int32) of the first maximum along `axis`; the axis is removed unless keepdim is non-zero. */
+SN_API sn_uop *sn_tensor_argmax(sn_graph *graph, sn_uop *x, int64_t axis, int keepdim, sn_error **err);
+/* Concatenation along `axis` of n tensors of one dtype and rank (same dims off the axis). */
+SN_API sn_uop *sn_tensor_cat(sn_graph *graph, sn_uop *const *xs, size_t n, int64_t axis, sn_error **err);
+/* Stacks n same-shape tensors along a new axis (0 <= axis <= rank, or negative from rank+1). */
+SN_API sn_uop *sn_tensor_stack(sn_graph *graph, sn_uop *const *xs, size_t n, int64_t axis, sn_error **err);
+/* idx (integer) -> idx.shape + (n,) of `dtype`: 1 where idx == j, else 0. */
+SN_API sn_uop *sn_tensor_one_hot(sn_graph *graph, sn_uop *idx, int64_t n, sn_dtype dtype, sn_error **err);
+/* [0, 1, ..., n-1] of `dtype`. */
+SN_API sn_uop *sn_tensor_arange(sn_graph *graph, int64_t n, sn_dtype dtype, sn_error **err);
+/* PyTorch's gather: out[..i..] = x[..idx[..i..]..] along `axis` (idx has x's rank; indices outside
+   the axis give 0). */
+SN_API sn_uop *sn_tensor_gather(sn_graph *graph, sn_uop *x, int64_t axis, sn_uop *idx, sn_error **err);
+/* PyTorch's scatter_add: x plus val[p] added at x[p with p_axis = idx[p]] for every position p of idx. */
+SN_API sn_uop *sn_tensor_scatter_add(sn_graph *graph, sn_uop *x, int64_t axis, sn_uop *idx, sn_uop *val,
+                                     sn_error **err);
+/* Uniform values in [0, 1) (a float dtype) of shape[ndim], from a counter-based generator
+   (Threefry-2x32) keyed by `seed`: the same seed gives the same values on every device. */
+SN_API sn_uop *sn_tensor_rand(sn_graph *graph, const int64_t *shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                              sn_error **err);
+/* Standard normal values (Box-Muller over the same generator). */
+SN_API sn_uop *sn_tensor_randn(sn_graph *graph, const int64_t *shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                               sn_error **err);
+
+/* ---- devices ---- */
+
+/* The device called `name` ("CPU", "cpu", "CPU:0"; NULL or "" = the default device, CPU). Opening
+   the same name twice in one context gives the same device. An unknown name, or a backend that this
+   build or this machine lacks, is SN_E_DEVICE naming the device and the available ones. */
+SN_API sn_device *sn_device_open(sn_context *ctx, const char *name, sn_error **err);
+SN_API sn_device *sn_device_retain(sn_device *device);
+SN_API void sn_device_release(sn_device *device);
+/* The device's canonical name ("CPU"). Borrowed: valid while the device lives. NULL on failure. */
+SN_API const char *sn_device_name(const sn_device *device, sn_error **err);
+
+/* ---- debug level ---- */
+
+/* SN_DEBUG level of a context: 0 quiet, 1 kernel timings of every run, 2 + the kernel list of every
+   compile, 3 + optimized kernel ASTs, 4 + kernel source, 5 + linearized UOps (printed to stderr).
+   The SN_DEBUG environment variable sets the default when the context is created. */
+SN_API SN_NODISCARD sn_code sn_context_set_debug(sn_context *ctx, int level, sn_error **err);
+/* The level (-1 on failure). */
+SN_API int sn_context_debug(const sn_context *ctx, sn_error **err);
+
+/* ---- compile ---- */
+
+typedef struct sn_compile_options {
+  uint32_t struct_size; /* sizeof(sn_compile_options) as the caller compiled it */
+  int32_t debug;        /* SN_DEBUG level for this compile and the program's runs; -1 = the context's */
+  int32_t optimize;     /* non-zero: run the kernel optimizer (loop order, vector tiles, threads) */
+  int32_t threads;      /* non-zero: allow kernels to run on all cores */
+  int32_t keep_stages;  /* non-zero: keep the graph after every stage as text (sn_program_stage) */
+  int32_t use_cache;    /* non-zero: reuse a program compiled before from the same content */
+  /* The program's inputs in the order sn_program_run takes them: tensors made by sn_tensor_input
+     (or buffers made by sn_uop_buffer). Inputs listed but unused are accepted and ignored. NULL
+     (ninputs 0): every input the outputs read, in the order the inputs were created. */
+  sn_uop *const *inputs;
+  size_t ninputs;
+} sn_compile_options;
+
+/* Sets the defaults: debug -1, optimize 1, threads 1, keep_stages 0, use_cache 1, no inputs. Call
+   as sn_compile_options_init(&o, sizeof o, &err). */
+SN_API SN_NODISCARD sn_code sn_compile_options_init(sn_compile_options *options, size_t struct_size, sn_error **err);
+
+/* Compiles the tensor graph under outputs[noutputs] (uops of `graph`) for `device` (NULL: the
+   context's default device), with `options` (NULL: the defaults). Every output gets its own buffer
+   when run. The stages: schedule (kernel fusion), per kernel optimize / expand / lower / linearize,
+   compile (LLVM on the CPU), memory plan. Identical kernels compile once per device, and the same
+   program built again (in any graph of the context) compiles once. Errors: SN_E_INVALID_ARG for a
+   bad graph or option, SN_E_UNSUPPORTED naming what the device cannot do (e.g. an fp8 dtype on
+   the CPU), SN_E_DEVICE for inputs on another device, SN_E_COMPILE. The graph may be released
+   afterwards: the program does not need it. */
+SN_API sn_program *sn_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device,
+                              const sn_compile_options *options, sn_error **err);
+SN_API sn_program *sn_program_retain(sn_program *program);
+SN_API void sn_program_release(sn_program *program);
+
+/* ---- buffers ---- */
+
+/* A new buffer of `dtype` and shape[ndim] on `device` (contents undefined). Its memory is 64-byte
+   aligned. A dtype the device cannot hold is SN_E_UNSUPPORTED. */
+SN_API sn_buffer *sn_buffer_alloc(sn_device *device, sn_dtype dtype, const int64_t *shape, size_t ndim,
+                                  sn_error **err);
+SN_API sn_buffer *sn_buffer_retain(sn_buffer *buffer);
+SN_API void sn_buffer_release(sn_buffer *buffer);
+/* A view sharing the memory of `buffer`: shape[ndim] elements of its dtype starting at element
+   `offset`. It keeps the memory alive after `buffer` is released. */
+SN_API sn_buffer *sn_buffer_view(sn_buffer *buffer, int64_t offset, const int64_t *shape, size_t ndim,
+                                 sn_error **err);
+/* Copies exactly sn_buffer_nbytes(buffer) bytes from host memory into the buffer, or out of it. A
+   different `nbytes` is SN_E_INVALID_ARG (it usually means the wrong dtype or shape). */
+SN_API SN_NODISCARD sn_code sn_buffer_copy_in(sn_buffer *buffer, const void *src, size_t nbytes, sn_error **err);
+SN_API SN_NODISCARD sn_code sn_buffer_copy_out(const sn_buffer *buffer, void *dst, size_t nbytes, sn_error **err);
+/* Queries (SN_DTYPE_INVALID, -1 or 0 on failure). */
+SN_API sn_dtype sn_buffer_dtype(const sn_buffer *buffer, sn_error **err);
+SN_API int64_t sn_buffer_rank(const sn_buffer *buffer, sn_error **err);
+/* Dimension `axis` of the shape (-1 on failure). */
+SN_API int64_t sn_buffer_dim(const sn_buffer *buffer, size_t axis, sn_error **err);
+SN_API int64_t sn_buffer_numel(const sn_buffer *buffer, sn_error **err);
+SN_API size_t sn_buffer_nbytes(const sn_buffer *buffer, sn_error **err);
+/* The device's name ("CPU"). Borrowed: valid while the buffer lives. */
+SN_API const char *sn_buffer_device(const sn_buffer *buffer, sn_error **err);
+/* Host address of element 0 for buffers in host memory (the CPU device), NULL otherwise. Valid
+   while the buffer lives; reading or writing it while a program runs on the buffer is a race. */
+SN_API void *sn_buffer_host_pointer(sn_buffer *buffer, sn_error **err);
+
+/* ---- run ---- */
+
+/* Runs the program: inputs[ninputs] in its input order, outputs[noutputs] in its output order.
+   Each buffer must have the dtype and shape the program expects (sn_program_input_info) and live on
+   the program's device; outputs must not overlap inputs or each other. Errors name the buffer
+   (e.g. "input 1: expected float32(4,4), got a buffer of int32(4,4)"). Blocks until done. Several
+   threads may run one program at once. */
+SN_API SN_NODISCARD sn_code sn_program_run(sn_program *program, sn_buffer *const *inputs, size_t ninputs,
+                                           sn_buffer *const *outputs, size_t noutputs, sn_error **err);
+/* A new buffer with the dtype and shape of output i, on the program's device. */
+SN_API sn_buffer *sn_program_alloc_output(sn_program *program, size_t index, sn_error **err);
+
+/* ---- inspect ---- */
+
+SN_API size_t sn_program_num_inputs(const sn_program *program, sn_error **err);
+SN_API size_t sn_program_num_outputs(const sn_program *program, sn_error **err);
+/* dtype and shape of input / output `index`: *dtype (if not NULL) gets the dtype, *ndim (if not
+   NULL) the rank, and shape (if not NULL) the dims; shape_cap is how many dims `shape` holds (a
+   smaller cap than the rank is SN_E_INVALID_ARG). */
+SN_API SN_NODISCARD sn_code sn_program_input_info(const sn_program *program, size_t index, sn_dtype *dtype,
+                                                  int64_t *shape, size_t shape_cap, size_t *ndim, sn_error **err);
+SN_API SN_NODISCARD sn_code sn_program_output_info(const sn_program *program, size_t index, sn_dtype *dtype,
+                                                   int64_t *shape, size_t shape_cap, size_t *ndim, sn_error **err);
+/* Number of kernels the program launches per run (0 on failure; a program may have none, e.g. when
+   every output is empty). */
+SN_API size_t sn_program_num_kernels(const sn_program *program, sn_error **err);
+/* Readable name of kernel i ("r_16_64"), borrowed: valid while the program lives. NULL on failure. */
+SN_API const char *sn_program_kernel_name(const sn_program *program, size_t index, sn_error **err);
+/* Source of kernel i (LLVM IR on the CPU). Free with sn_string_free. */
+SN_API char *sn_program_kernel_source(const sn_program *program, size_t index, sn_error **err);
+/* The graph after a pipeline stage as text, every kernel under a "# kernel i: name" header. Stages:
+   "tensor", "schedule", "ast", "optimized", "expanded", "reduce", "isel", "linear", "source",
+   "plan". Needs keep_stages at compile time ("source" does not): otherwise, and for an unknown
+   stage, SN_E_NOT_FOUND. Free with sn_string_free. */
+SN_API char *sn_program_stage(const sn_program *program, const char *stage, sn_error **err);
+/* Bytes of the one arena the program's intermediate values share (0 on failure or when none). */
+SN_API size_t sn_program_arena_bytes(const sn_program *program, sn_error **err);
+
 /* ==== Function table for dlopen hosts ========================================================= */
 
 /* One pointer per exported function, in a fixed order. Append-only: entries are never moved or
@@ -560,6 +764,81 @@ typedef struct sn_api {
   sn_uop *(*graph_simplify)(sn_graph *graph, sn_uop *root, sn_error **err);
   sn_uop *(*graph_simplify_given)(sn_graph *graph, sn_uop *valid, sn_uop *expr, sn_error **err);
   /* ---- version 2 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 2: tensors, devices, buffers, programs, DLPack ---- */
+  sn_uop *(*tensor_input)(sn_graph *graph, sn_dtype dtype, const int64_t *shape, size_t ndim, const char *device,
+                          sn_error **err);
+  sn_uop *(*tensor_gemm)(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
+  sn_uop *(*tensor_matmul)(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
+  sn_uop *(*tensor_conv2d)(sn_graph *graph, sn_uop *x, sn_uop *w, sn_uop *bias, const int64_t *stride,
+                           const int64_t *padding, const int64_t *dilation, int64_t groups, sn_error **err);
+  sn_uop *(*tensor_max_pool2d)(sn_graph *graph, sn_uop *x, const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, sn_error **err);
+  sn_uop *(*tensor_avg_pool2d)(sn_graph *graph, sn_uop *x, const int64_t *kernel, const int64_t *stride,
+                               const int64_t *padding, sn_error **err);
+  sn_uop *(*tensor_softmax)(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_log_softmax)(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_layernorm)(sn_graph *graph, sn_uop *x, int64_t naxes, sn_uop *weight, sn_uop *bias, double eps,
+                              sn_error **err);
+  sn_uop *(*tensor_relu)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_gelu)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_sigmoid)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_tanh)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_exp)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_log)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_cumsum)(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_argmax)(sn_graph *graph, sn_uop *x, int64_t axis, int keepdim, sn_error **err);
+  sn_uop *(*tensor_cat)(sn_graph *graph, sn_uop *const *xs, size_t n, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_stack)(sn_graph *graph, sn_uop *const *xs, size_t n, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_one_hot)(sn_graph *graph, sn_uop *idx, int64_t n, sn_dtype dtype, sn_error **err);
+  sn_uop *(*tensor_arange)(sn_graph *graph, int64_t n, sn_dtype dtype, sn_error **err);
+  sn_uop *(*tensor_gather)(sn_graph *graph, sn_uop *x, int64_t axis, sn_uop *idx, sn_error **err);
+  sn_uop *(*tensor_scatter_add)(sn_graph *graph, sn_uop *x, int64_t axis, sn_uop *idx, sn_uop *val, sn_error **err);
+  sn_uop *(*tensor_rand)(sn_graph *graph, const int64_t *shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                         sn_error **err);
+  sn_uop *(*tensor_randn)(sn_graph *graph, const int64_t *shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                          sn_error **err);
+  sn_device *(*device_open)(sn_context *ctx, const char *name, sn_error **err);
+  sn_device *(*device_retain)(sn_device *device);
+  void (*device_release)(sn_device *device);
+  const char *(*device_name)(const sn_device *device, sn_error **err);
+  sn_code (*context_set_debug)(sn_context *ctx, int level, sn_error **err);
+  int (*context_debug)(const sn_context *ctx, sn_error **err);
+  sn_code (*compile_options_init)(sn_compile_options *options, size_t struct_size, sn_error **err);
+  sn_program *(*compile)(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device,
+                         const sn_compile_options *options, sn_error **err);
+  sn_program *(*program_retain)(sn_program *program);
+  void (*program_release)(sn_program *program);
+  sn_buffer *(*buffer_alloc)(sn_device *device, sn_dtype dtype, const int64_t *shape, size_t ndim, sn_error **err);
+  sn_buffer *(*buffer_retain)(sn_buffer *buffer);
+  void (*buffer_release)(sn_buffer *buffer);
+  sn_buffer *(*buffer_view)(sn_buffer *buffer, int64_t offset, const int64_t *shape, size_t ndim, sn_error **err);
+  sn_code (*buffer_copy_in)(sn_buffer *buffer, const void *src, size_t nbytes, sn_error **err);
+  sn_code (*buffer_copy_out)(const sn_buffer *buffer, void *dst, size_t nbytes, sn_error **err);
+  sn_dtype (*buffer_dtype)(const sn_buffer *buffer, sn_error **err);
+  int64_t (*buffer_rank)(const sn_buffer *buffer, sn_error **err);
+  int64_t (*buffer_dim)(const sn_buffer *buffer, size_t axis, sn_error **err);
+  int64_t (*buffer_numel)(const sn_buffer *buffer, sn_error **err);
+  size_t (*buffer_nbytes)(const sn_buffer *buffer, sn_error **err);
+  const char *(*buffer_device)(const sn_buffer *buffer, sn_error **err);
+  void *(*buffer_host_pointer)(sn_buffer *buffer, sn_error **err);
+  sn_code (*program_run)(sn_program *program, sn_buffer *const *inputs, size_t ninputs, sn_buffer *const *outputs,
+                         size_t noutputs, sn_error **err);
+  sn_buffer *(*program_alloc_output)(sn_program *program, size_t index, sn_error **err);
+  size_t (*program_num_inputs)(const sn_program *program, sn_error **err);
+  size_t (*program_num_outputs)(const sn_program *program, sn_error **err);
+  sn_code (*program_input_info)(const sn_program *program, size_t index, sn_dtype *dtype, int64_t *shape,
+                                size_t shape_cap, size_t *ndim, sn_error **err);
+  sn_code (*program_output_info)(const sn_program *program, size_t index, sn_dtype *dtype, int64_t *shape,
+                                 size_t shape_cap, size_t *ndim, sn_error **err);
+  size_t (*program_num_kernels)(const sn_program *program, sn_error **err);
+  const char *(*program_kernel_name)(const sn_program *program, size_t index, sn_error **err);
+  char *(*program_kernel_source)(const sn_program *program, size_t index, sn_error **err);
+  char *(*program_stage)(const sn_program *program, const char *stage, sn_error **err);
+  size_t (*program_arena_bytes)(const sn_program *program, sn_error **err);
+  /* DLPack (declared in sinter/sinter_dlpack.h) */
+  struct sn_dlpack_tensor *(*buffer_to_dlpack)(sn_buffer *buffer, sn_error **err);
+  sn_buffer *(*buffer_from_dlpack)(sn_device *device, struct sn_dlpack_tensor *tensor, sn_error **err);
+  /* ---- version 3 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

@@ -115,8 +115,16 @@ impl Graph {
         Ok(UOp { ptr: call_ptr(f)?, graph: self })
     }
 
+    /// Runs one node-returning C call with this graph's handle.
+    pub(crate) fn build_node<'g>(
+        &'g self,
+        f: impl FnOnce(*mut sys::sn_graph, *mut *mut sys::sn_error) -> *mut sys::sn_uop,
+    ) -> Result<UOp<'g>> {
+        self.wrap(|e| f(self.ptr.as_ptr(), e))
+    }
+
     /// Checks that `u` belongs to this graph (the C API would report it too, but naming it here is clearer).
-    fn own(&self, what: &str, u: UOp<'_>) -> Result<*mut sys::sn_uop> {
+    pub(crate) fn handle(&self, what: &str, u: UOp<'_>) -> Result<*mut sys::sn_uop> {
         if ptr::eq(u.graph, self) {
             Ok(u.ptr.as_ptr())
         } else {
@@ -124,13 +132,13 @@ impl Graph {
         }
     }
 
-    fn own_all(&self, what: &str, srcs: &[UOp<'_>]) -> Result<Vec<*mut sys::sn_uop>> {
-        srcs.iter().map(|&u| self.own(what, u)).collect()
+    pub(crate) fn handles(&self, what: &str, srcs: &[UOp<'_>]) -> Result<Vec<*mut sys::sn_uop>> {
+        srcs.iter().map(|&u| self.handle(what, u)).collect()
     }
 
     /// The generic builder: the node `(op, dtype, srcs, arg)`, verified against the spec.
     pub fn node<'g>(&'g self, op: Op, dtype: DType, srcs: &[UOp<'_>], arg: &Arg) -> Result<UOp<'g>> {
-        let srcs = self.own_all("Graph::node", srcs)?;
+        let srcs = self.handles("Graph::node", srcs)?;
         let raw = RawArg::new(arg)?;
         // SAFETY: srcs are uops of this graph; raw.arg's pointers live as long as `raw` and `arg`.
         self.wrap(|e| unsafe {
@@ -175,29 +183,29 @@ impl Graph {
 
     /// An elementwise op over 1 to 3 sources (the dtype is derived).
     pub fn alu<'g>(&'g self, op: Op, srcs: &[UOp<'_>]) -> Result<UOp<'g>> {
-        let srcs = self.own_all("Graph::alu", srcs)?;
+        let srcs = self.handles("Graph::alu", srcs)?;
         // SAFETY: srcs are uops of this graph.
         self.wrap(|e| unsafe { sys::sn_uop_alu(self.ptr.as_ptr(), op.0, srcs.as_ptr(), srcs.len(), e) })
     }
 
     /// Collects several roots into one void node.
     pub fn sink<'g>(&'g self, srcs: &[UOp<'_>]) -> Result<UOp<'g>> {
-        let srcs = self.own_all("Graph::sink", srcs)?;
+        let srcs = self.handles("Graph::sink", srcs)?;
         // SAFETY: srcs are uops of this graph.
         self.wrap(|e| unsafe { sys::sn_uop_sink(self.ptr.as_ptr(), srcs.as_ptr(), srcs.len(), e) })
     }
 
     /// Simplifies `root` with the symbolic rules to a fixed point (root itself when nothing changes).
     pub fn simplify<'g>(&'g self, root: UOp<'_>) -> Result<UOp<'g>> {
-        let root = self.own("Graph::simplify", root)?;
+        let root = self.handle("Graph::simplify", root)?;
         // SAFETY: root is a uop of this graph.
         self.wrap(|e| unsafe { sys::sn_graph_simplify(self.ptr.as_ptr(), root, e) })
     }
 
     /// Simplifies `expr` assuming the bool expression `valid` holds.
     pub fn simplify_given<'g>(&'g self, valid: UOp<'_>, expr: UOp<'_>) -> Result<UOp<'g>> {
-        let valid = self.own("Graph::simplify_given", valid)?;
-        let expr = self.own("Graph::simplify_given", expr)?;
+        let valid = self.handle("Graph::simplify_given", valid)?;
+        let expr = self.handle("Graph::simplify_given", expr)?;
         // SAFETY: both are uops of this graph.
         self.wrap(|e| unsafe { sys::sn_graph_simplify_given(self.ptr.as_ptr(), valid, expr, e) })
     }
@@ -406,14 +414,14 @@ impl<'g> UOp<'g> {
 
     /// A binary elementwise op (`Op::ADD`, `Op::CMPLT`, ...); shapes broadcast right-aligned.
     pub fn binary(self, op: Op, other: UOp<'_>) -> Result<UOp<'g>> {
-        let b = self.graph.own("UOp::binary", other)?;
+        let b = self.graph.handle("UOp::binary", other)?;
         // SAFETY: both are live nodes of this graph.
         self.build(|g, e| unsafe { sys::sn_uop_binary(g, op.0, self.ptr.as_ptr(), b, e) })
     }
 
     /// `self ? a : b` elementwise (self is bool).
     pub fn where_(self, a: UOp<'_>, b: UOp<'_>) -> Result<UOp<'g>> {
-        let (a, b) = (self.graph.own("UOp::where_", a)?, self.graph.own("UOp::where_", b)?);
+        let (a, b) = (self.graph.handle("UOp::where_", a)?, self.graph.handle("UOp::where_", b)?);
         // SAFETY: all three are live nodes of this graph.
         self.build(|g, e| unsafe { sys::sn_uop_ternary(g, Op::WHERE.0, self.ptr.as_ptr(), a, b, e) })
     }
@@ -523,9 +531,10 @@ impl<'g> UOp<'g> {
         self.unary(Op::RECIP)
     }
 
-    /// `e^self`, as `exp2(self * log2(e))`.
+    /// `e^self` (the tensor builder, which lowers it to exp2).
     pub fn exp(self) -> Result<UOp<'g>> {
-        (self * std::f64::consts::LOG2_E)?.exp2()
+        // SAFETY: self is live.
+        self.build(|g, e| unsafe { sys::sn_tensor_exp(g, self.ptr.as_ptr(), e) })
     }
 
     /// Elementwise maximum.

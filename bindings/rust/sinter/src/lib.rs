@@ -1,21 +1,27 @@
 //! Safe Rust API for Sinter, a tinygrad-style tensor compiler behind a C ABI (`libsinter.so`).
 //!
-//! ```no_run
-//! use sinter::{Context, DType};
+//! ```
+//! use sinter::{CompileOptions, Context, DType};
 //! # fn main() -> sinter::Result<()> {
 //! let ctx = Context::new()?;
+//! let cpu = ctx.device("CPU")?;
 //! let g = ctx.graph()?;
-//! let a = g.buffer(DType::FLOAT32, 6, Some("CPU"))?.reshape(&[2, 3])?;
-//! let y = ((a + a)? * 2.0)?.sum(&[1])?;
+//! let x = g.input(DType::FLOAT32, &[2, 3], None)?;
+//! let y = ((x + x)? * 2.0)?.sum(&[1])?;     // operators return Result: chain with ?
 //! println!("{y}");                          // S-expression
-//! assert!(a.reshape(&[4, 2]).is_err());     // shape errors come back as Err with the C message
+//! assert!(x.reshape(&[4, 2]).is_err());     // shape errors come back as Err with the C message
+//!
+//! let program = g.compile(&[y], Some(&cpu), &CompileOptions::default())?;
+//! let input = cpu.buffer_from(&[2, 3], &[1f32, 2., 3., 4., 5., 6.])?;
+//! let out = program.run_alloc(&[&input])?;
+//! assert_eq!(out[0].to_vec::<f32>()?, vec![24.0, 60.0]);
 //! # Ok(()) }
 //! ```
 //!
 //! Ownership follows the C API: [`Context`] and [`Graph`] own a reference and release it on drop; a
 //! [`UOp<'g>`](UOp) borrows its graph, so the borrow checker keeps the graph alive while nodes are used.
-//! Thread safety follows the header: `Context` is `Send + Sync`, `Graph` is `Send` but not `Sync` (one
-//! thread at a time), `UOp` is neither. The compiler enforces all of it:
+//! Thread safety follows the header: `Context`, `Device` and `Program` are `Send + Sync`, `Graph` and `Buffer`
+//! are `Send` but not `Sync` (one thread at a time), `UOp` is neither. The compiler enforces all of it:
 //!
 //! ```compile_fail
 //! // A node cannot outlive its graph.
@@ -36,16 +42,27 @@
 //! let x = g.const_int(sinter::DType::INT32, 1).unwrap();
 //! std::thread::scope(|s| { s.spawn(move || x.op()); });
 //! ```
+//!
+//! ```compile_fail
+//! // A run's output cannot also be one of its inputs.
+//! # fn f(p: &sinter::Program, b: &mut sinter::Buffer) -> sinter::Result<()> {
+//! p.run(&[&*b], &mut [b])
+//! # }
+//! ```
 pub use sinter_sys as sys;
 
 mod enums;
 mod error;
 mod graph;
 mod ops;
+mod runtime;
+mod tensor;
 
 pub use enums::{AddrSpace, AxisType, Code, DType, Op};
 pub use error::{Error, Result};
 pub use graph::{Arg, Context, Dim, Graph, UOp};
+pub use runtime::{Buffer, CompileOptions, Device, Element, Program, TensorInfo};
+pub use tensor::{Conv2d, Pool2d};
 
 /// The library's version string, e.g. "0.1.0".
 pub fn version() -> &'static str {

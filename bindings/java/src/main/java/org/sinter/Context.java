@@ -19,6 +19,21 @@ public final class Context implements AutoCloseable {
     return new Graph(this);
   }
 
+  /** Opens the device called {@code name} ("CPU"; "" for the default). Throws SinterException(DEVICE) for an
+   * unknown or unavailable device, naming the ones that exist. */
+  public Device device(String name) {
+    return new Device(this, name);
+  }
+
+  /** Sets the SN_DEBUG level (0 quiet .. 5 linearized UOps, printed to stderr). */
+  public void setDebug(int level) {
+    try {
+      SinterNative.sn_context_set_debug(ptr(), level);
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(this);
+    }
+  }
+
   long ptr() {
     return handle.get("Context");
   }

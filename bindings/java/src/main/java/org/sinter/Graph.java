@@ -126,6 +126,67 @@ public final class Graph implements AutoCloseable {
     return build(g -> SinterNative.sn_graph_simplify_given(g, v, e));
   }
 
+  // ---- tensor level ----
+
+  /** A new input tensor of {@code dtype} and {@code shape} on {@code device} (null: "CPU"). */
+  public UOp input(DType dtype, long[] shape, String device) {
+    return build(g -> SinterNative.sn_tensor_input(g, dtype.value(), shape, shape.length, device));
+  }
+
+  /** A new input tensor on the CPU. */
+  public UOp input(DType dtype, long... shape) {
+    return input(dtype, shape, null);
+  }
+
+  /** [0, 1, ..., n-1] of {@code dtype}. */
+  public UOp arange(long n, DType dtype) {
+    return build(g -> SinterNative.sn_tensor_arange(g, n, dtype.value()));
+  }
+
+  /** Uniform values in [0, 1) of a float dtype from a counter-based generator keyed by {@code seed}. */
+  public UOp rand(long[] shape, long seed, DType dtype) {
+    return build(g -> SinterNative.sn_tensor_rand(g, shape, shape.length, seed, dtype.value()));
+  }
+
+  /** Standard normal values from the same generator. */
+  public UOp randn(long[] shape, long seed, DType dtype) {
+    return build(g -> SinterNative.sn_tensor_randn(g, shape, shape.length, seed, dtype.value()));
+  }
+
+  /** Concatenates {@code xs} (one dtype and rank) along {@code axis}. */
+  public UOp cat(long axis, UOp... xs) {
+    long[] h = own(xs);
+    return build(g -> SinterNative.sn_tensor_cat(g, h, h.length, axis));
+  }
+
+  /** Stacks same-shape {@code xs} along a new {@code axis}. */
+  public UOp stack(long axis, UOp... xs) {
+    long[] h = own(xs);
+    return build(g -> SinterNative.sn_tensor_stack(g, h, h.length, axis));
+  }
+
+  /** Compiles the tensor program under {@code outputs} for {@code device} (null: the context's default). */
+  public Program compile(Device device, CompileOptions options, UOp... outputs) {
+    long[] outs = own(outputs);
+    long[] ins = options.inputs == null ? null : own(options.inputs.toArray(new UOp[0]));
+    long dev = device == null ? 0 : device.ptr();
+    synchronized (this) {
+      try {
+        return new Program(SinterNative.snj_compile(ptr(), outs, outs.length, dev, options.debug,
+            options.optimize ? 1 : 0, options.threads ? 1 : 0, options.keepStages ? 1 : 0, options.useCache ? 1 : 0,
+            ins, ins == null ? 0 : ins.length, ins == null ? 0 : 1));
+      } finally {
+        Reference.reachabilityFence(this);
+        Reference.reachabilityFence(device);
+      }
+    }
+  }
+
+  /** Compiles with the default options. */
+  public Program compile(Device device, UOp... outputs) {
+    return compile(device, new CompileOptions(), outputs);
+  }
+
   /** Whether {@link #close()} was called. */
   public boolean isClosed() {
     return handle.isClosed();

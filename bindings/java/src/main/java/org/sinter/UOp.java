@@ -338,9 +338,108 @@ public final class UOp {
     return unary(Op.RECIP);
   }
 
-  /** {@code e^this}, built as {@code 2^(this * log2(e))}. */
+  // ---- tensor level (axis arguments may be negative, counted from the end) ----
+
+  /** {@code e^this}. */
   public UOp exp() {
-    return mul(1.0 / Math.log(2.0)).exp2();
+    return graph.build(g -> SinterNative.sn_tensor_exp(g, ptr));
+  }
+
+  /** Natural logarithm. */
+  public UOp log() {
+    return graph.build(g -> SinterNative.sn_tensor_log(g, ptr));
+  }
+
+  public UOp relu() {
+    return graph.build(g -> SinterNative.sn_tensor_relu(g, ptr));
+  }
+
+  /** GELU (tanh approximation). */
+  public UOp gelu() {
+    return graph.build(g -> SinterNative.sn_tensor_gelu(g, ptr));
+  }
+
+  public UOp sigmoid() {
+    return graph.build(g -> SinterNative.sn_tensor_sigmoid(g, ptr));
+  }
+
+  public UOp tanh() {
+    return graph.build(g -> SinterNative.sn_tensor_tanh(g, ptr));
+  }
+
+  /** (M,K) @ (K,N) -> (M,N). */
+  public UOp gemm(UOp b) {
+    long pb = graph.own(b);
+    return graph.build(g -> SinterNative.sn_tensor_gemm(g, ptr, pb));
+  }
+
+  /** (..., M,K) @ (..., K,N) -> (..., M,N) with broadcast batch dims. */
+  public UOp matmul(UOp b) {
+    long pb = graph.own(b);
+    return graph.build(g -> SinterNative.sn_tensor_matmul(g, ptr, pb));
+  }
+
+  /**
+   * 2-D convolution of this (N,Cin,H,W) with {@code w} (Cout,Cin/groups,KH,KW) plus {@code bias} (Cout,) or
+   * null; stride, padding and dilation are {rows, columns} or null for 1, 0 and 1.
+   */
+  public UOp conv2d(UOp w, UOp bias, long[] stride, long[] padding, long[] dilation, long groups) {
+    long pw = graph.own(w);
+    long pb = bias == null ? 0 : graph.own(bias);
+    return graph.build(g -> SinterNative.sn_tensor_conv2d(g, ptr, pw, pb, stride, padding, dilation, groups));
+  }
+
+  /** Max pooling over the last two axes; stride null = kernel, padding null = none. */
+  public UOp maxPool2d(long[] kernel, long[] stride, long[] padding) {
+    return graph.build(g -> SinterNative.sn_tensor_max_pool2d(g, ptr, kernel, stride, padding));
+  }
+
+  /** Average pooling over the last two axes (zero padding counts). */
+  public UOp avgPool2d(long[] kernel, long[] stride, long[] padding) {
+    return graph.build(g -> SinterNative.sn_tensor_avg_pool2d(g, ptr, kernel, stride, padding));
+  }
+
+  public UOp softmax(long axis) {
+    return graph.build(g -> SinterNative.sn_tensor_softmax(g, ptr, axis));
+  }
+
+  public UOp logSoftmax(long axis) {
+    return graph.build(g -> SinterNative.sn_tensor_log_softmax(g, ptr, axis));
+  }
+
+  /** Normalizes over the last {@code naxes} axes, then {@code * weight + bias} when not null. */
+  public UOp layerNorm(long naxes, UOp weight, UOp bias, double eps) {
+    long pw = weight == null ? 0 : graph.own(weight);
+    long pb = bias == null ? 0 : graph.own(bias);
+    return graph.build(g -> SinterNative.sn_tensor_layernorm(g, ptr, naxes, pw, pb, eps));
+  }
+
+  /** Inclusive cumulative sum along {@code axis}. */
+  public UOp cumsum(long axis) {
+    return graph.build(g -> SinterNative.sn_tensor_cumsum(g, ptr, axis));
+  }
+
+  /** Index (int32) of the first maximum along {@code axis}; the axis is removed unless {@code keepdim}. */
+  public UOp argmax(long axis, boolean keepdim) {
+    return graph.build(g -> SinterNative.sn_tensor_argmax(g, ptr, axis, keepdim ? 1 : 0));
+  }
+
+  /** Integer indices -> shape + (n,) of {@code dtype}: 1 where index == j, else 0. */
+  public UOp oneHot(long n, DType dtype) {
+    return graph.build(g -> SinterNative.sn_tensor_one_hot(g, ptr, n, dtype.value()));
+  }
+
+  /** PyTorch's gather along {@code axis}. */
+  public UOp gather(long axis, UOp idx) {
+    long pi = graph.own(idx);
+    return graph.build(g -> SinterNative.sn_tensor_gather(g, ptr, axis, pi));
+  }
+
+  /** PyTorch's scatter_add along {@code axis}. */
+  public UOp scatterAdd(long axis, UOp idx, UOp val) {
+    long pi = graph.own(idx);
+    long pv = graph.own(val);
+    return graph.build(g -> SinterNative.sn_tensor_scatter_add(g, ptr, axis, pi, pv));
   }
 
   /** A constant of this node's dtype: constFloat for float dtypes, else constInt (v must be integral). */

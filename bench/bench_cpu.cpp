@@ -1,0 +1,287 @@
+// CPU execution against baselines measured in the same run. One row per case:
+//   name  ours_ms  baseline_ms  ratio        (medians of repeated runs; ratio = ours / baseline)
+// then, per case, the cold compile: kernel count, total pipeline time and LLVM time per kernel.
+//
+// Cases and their baselines:
+//   add_4096x4096     c = a + b (f32)             memcpy of the 64 MiB output size (bandwidth floor)
+//   sum_4096x4096     sum of all 16M f32          memcpy of the same 64 MiB
+//   matmul_1024       (1024x1024) @ (1024x1024)   OpenBLAS cblas_sgemm on the same thread count
+//   matmul_2048       (2048x2048) @ (2048x2048)   same
+//   softmax_4096x4096 softmax over each row       a plain C++ loop (max, exp, sum, scale) split over rows on
+//                                                 the same thread count, compiled -O2
+//   conv2d_64x56x56   1x64x56x56 * 64x64x3x3,     im2col + cblas_sgemm (OpenBLAS), the classic CPU lowering
+//                     pad 1
+// Each result is checked against its baseline's (a wrong fast kernel is not a result).
+//   bench_cpu [filter]    runs only the cases whose name contains `filter`
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/pipeline.h"
+#include "core/tensor/compose.h"
+#include "core/tensor/tensor.h"
+
+namespace {
+
+using namespace sn;
+using Clock = std::chrono::steady_clock;
+
+const char* g_filter = "";
+int g_threads = 1;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Median of repeated runs: at least 3, more while the total stays under ~1.5 s (at most 25).
+double median_ms(const std::function<void()>& fn) {
+  fn();  // warm up: first touch of pages, thread pool start
+  std::vector<double> t;
+  double total = 0;
+  while (t.size() < 3 || (total < 1500 && t.size() < 25)) {
+    auto t0 = Clock::now();
+    fn();
+    t.push_back(ms_since(t0));
+    total += t.back();
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Runs fn(begin, end) over [0, n) split into g_threads contiguous parts.
+void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  std::vector<std::thread> ts;
+  int64_t per = (n + g_threads - 1) / g_threads;
+  for (int t = 0; t < g_threads; t++) {
+    int64_t b = t * per, e = std::min(n, b + per);
+    if (b < e) ts.emplace_back(fn, b, e);
+  }
+  for (auto& th : ts) th.join();
+}
+
+struct Case {
+  std::string name;
+  double ours_ms = 0, base_ms = 0;
+  size_t kernels = 0;
+  double compile_ms = 0, llvm_ms = 0;
+  double max_err = 0;
+  bool ok = true;
+};
+
+// A compiled program with its buffers: inputs filled from host data, outputs allocated.
+struct Compiled {
+  std::shared_ptr<const Program> program;
+  std::vector<std::shared_ptr<Buffer>> in, out;
+  void run() const { program->run(in, out); }
+  std::vector<float> output(size_t i = 0) const {
+    std::vector<float> v(size_t(out[i]->numel()));
+    out[i]->copy_out(v.data(), v.size() * sizeof(float));
+    return v;
+  }
+};
+
+// Compiles `outs` with a fresh runtime (nothing cached: the compile is cold) and fills the inputs.
+Compiled compile_cold(Graph& g, const std::vector<const UOp*>& outs, const std::vector<std::vector<float>>& inputs,
+                      Case& c) {
+  static std::vector<std::unique_ptr<Runtime>> runtimes;  // kept alive: their devices own the JIT code
+  runtimes.push_back(std::make_unique<Runtime>(RuntimeOptions{.debug = -1, .threads = g_threads}));
+  Runtime& rt = *runtimes.back();
+  auto t0 = Clock::now();
+  Compiled out;
+  out.program = compile_program(rt, g, outs);
+  c.compile_ms = ms_since(t0);
+  c.kernels = out.program->launches.size();
+  for (const Launch& l : out.program->launches) c.llvm_ms += l.kernel->compile_ms;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    const TensorSpec& s = out.program->inputs[i];
+    auto b = Buffer::allocate(out.program->device, s.dtype, s.shape);
+    b->copy_in(inputs[i].data(), inputs[i].size() * sizeof(float));
+    out.in.push_back(b);
+  }
+  for (size_t i = 0; i < out.program->outputs.size(); i++) out.out.push_back(out.program->allocate_output(i));
+  return out;
+}
+
+void compare(Case& c, const std::vector<float>& got, const std::vector<float>& want, double rtol) {
+  if (got.size() != want.size()) {
+    c.ok = false;
+    return;
+  }
+  for (size_t i = 0; i < got.size(); i++) {
+    double err = std::fabs(double(got[i]) - double(want[i])) / (1.0 + std::fabs(double(want[i])));
+    c.max_err = std::max(c.max_err, err);
+    if (!(err <= rtol)) c.ok = false;
+  }
+}
+
+bool selected(const std::string& name) { return std::strstr(name.c_str(), g_filter) != nullptr; }
+
+Case bench_add() {
+  Case c{"add_4096x4096"};
+  const int64_t n = 4096;
+  Graph g;
+  const UOp* a = input(g, dtypes::float32, {n, n});
+  const UOp* b = input(g, dtypes::float32, {n, n});
+  auto da = random_floats(size_t(n * n), 1), db = random_floats(size_t(n * n), 2);
+  Compiled p = compile_cold(g, {add(g, a, b)}, {da, db}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> dst(size_t(n * n));
+  c.base_ms = median_ms([&] { std::memcpy(dst.data(), da.data(), dst.size() * sizeof(float)); });
+  std::vector<float> want(size_t(n * n));
+  for (size_t i = 0; i < want.size(); i++) want[i] = da[i] + db[i];
+  compare(c, p.output(), want, 0);
+  return c;
+}
+
+Case bench_sum() {
+  Case c{"sum_4096x4096"};
+  const int64_t n = 4096;
+  Graph g;
+  const UOp* a = input(g, dtypes::float32, {n, n});
+  auto da = random_floats(size_t(n * n), 3);
+  Compiled p = compile_cold(g, {reduce(g, a, Op::Add, {0, 1})}, {da}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> dst(size_t(n * n));
+  c.base_ms = median_ms([&] { std::memcpy(dst.data(), da.data(), dst.size() * sizeof(float)); });
+  double want = 0;
+  for (float x : da) want += x;
+  // A float32 sum of 16M values in any order is within ~1e-4 relative of the exact one here.
+  std::vector<float> got = p.output();
+  c.max_err = std::fabs(got[0] - want) / (1 + std::fabs(want));
+  c.ok = c.max_err < 1e-3;
+  return c;
+}
+
+Case bench_matmul(int64_t n) {
+  Case c{"matmul_" + std::to_string(n)};
+  Graph g;
+  const UOp* a = input(g, dtypes::float32, {n, n});
+  const UOp* b = input(g, dtypes::float32, {n, n});
+  auto da = random_floats(size_t(n * n), 4), db = random_floats(size_t(n * n), 5);
+  Compiled p = compile_cold(g, {gemm(g, a, b)}, {da, db}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> want(size_t(n * n));
+  auto blas = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, da.data(), int(n), db.data(),
+                int(n), 0.0f, want.data(), int(n));
+  };
+  c.base_ms = median_ms(blas);
+  compare(c, p.output(), want, 1e-4);
+  return c;
+}
+
+Case bench_softmax() {
+  Case c{"softmax_4096x4096"};
+  const int64_t n = 4096;
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {n, n});
+  auto dx = random_floats(size_t(n * n), 6, -4, 4);
+  Compiled p = compile_cold(g, {softmax(g, x, 1)}, {dx}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> want(size_t(n * n));
+  auto reference = [&] {
+    parallel_rows(n, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        const float* in = dx.data() + r * n;
+        float* out = want.data() + r * n;
+        float m = in[0];
+        for (int64_t j = 1; j < n; j++) m = std::max(m, in[j]);
+        float s = 0;
+        for (int64_t j = 0; j < n; j++) s += (out[j] = std::exp(in[j] - m));
+        float inv = 1.0f / s;
+        for (int64_t j = 0; j < n; j++) out[j] *= inv;
+      }
+    });
+  };
+  c.base_ms = median_ms(reference);
+  compare(c, p.output(), want, 1e-5);
+  return c;
+}
+
+Case bench_conv() {
+  Case c{"conv2d_64x56x56"};
+  const int64_t C = 64, H = 56, W = 56, K = 3;
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {1, C, H, W});
+  const UOp* w = input(g, dtypes::float32, {C, C, K, K});
+  auto dx = random_floats(size_t(C * H * W), 7), dw = random_floats(size_t(C * C * K * K), 8, -0.1f, 0.1f);
+  Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, {dx, dw}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  // im2col: cols[(ci*K + ky)*K + kx][y*W + x] = padded input; then out (C, H*W) = w (C, C*K*K) @ cols.
+  std::vector<float> cols(size_t(C * K * K * H * W)), want(size_t(C * H * W));
+  auto baseline = [&] {
+    for (int64_t ci = 0; ci < C; ci++)
+      for (int64_t ky = 0; ky < K; ky++)
+        for (int64_t kx = 0; kx < K; kx++) {
+          float* row = cols.data() + ((ci * K + ky) * K + kx) * H * W;
+          for (int64_t y = 0; y < H; y++)
+            for (int64_t xx = 0; xx < W; xx++) {
+              int64_t iy = y + ky - 1, ix = xx + kx - 1;
+              row[y * W + xx] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? dx[size_t((ci * H + iy) * W + ix)] : 0.0f;
+            }
+        }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(C), int(H * W), int(C * K * K), 1.0f, dw.data(),
+                int(C * K * K), cols.data(), int(H * W), 0.0f, want.data(), int(H * W));
+  };
+  c.base_ms = median_ms(baseline);
+  compare(c, p.output(), want, 1e-4);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_filter = argv[1];
+  g_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  openblas_set_num_threads(g_threads);
+  std::printf("# CPU, %d threads (ours and baselines alike); times are medians in ms; ratio = ours / baseline\n",
+              g_threads);
+  std::printf("%-20s %12s %12s %8s\n", "name", "ours", "baseline", "ratio");
+  std::vector<Case> cases;
+  auto run = [&](const std::string& name, const std::function<Case()>& fn) {
+    if (!selected(name)) return;
+    try {
+      Case c = fn();
+      std::printf("%-20s %12.3f %12.3f %8.2f%s\n", c.name.c_str(), c.ours_ms, c.base_ms, c.ours_ms / c.base_ms,
+                  c.ok ? "" : "   RESULT MISMATCH");
+      std::fflush(stdout);
+      cases.push_back(c);
+    } catch (const std::exception& e) {
+      std::printf("%-20s failed: %s\n", name.c_str(), e.what());
+      Case c{name};
+      c.ok = false;
+      cases.push_back(c);
+    }
+  };
+  run("add_4096x4096", bench_add);
+  run("sum_4096x4096", bench_sum);
+  run("matmul_1024", [] { return bench_matmul(1024); });
+  run("matmul_2048", [] { return bench_matmul(2048); });
+  run("softmax_4096x4096", bench_softmax);
+  run("conv2d_64x56x56", bench_conv);
+
+  std::printf("\n# cold compile (fresh runtime: nothing cached)\n");
+  std::printf("%-20s %8s %12s %16s %10s\n", "name", "kernels", "total_ms", "llvm_ms/kernel", "max_err");
+  bool all_ok = true;
+  for (const Case& c : cases) {
+    all_ok = all_ok && c.ok;
+    std::printf("%-20s %8zu %12.1f %16.2f %10.2g\n", c.name.c_str(), c.kernels, c.compile_ms,
+                c.kernels ? c.llvm_ms / double(c.kernels) : 0.0, c.max_err);
+  }
+  return all_ok ? 0 : 1;
+}

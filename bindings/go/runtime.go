@@ -1,0 +1,536 @@
+package sinter
+
+/*
+#include <stdlib.h>
+#include <sinter/sinter.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// ---- devices ----
+
+// Device runs programs ("CPU"). Safe for concurrent use; Close must not race with other calls on it.
+type Device struct {
+	p *C.sn_device
+}
+
+// Device opens the device called name ("CPU", "CPU:0"; "" for the default). An unknown or unavailable
+// device is an *Error with CodeDevice naming the devices that exist.
+func (c *Context) Device(name string) (*Device, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return nil, ErrClosed
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var cerr *C.sn_error
+	p := C.sn_device_open(c.p, cname, &cerr)
+	runtime.KeepAlive(c)
+	if err := check(cerr); err != nil {
+		return nil, err
+	}
+	d := &Device{p: p}
+	runtime.SetFinalizer(d, (*Device).Close)
+	return d, nil
+}
+
+// SetDebug sets the context's SN_DEBUG level (0 quiet .. 5 linearized UOps, printed to stderr).
+func (c *Context) SetDebug(level int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return ErrClosed
+	}
+	var cerr *C.sn_error
+	code := C.sn_context_set_debug(c.p, C.int(level), &cerr)
+	runtime.KeepAlive(c)
+	return checkCode(code, cerr)
+}
+
+// Close releases the device (buffers and programs keep it alive as long as they need it). Idempotent.
+func (d *Device) Close() error {
+	if d.p != nil {
+		C.sn_device_release(d.p)
+		d.p = nil
+		runtime.SetFinalizer(d, nil)
+	}
+	return nil
+}
+
+// Name is the canonical name, e.g. "CPU".
+func (d *Device) Name() string {
+	if d.p == nil {
+		return ""
+	}
+	s := C.GoString(C.sn_device_name(d.p, nil))
+	runtime.KeepAlive(d)
+	return s
+}
+
+// Alloc is a new buffer of dtype and shape on the device (contents undefined).
+func (d *Device) Alloc(dtype DType, shape ...int64) (*Buffer, error) {
+	if d.p == nil {
+		return nil, ErrClosed
+	}
+	ptr, n := int64s(shape)
+	var cerr *C.sn_error
+	p := C.sn_buffer_alloc(d.p, C.sn_dtype(dtype), ptr, n, &cerr)
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(shape)
+	if err := check(cerr); err != nil {
+		return nil, err
+	}
+	return newBuffer(p), nil
+}
+
+// ---- buffers ----
+
+// Buffer is a typed, shaped block of device memory. Close must not race with other calls on it.
+type Buffer struct {
+	p *C.sn_buffer
+}
+
+func newBuffer(p *C.sn_buffer) *Buffer {
+	b := &Buffer{p: p}
+	runtime.SetFinalizer(b, (*Buffer).Close)
+	return b
+}
+
+// Close releases the buffer. Idempotent.
+func (b *Buffer) Close() error {
+	if b.p != nil {
+		C.sn_buffer_release(b.p)
+		b.p = nil
+		runtime.SetFinalizer(b, nil)
+	}
+	return nil
+}
+
+// DType is the element type (DTypeInvalid after Close).
+func (b *Buffer) DType() DType {
+	if b.p == nil {
+		return DTypeInvalid
+	}
+	defer runtime.KeepAlive(b)
+	return DType(C.sn_buffer_dtype(b.p, nil))
+}
+
+// Shape is the buffer's shape.
+func (b *Buffer) Shape() []int64 {
+	if b.p == nil {
+		return nil
+	}
+	defer runtime.KeepAlive(b)
+	rank := int(C.sn_buffer_rank(b.p, nil))
+	shape := make([]int64, 0, rank)
+	for i := 0; i < rank; i++ {
+		shape = append(shape, int64(C.sn_buffer_dim(b.p, C.size_t(i), nil)))
+	}
+	return shape
+}
+
+// NumEl is the number of elements.
+func (b *Buffer) NumEl() int64 {
+	if b.p == nil {
+		return 0
+	}
+	defer runtime.KeepAlive(b)
+	return int64(C.sn_buffer_numel(b.p, nil))
+}
+
+// NBytes is the size in bytes.
+func (b *Buffer) NBytes() int {
+	if b.p == nil {
+		return 0
+	}
+	defer runtime.KeepAlive(b)
+	return int(C.sn_buffer_nbytes(b.p, nil))
+}
+
+// DeviceName is the name of the buffer's device.
+func (b *Buffer) DeviceName() string {
+	if b.p == nil {
+		return ""
+	}
+	defer runtime.KeepAlive(b)
+	return C.GoString(C.sn_buffer_device(b.p, nil))
+}
+
+// View is a buffer of shape elements starting at element offset that shares b's memory (and keeps it
+// alive after b is closed).
+func (b *Buffer) View(offset int64, shape ...int64) (*Buffer, error) {
+	if b.p == nil {
+		return nil, ErrClosed
+	}
+	ptr, n := int64s(shape)
+	var cerr *C.sn_error
+	p := C.sn_buffer_view(b.p, C.int64_t(offset), ptr, n, &cerr)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(shape)
+	if err := check(cerr); err != nil {
+		return nil, err
+	}
+	return newBuffer(p), nil
+}
+
+// Element is a Go type with the layout of a Sinter dtype, for typed copies.
+type Element interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
+}
+
+var kindDTypes = map[reflect.Kind]DType{
+	reflect.Int8: Int8, reflect.Int16: Int16, reflect.Int32: Int32, reflect.Int64: Int64,
+	reflect.Uint8: Uint8, reflect.Uint16: Uint16, reflect.Uint32: Uint32, reflect.Uint64: Uint64,
+	reflect.Float32: Float32, reflect.Float64: Float64,
+}
+
+// DTypeOf is the dtype whose elements have T's layout.
+func DTypeOf[T Element]() DType {
+	var zero T
+	return kindDTypes[reflect.TypeOf(zero).Kind()]
+}
+
+func checkElem[T Element](what string, b *Buffer) error {
+	if b.p == nil {
+		return ErrClosed
+	}
+	if dt, want := b.DType(), DTypeOf[T](); dt != want {
+		msg := fmt.Sprintf("sinter: %s: the buffer holds %s, the slice %s", what, dt, want)
+		return &Error{Code: CodeInvalidArg, Message: msg}
+	}
+	return nil
+}
+
+// CopyIn copies data into b; T must match b's dtype and len(data) its element count.
+func CopyIn[T Element](b *Buffer, data []T) error {
+	if err := checkElem[T]("CopyIn", b); err != nil {
+		return err
+	}
+	var src unsafe.Pointer
+	if len(data) > 0 {
+		src = unsafe.Pointer(&data[0])
+	}
+	var cerr *C.sn_error
+	code := C.sn_buffer_copy_in(b.p, src, C.size_t(uintptr(len(data))*unsafe.Sizeof(*new(T))), &cerr)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(data)
+	return checkCode(code, cerr)
+}
+
+// CopyOut copies b into out (same rules as CopyIn).
+func CopyOut[T Element](b *Buffer, out []T) error {
+	if err := checkElem[T]("CopyOut", b); err != nil {
+		return err
+	}
+	var dst unsafe.Pointer
+	if len(out) > 0 {
+		dst = unsafe.Pointer(&out[0])
+	}
+	var cerr *C.sn_error
+	code := C.sn_buffer_copy_out(b.p, dst, C.size_t(uintptr(len(out))*unsafe.Sizeof(*new(T))), &cerr)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(out)
+	return checkCode(code, cerr)
+}
+
+// ToSlice copies b into a new slice.
+func ToSlice[T Element](b *Buffer) ([]T, error) {
+	out := make([]T, b.NumEl())
+	if err := CopyOut(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// NewBuffer allocates a buffer of T's dtype and the given shape on d and copies data into it.
+func NewBuffer[T Element](d *Device, data []T, shape ...int64) (*Buffer, error) {
+	b, err := d.Alloc(DTypeOf[T](), shape...)
+	if err != nil {
+		return nil, err
+	}
+	if err := CopyIn(b, data); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// ---- compile ----
+
+// CompileOptions are the options of Graph.Compile; start from DefaultCompileOptions.
+type CompileOptions struct {
+	Debug      int   // SN_DEBUG level for this compile and the program's runs; -1: the context's
+	Optimize   bool  // run the kernel optimizer (loop order, vector tiles, threads)
+	Threads    bool  // allow kernels to run on all cores
+	KeepStages bool  // keep the graph after every stage as text (Program.Stage)
+	UseCache   bool  // reuse a program compiled before from the same content
+	Inputs     []UOp // the program's inputs in Run order; nil: every input the outputs read, in creation order
+}
+
+// DefaultCompileOptions are the library's defaults.
+func DefaultCompileOptions() CompileOptions {
+	return CompileOptions{Debug: -1, Optimize: true, Threads: true, UseCache: true}
+}
+
+func cbool(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Compile compiles the tensor program under outputs for dev (nil: the context's default device) with opts
+// (nil: the defaults). The program does not need the graph afterwards.
+func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Program, error) {
+	if opts == nil {
+		d := DefaultCompileOptions()
+		opts = &d
+	}
+	outs, nouts, err := g.uopArray(outputs)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(outs))
+	ins, nins, err := g.uopArray(opts.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(ins))
+	var cdev *C.sn_device
+	if dev != nil {
+		if dev.p == nil {
+			return nil, ErrClosed
+		}
+		cdev = dev.p
+	}
+	var prog *C.sn_program
+	err = g.locked(func(gp *C.sn_graph) error {
+		var o C.sn_compile_options
+		var cerr *C.sn_error
+		if err := checkCode(C.sn_compile_options_init(&o, C.size_t(unsafe.Sizeof(o)), &cerr), cerr); err != nil {
+			return err
+		}
+		o.debug = C.int32_t(opts.Debug)
+		o.optimize = cbool(opts.Optimize)
+		o.threads = cbool(opts.Threads)
+		o.keep_stages = cbool(opts.KeepStages)
+		o.use_cache = cbool(opts.UseCache)
+		if opts.Inputs != nil {
+			o.inputs = ins // C memory: a struct handed to C must not point into Go memory
+			o.ninputs = nins
+		}
+		prog = C.sn_compile(gp, outs, nouts, cdev, &o, &cerr)
+		return check(cerr)
+	})
+	runtime.KeepAlive(dev)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{p: prog}
+	runtime.SetFinalizer(p, (*Program).Close)
+	return p, nil
+}
+
+// ---- programs ----
+
+// Program is a compiled tensor program. Safe for concurrent use: several goroutines may Run it at once.
+type Program struct {
+	mu sync.RWMutex // Run and queries hold it shared, Close exclusively
+	p  *C.sn_program
+}
+
+// Close releases the program. Idempotent.
+func (p *Program) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.p != nil {
+		C.sn_program_release(p.p)
+		p.p = nil
+		runtime.SetFinalizer(p, nil)
+	}
+	return nil
+}
+
+func (p *Program) use(f func(cp *C.sn_program) error) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.p == nil {
+		return ErrClosed
+	}
+	err := f(p.p)
+	runtime.KeepAlive(p)
+	return err
+}
+
+func bufferArray(bufs []*Buffer) ([]*C.sn_buffer, error) {
+	out := make([]*C.sn_buffer, len(bufs))
+	for i, b := range bufs {
+		if b == nil || b.p == nil {
+			return nil, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("sinter: buffer %d is nil or closed", i)}
+		}
+		out[i] = b.p
+	}
+	return out, nil
+}
+
+func firstOrNil(v []*C.sn_buffer) **C.sn_buffer {
+	if len(v) == 0 {
+		return nil
+	}
+	return &v[0]
+}
+
+// Run runs the program: inputs in its input order, outputs in its output order. Each buffer must have the
+// dtype and shape the program expects (InputInfo / OutputInfo). Blocks until done.
+func (p *Program) Run(inputs, outputs []*Buffer) error {
+	ins, err := bufferArray(inputs)
+	if err != nil {
+		return err
+	}
+	outs, err := bufferArray(outputs)
+	if err != nil {
+		return err
+	}
+	err = p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		code := C.sn_program_run(cp, firstOrNil(ins), C.size_t(len(ins)), firstOrNil(outs), C.size_t(len(outs)), &cerr)
+		return checkCode(code, cerr)
+	})
+	runtime.KeepAlive(inputs)
+	runtime.KeepAlive(outputs)
+	return err
+}
+
+// AllocOutput is a new buffer shaped like output i, on the program's device.
+func (p *Program) AllocOutput(i int) (*Buffer, error) {
+	var b *C.sn_buffer
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		b = C.sn_program_alloc_output(cp, C.size_t(i), &cerr)
+		return check(cerr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newBuffer(b), nil
+}
+
+// RunAlloc allocates every output, runs, and returns the outputs.
+func (p *Program) RunAlloc(inputs ...*Buffer) ([]*Buffer, error) {
+	outs := make([]*Buffer, p.NumOutputs())
+	for i := range outs {
+		b, err := p.AllocOutput(i)
+		if err != nil {
+			return nil, err
+		}
+		outs[i] = b
+	}
+	if err := p.Run(inputs, outs); err != nil {
+		for _, b := range outs {
+			b.Close()
+		}
+		return nil, err
+	}
+	return outs, nil
+}
+
+// NumInputs is the number of inputs Run takes.
+func (p *Program) NumInputs() int {
+	n := 0
+	_ = p.use(func(cp *C.sn_program) error { n = int(C.sn_program_num_inputs(cp, nil)); return nil })
+	return n
+}
+
+// NumOutputs is the number of outputs.
+func (p *Program) NumOutputs() int {
+	n := 0
+	_ = p.use(func(cp *C.sn_program) error { n = int(C.sn_program_num_outputs(cp, nil)); return nil })
+	return n
+}
+
+type infoFn func(*C.sn_program, C.size_t, *C.sn_dtype, *C.int64_t, C.size_t, *C.size_t, **C.sn_error) C.sn_code
+
+func (p *Program) info(f infoFn, i int) (DType, []int64, error) {
+	var dt C.sn_dtype
+	var shape []int64
+	err := p.use(func(cp *C.sn_program) error {
+		var ndim C.size_t
+		var cerr *C.sn_error
+		if err := checkCode(f(cp, C.size_t(i), &dt, nil, 0, &ndim, &cerr), cerr); err != nil {
+			return err
+		}
+		shape = make([]int64, int(ndim))
+		ptr, n := int64s(shape)
+		return checkCode(f(cp, C.size_t(i), nil, ptr, n, &ndim, &cerr), cerr)
+	})
+	return DType(dt), shape, err
+}
+
+// InputInfo is the dtype and shape of input i.
+func (p *Program) InputInfo(i int) (DType, []int64, error) {
+	return p.info(func(cp *C.sn_program, i C.size_t, dt *C.sn_dtype, s *C.int64_t, c C.size_t, n *C.size_t,
+		e **C.sn_error) C.sn_code {
+		return C.sn_program_input_info(cp, i, dt, s, c, n, e)
+	}, i)
+}
+
+// OutputInfo is the dtype and shape of output i.
+func (p *Program) OutputInfo(i int) (DType, []int64, error) {
+	return p.info(func(cp *C.sn_program, i C.size_t, dt *C.sn_dtype, s *C.int64_t, c C.size_t, n *C.size_t,
+		e **C.sn_error) C.sn_code {
+		return C.sn_program_output_info(cp, i, dt, s, c, n, e)
+	}, i)
+}
+
+// KernelNames are the names of the kernels one run launches ("r_16_64", ...).
+func (p *Program) KernelNames() []string {
+	var names []string
+	_ = p.use(func(cp *C.sn_program) error {
+		n := int(C.sn_program_num_kernels(cp, nil))
+		for i := 0; i < n; i++ {
+			names = append(names, C.GoString(C.sn_program_kernel_name(cp, C.size_t(i), nil)))
+		}
+		return nil
+	})
+	return names
+}
+
+// KernelSource is the source of kernel i (LLVM IR on the CPU).
+func (p *Program) KernelSource(i int) (string, error) {
+	var s string
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		s = takeString(C.sn_program_kernel_source(cp, C.size_t(i), &cerr))
+		return check(cerr)
+	})
+	return s, err
+}
+
+// Stage is the graph after a pipeline stage ("schedule", "optimized", "linear", "source", ...) as text; it
+// needs KeepStages at compile time except for "source".
+func (p *Program) Stage(name string) (string, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var s string
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		s = takeString(C.sn_program_stage(cp, cname, &cerr))
+		return check(cerr)
+	})
+	return s, err
+}
+
+// ArenaBytes is the size of the arena the program's intermediate values share.
+func (p *Program) ArenaBytes() int {
+	n := 0
+	_ = p.use(func(cp *C.sn_program) error { n = int(C.sn_program_arena_bytes(cp, nil)); return nil })
+	return n
+}

@@ -1,0 +1,271 @@
+package sinter
+
+// Tensor-level builders (matmul, conv2d, softmax, ...). Axis arguments accept negative values counted from
+// the end (-1 = last axis); each builder checks its arguments and fails with CodeInvalidArg naming the
+// builder, the parameter and the values.
+
+/*
+#include <stdlib.h>
+#include <sinter/sinter.h>
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// pairPtr passes an optional {rows, columns} pair (nil: the builder's default).
+func pairPtr(p *[2]int64) *C.int64_t {
+	if p == nil {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&p[0]))
+}
+
+// optional is the handle of u, or NULL for the zero UOp (an absent optional operand).
+func (g *Graph) optional(u UOp) (*C.sn_uop, error) {
+	if u.IsZero() {
+		return nil, nil
+	}
+	if err := g.owns(u); err != nil {
+		return nil, err
+	}
+	return u.p, nil
+}
+
+// Input is a new input tensor of dtype and shape on device ("" for "CPU"). Compiled programs take their
+// inputs in the order the inputs were created, unless CompileOptions.Inputs says otherwise.
+func (g *Graph) Input(dtype DType, shape []int64, device string) (UOp, error) {
+	cdev := cDevice(device)
+	defer C.free(unsafe.Pointer(cdev))
+	ptr, n := int64s(shape)
+	u, err := g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_input(p, C.sn_dtype(dtype), ptr, n, cdev, cerr)
+	})
+	runtime.KeepAlive(shape)
+	return u, err
+}
+
+// Arange is [0, 1, ..., n-1] of dtype.
+func (g *Graph) Arange(n int64, dtype DType) (UOp, error) {
+	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_arange(p, C.int64_t(n), C.sn_dtype(dtype), cerr)
+	})
+}
+
+// Rand is uniform values in [0, 1) of a float dtype from a counter-based generator keyed by seed.
+func (g *Graph) Rand(shape []int64, seed uint64, dtype DType) (UOp, error) {
+	ptr, n := int64s(shape)
+	u, err := g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_rand(p, ptr, n, C.uint64_t(seed), C.sn_dtype(dtype), cerr)
+	})
+	runtime.KeepAlive(shape)
+	return u, err
+}
+
+// Randn is standard normal values from the same generator.
+func (g *Graph) Randn(shape []int64, seed uint64, dtype DType) (UOp, error) {
+	ptr, n := int64s(shape)
+	u, err := g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_randn(p, ptr, n, C.uint64_t(seed), C.sn_dtype(dtype), cerr)
+	})
+	runtime.KeepAlive(shape)
+	return u, err
+}
+
+// Cat concatenates xs (one dtype and rank) along axis.
+func (g *Graph) Cat(axis int64, xs ...UOp) (UOp, error) {
+	arr, n, err := g.uopArray(xs)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_cat(p, arr, n, C.int64_t(axis), cerr)
+	})
+}
+
+// Stack stacks same-shape xs along a new axis.
+func (g *Graph) Stack(axis int64, xs ...UOp) (UOp, error) {
+	arr, n, err := g.uopArray(xs)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_stack(p, arr, n, C.int64_t(axis), cerr)
+	})
+}
+
+// Gemm is (M,K) @ (K,N) -> (M,N).
+func (u UOp) Gemm(b UOp) (UOp, error) {
+	if err := u.g.owns(b); err != nil {
+		return UOp{}, err
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_gemm(g, u.p, b.p, e) })
+}
+
+// Matmul is (..., M,K) @ (..., K,N) -> (..., M,N) with broadcast batch dims.
+func (u UOp) Matmul(b UOp) (UOp, error) {
+	if err := u.g.owns(b); err != nil {
+		return UOp{}, err
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_matmul(g, u.p, b.p, e) })
+}
+
+// Conv2dOptions are the optional parameters of Conv2d; the zero value is stride 1, no padding,
+// dilation 1, one group.
+type Conv2dOptions struct {
+	Stride, Padding, Dilation *[2]int64
+	Groups                    int64 // 0 is taken as 1
+}
+
+// Conv2d convolves u (N,Cin,H,W) with w (Cout,Cin/groups,KH,KW) and adds bias (Cout,) unless it is the
+// zero UOp.
+func (u UOp) Conv2d(w, bias UOp, opts Conv2dOptions) (UOp, error) {
+	if err := u.g.owns(w); err != nil {
+		return UOp{}, err
+	}
+	cb, err := u.g.optional(bias)
+	if err != nil {
+		return UOp{}, err
+	}
+	groups := opts.Groups
+	if groups == 0 {
+		groups = 1
+	}
+	r, err := u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_conv2d(g, u.p, w.p, cb, pairPtr(opts.Stride), pairPtr(opts.Padding),
+			pairPtr(opts.Dilation), C.int64_t(groups), e)
+	})
+	runtime.KeepAlive(opts)
+	return r, err
+}
+
+// PoolOptions are the parameters of MaxPool2d and AvgPool2d: Stride nil = Kernel, Padding nil = none.
+type PoolOptions struct {
+	Kernel          [2]int64
+	Stride, Padding *[2]int64
+}
+
+// MaxPool2d is max pooling over the last two axes.
+func (u UOp) MaxPool2d(opts PoolOptions) (UOp, error) {
+	r, err := u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_max_pool2d(g, u.p, pairPtr(&opts.Kernel), pairPtr(opts.Stride), pairPtr(opts.Padding), e)
+	})
+	runtime.KeepAlive(opts)
+	return r, err
+}
+
+// AvgPool2d is average pooling over the last two axes (zero padding counts).
+func (u UOp) AvgPool2d(opts PoolOptions) (UOp, error) {
+	r, err := u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_avg_pool2d(g, u.p, pairPtr(&opts.Kernel), pairPtr(opts.Stride), pairPtr(opts.Padding), e)
+	})
+	runtime.KeepAlive(opts)
+	return r, err
+}
+
+// Softmax is the softmax along axis (max-subtracted).
+func (u UOp) Softmax(axis int64) (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_softmax(g, u.p, C.int64_t(axis), e)
+	})
+}
+
+// LogSoftmax is the log-softmax along axis.
+func (u UOp) LogSoftmax(axis int64) (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_log_softmax(g, u.p, C.int64_t(axis), e)
+	})
+}
+
+// LayerNorm normalizes over the last naxes axes, then multiplies by weight and adds bias unless they are
+// zero UOps.
+func (u UOp) LayerNorm(naxes int64, weight, bias UOp, eps float64) (UOp, error) {
+	cw, err := u.g.optional(weight)
+	if err != nil {
+		return UOp{}, err
+	}
+	cb, err := u.g.optional(bias)
+	if err != nil {
+		return UOp{}, err
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_layernorm(g, u.p, C.int64_t(naxes), cw, cb, C.double(eps), e)
+	})
+}
+
+// Relu is max(u, 0).
+func (u UOp) Relu() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_relu(g, u.p, e) })
+}
+
+// Gelu is GELU (tanh approximation).
+func (u UOp) Gelu() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_gelu(g, u.p, e) })
+}
+
+// Sigmoid is 1 / (1 + e^-u).
+func (u UOp) Sigmoid() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_sigmoid(g, u.p, e) })
+}
+
+// Tanh is tanh(u).
+func (u UOp) Tanh() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_tanh(g, u.p, e) })
+}
+
+// Exp is e^u.
+func (u UOp) Exp() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_exp(g, u.p, e) })
+}
+
+// Log is the natural logarithm.
+func (u UOp) Log() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_log(g, u.p, e) })
+}
+
+// CumSum is the inclusive cumulative sum along axis.
+func (u UOp) CumSum(axis int64) (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_cumsum(g, u.p, C.int64_t(axis), e) })
+}
+
+// ArgMax is the index (int32) of the first maximum along axis; the axis is removed unless keepdim.
+func (u UOp) ArgMax(axis int64, keepdim bool) (UOp, error) {
+	k := C.int(0)
+	if keepdim {
+		k = 1
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_argmax(g, u.p, C.int64_t(axis), k, e)
+	})
+}
+
+// OneHot maps integer indices u to u.shape + (n,) of dtype: 1 where index == j, else 0.
+func (u UOp) OneHot(n int64, dtype DType) (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_one_hot(g, u.p, C.int64_t(n), C.sn_dtype(dtype), e)
+	})
+}
+
+// Gather is PyTorch's gather along axis with indices idx.
+func (u UOp) Gather(axis int64, idx UOp) (UOp, error) {
+	if err := u.g.owns(idx); err != nil {
+		return UOp{}, err
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_gather(g, u.p, C.int64_t(axis), idx.p, e)
+	})
+}
+
+// ScatterAdd is PyTorch's scatter_add along axis: u plus val added at the positions idx names.
+func (u UOp) ScatterAdd(axis int64, idx, val UOp) (UOp, error) {
+	if err := u.g.owns(idx, val); err != nil {
+		return UOp{}, err
+	}
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_scatter_add(g, u.p, C.int64_t(axis), idx.p, val.p, e)
+	})
+}

@@ -1,0 +1,82 @@
+package org.sinter;
+
+import java.lang.ref.Reference;
+import org.sinter.jni.SinterNative;
+
+/** A device that runs programs ("CPU"). Thread-safe; buffers and programs keep it alive as long as they need it. */
+public final class Device implements AutoCloseable {
+  private final NativeHandle handle;
+
+  Device(Context ctx, String name) {
+    long p = SinterNative.sn_device_open(ctx.ptr(), name);
+    Reference.reachabilityFence(ctx);
+    handle = new NativeHandle(this, p, SinterNative::sn_device_release);
+  }
+
+  long ptr() {
+    return handle.get("Device");
+  }
+
+  /** The canonical name, e.g. "CPU". */
+  public String name() {
+    try {
+      return SinterNative.sn_device_name(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** A new buffer of {@code dtype} and {@code shape} on this device (contents undefined). */
+  public Buffer alloc(DType dtype, long... shape) {
+    try {
+      return new Buffer(SinterNative.sn_buffer_alloc(ptr(), dtype.value(), shape, shape.length));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** A new float32 buffer of {@code shape} holding {@code data}. */
+  public Buffer buffer(float[] data, long... shape) {
+    Buffer b = alloc(DType.FLOAT32, shape);
+    return fill(b, () -> b.copyFrom(data));
+  }
+
+  /** A new float64 buffer of {@code shape} holding {@code data}. */
+  public Buffer buffer(double[] data, long... shape) {
+    Buffer b = alloc(DType.FLOAT64, shape);
+    return fill(b, () -> b.copyFrom(data));
+  }
+
+  /** A new int32 buffer of {@code shape} holding {@code data}. */
+  public Buffer buffer(int[] data, long... shape) {
+    Buffer b = alloc(DType.INT32, shape);
+    return fill(b, () -> b.copyFrom(data));
+  }
+
+  /** A new int64 buffer of {@code shape} holding {@code data}. */
+  public Buffer buffer(long[] data, long... shape) {
+    Buffer b = alloc(DType.INT64, shape);
+    return fill(b, () -> b.copyFrom(data));
+  }
+
+  private static Buffer fill(Buffer b, Runnable copy) {
+    try {
+      copy.run();
+      return b;
+    } catch (RuntimeException e) {
+      b.close();
+      throw e;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return handle.isClosed() ? "Device[closed]" : "Device[" + name() + "]";
+  }
+
+  /** Releases this reference. Idempotent. */
+  @Override
+  public void close() {
+    handle.close();
+  }
+}

@@ -1,0 +1,168 @@
+package org.sinter;
+
+import java.lang.ref.Reference;
+import java.util.ArrayList;
+import java.util.List;
+import org.sinter.jni.SinterNative;
+
+/**
+ * A compiled tensor program, independent of the graph it came from. Thread-safe: several threads may run
+ * one program at once. Close it when done.
+ */
+public final class Program implements AutoCloseable {
+  private final NativeHandle handle;
+
+  Program(long ptr) {
+    handle = new NativeHandle(this, ptr, SinterNative::sn_program_release);
+  }
+
+  long ptr() {
+    return handle.get("Program");
+  }
+
+  private static long[] handles(Buffer... bufs) {
+    long[] h = new long[bufs.length];
+    for (int i = 0; i < bufs.length; i++) {
+      if (bufs[i] == null) throw new IllegalArgumentException("buffer " + i + " is null");
+      h[i] = bufs[i].ptr();
+    }
+    return h;
+  }
+
+  /**
+   * Runs the program: {@code inputs} in its input order, {@code outputs} in its output order. Each buffer
+   * must have the dtype and shape the program expects. Blocks until done.
+   */
+  public void run(Buffer[] inputs, Buffer[] outputs) {
+    long[] in = handles(inputs);
+    long[] out = handles(outputs);
+    try {
+      SinterNative.sn_program_run(ptr(), in, in.length, out, out.length);
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(inputs);
+      Reference.reachabilityFence(outputs);
+    }
+  }
+
+  /** Allocates every output, runs, and returns the outputs (close them when done). */
+  public List<Buffer> run(Buffer... inputs) {
+    Buffer[] outs = new Buffer[(int) numOutputs()];
+    try {
+      for (int i = 0; i < outs.length; i++) outs[i] = allocOutput(i);
+      run(inputs, outs);
+      return List.of(outs);
+    } catch (RuntimeException e) {
+      for (Buffer b : outs) {
+        if (b != null) b.close();
+      }
+      throw e;
+    }
+  }
+
+  /** A new buffer shaped like output {@code index}, on the program's device. */
+  public Buffer allocOutput(long index) {
+    try {
+      return new Buffer(SinterNative.sn_program_alloc_output(ptr(), index));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  public long numInputs() {
+    try {
+      return SinterNative.sn_program_num_inputs(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  public long numOutputs() {
+    try {
+      return SinterNative.sn_program_num_outputs(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  private DType ioDType(int output, long index) {
+    try {
+      return DType.fromValue(SinterNative.snj_program_io_dtype(ptr(), output, index));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  private long[] ioShape(int output, long index) {
+    try {
+      long p = ptr();
+      long[] shape = new long[(int) SinterNative.snj_program_io_rank(p, output, index)];
+      SinterNative.snj_program_io_shape(p, output, index, shape);
+      return shape;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  public DType inputDType(long index) {
+    return ioDType(0, index);
+  }
+
+  public long[] inputShape(long index) {
+    return ioShape(0, index);
+  }
+
+  public DType outputDType(long index) {
+    return ioDType(1, index);
+  }
+
+  public long[] outputShape(long index) {
+    return ioShape(1, index);
+  }
+
+  /** Names of the kernels one run launches ("r_16_64", ...). */
+  public List<String> kernelNames() {
+    try {
+      long p = ptr();
+      long n = SinterNative.sn_program_num_kernels(p);
+      List<String> names = new ArrayList<>();
+      for (long i = 0; i < n; i++) names.add(SinterNative.sn_program_kernel_name(p, i));
+      return names;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Source of kernel {@code index} (LLVM IR on the CPU). */
+  public String kernelSource(long index) {
+    try {
+      return SinterNative.sn_program_kernel_source(ptr(), index);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** The graph after a pipeline stage ("schedule", "optimized", "linear", "source", ...) as text. */
+  public String stage(String name) {
+    try {
+      return SinterNative.sn_program_stage(ptr(), name);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Bytes of the arena the program's intermediate values share. */
+  public long arenaBytes() {
+    try {
+      return SinterNative.sn_program_arena_bytes(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Releases the program. Idempotent. */
+  @Override
+  public void close() {
+    handle.close();
+  }
+}

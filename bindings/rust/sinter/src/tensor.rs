@@ -1,0 +1,217 @@
+//! Tensor-level builders (matmul, conv2d, softmax, ...). Axis arguments accept negative values counted from the
+//! end (-1 = last axis); each builder checks its arguments and fails with [`Code::INVALID_ARG`] naming the
+//! builder, the parameter and the values.
+//!
+//! [`Code::INVALID_ARG`]: crate::Code::INVALID_ARG
+use std::ptr;
+
+use crate::enums::DType;
+use crate::error::Result;
+use crate::graph::{c_string, Graph, UOp};
+use crate::sys;
+
+/// Optional pair argument (`{rows, columns}`) as a C pointer (NULL = the builder's default).
+fn pair(p: &Option<[i64; 2]>) -> *const i64 {
+    p.as_ref().map_or(ptr::null(), |a| a.as_ptr())
+}
+
+impl Graph {
+    /// A new input tensor of `dtype` and `shape` on `device` (None: "CPU"). Compiled programs take their inputs
+    /// in the order the inputs were created, unless [`CompileOptions::inputs`](crate::CompileOptions) says
+    /// otherwise.
+    pub fn input(&self, dtype: DType, shape: &[i64], device: Option<&str>) -> Result<UOp<'_>> {
+        let device = device.map(|d| c_string("Graph::input", d)).transpose()?;
+        let dev = device.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+        // SAFETY: self is live; shape and device outlive the call.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_input(g, dtype.0, shape.as_ptr(), shape.len(), dev, e) })
+    }
+
+    /// `[0, 1, ..., n-1]` of `dtype`.
+    pub fn arange(&self, n: i64, dtype: DType) -> Result<UOp<'_>> {
+        // SAFETY: self is live.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_arange(g, n, dtype.0, e) })
+    }
+
+    /// Uniform values in [0, 1) of a float `dtype`, from a counter-based generator keyed by `seed`.
+    pub fn rand(&self, shape: &[i64], seed: u64, dtype: DType) -> Result<UOp<'_>> {
+        // SAFETY: self is live; shape outlives the call.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_rand(g, shape.as_ptr(), shape.len(), seed, dtype.0, e) })
+    }
+
+    /// Standard normal values from the same generator.
+    pub fn randn(&self, shape: &[i64], seed: u64, dtype: DType) -> Result<UOp<'_>> {
+        // SAFETY: as above.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_randn(g, shape.as_ptr(), shape.len(), seed, dtype.0, e) })
+    }
+
+    /// Concatenation along `axis` of tensors of one dtype and rank.
+    pub fn cat<'g>(&'g self, xs: &[UOp<'_>], axis: i64) -> Result<UOp<'g>> {
+        let xs = self.handles("Graph::cat", xs)?;
+        // SAFETY: xs are uops of this graph.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_cat(g, xs.as_ptr(), xs.len(), axis, e) })
+    }
+
+    /// Stacks same-shape tensors along a new `axis`.
+    pub fn stack<'g>(&'g self, xs: &[UOp<'_>], axis: i64) -> Result<UOp<'g>> {
+        let xs = self.handles("Graph::stack", xs)?;
+        // SAFETY: xs are uops of this graph.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_stack(g, xs.as_ptr(), xs.len(), axis, e) })
+    }
+}
+
+/// Parameters of [`UOp::conv2d`]; `Default` is stride 1, no padding, dilation 1, one group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Conv2d {
+    pub stride: Option<[i64; 2]>,
+    pub padding: Option<[i64; 2]>,
+    pub dilation: Option<[i64; 2]>,
+    /// 0 is taken as 1.
+    pub groups: i64,
+}
+
+/// Parameters of [`UOp::max_pool2d`] and [`UOp::avg_pool2d`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pool2d {
+    pub kernel: [i64; 2],
+    /// None: the kernel size.
+    pub stride: Option<[i64; 2]>,
+    /// None: no padding.
+    pub padding: Option<[i64; 2]>,
+}
+
+impl Pool2d {
+    /// A `kernel` pool with stride = kernel and no padding.
+    pub fn new(kernel: [i64; 2]) -> Pool2d {
+        Pool2d { kernel, stride: None, padding: None }
+    }
+}
+
+macro_rules! unary_tensor_ops {
+    ($($(#[$m:meta])* $name:ident => $f:ident),* $(,)?) => {$(
+        $(#[$m])*
+        pub fn $name(self) -> Result<UOp<'g>> {
+            // SAFETY: self is a live node of its graph.
+            self.graph().build_node(|g, e| unsafe { sys::$f(g, self.as_ptr(), e) })
+        }
+    )*};
+}
+
+impl<'g> UOp<'g> {
+    /// `(M,K) @ (K,N) -> (M,N)`.
+    pub fn gemm(self, b: UOp<'_>) -> Result<UOp<'g>> {
+        let b = self.graph().handle("UOp::gemm", b)?;
+        // SAFETY: both are nodes of this graph.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_gemm(g, self.as_ptr(), b, e) })
+    }
+
+    /// `(..., M,K) @ (..., K,N) -> (..., M,N)` with broadcast batch dims.
+    pub fn matmul(self, b: UOp<'_>) -> Result<UOp<'g>> {
+        let b = self.graph().handle("UOp::matmul", b)?;
+        // SAFETY: both are nodes of this graph.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_matmul(g, self.as_ptr(), b, e) })
+    }
+
+    /// 2-D convolution of `self` (N,Cin,H,W) with `w` (Cout,Cin/groups,KH,KW) plus an optional `bias` (Cout,).
+    pub fn conv2d(self, w: UOp<'_>, bias: Option<UOp<'_>>, p: &Conv2d) -> Result<UOp<'g>> {
+        let w = self.graph().handle("UOp::conv2d", w)?;
+        let bias = bias.map(|b| self.graph().handle("UOp::conv2d", b)).transpose()?.unwrap_or(ptr::null_mut());
+        let groups = if p.groups == 0 { 1 } else { p.groups };
+        // SAFETY: all nodes belong to this graph; the pairs outlive the call.
+        self.graph().build_node(|g, e| unsafe {
+            sys::sn_tensor_conv2d(
+                g,
+                self.as_ptr(),
+                w,
+                bias,
+                pair(&p.stride),
+                pair(&p.padding),
+                pair(&p.dilation),
+                groups,
+                e,
+            )
+        })
+    }
+
+    /// Max pooling over the last two axes.
+    pub fn max_pool2d(self, p: &Pool2d) -> Result<UOp<'g>> {
+        // SAFETY: the pairs outlive the call.
+        self.graph().build_node(|g, e| unsafe {
+            sys::sn_tensor_max_pool2d(g, self.as_ptr(), p.kernel.as_ptr(), pair(&p.stride), pair(&p.padding), e)
+        })
+    }
+
+    /// Average pooling over the last two axes (zero padding counts).
+    pub fn avg_pool2d(self, p: &Pool2d) -> Result<UOp<'g>> {
+        // SAFETY: the pairs outlive the call.
+        self.graph().build_node(|g, e| unsafe {
+            sys::sn_tensor_avg_pool2d(g, self.as_ptr(), p.kernel.as_ptr(), pair(&p.stride), pair(&p.padding), e)
+        })
+    }
+
+    /// Softmax along `axis` (max-subtracted).
+    pub fn softmax(self, axis: i64) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_softmax(g, self.as_ptr(), axis, e) })
+    }
+
+    /// Log-softmax along `axis`.
+    pub fn log_softmax(self, axis: i64) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_log_softmax(g, self.as_ptr(), axis, e) })
+    }
+
+    /// Layer normalization over the last `naxes` axes, then `* weight + bias` when given.
+    pub fn layernorm(self, naxes: i64, weight: Option<UOp<'_>>, bias: Option<UOp<'_>>, eps: f64) -> Result<UOp<'g>> {
+        let graph = self.graph();
+        let w = weight.map(|u| graph.handle("UOp::layernorm", u)).transpose()?.unwrap_or(ptr::null_mut());
+        let b = bias.map(|u| graph.handle("UOp::layernorm", u)).transpose()?.unwrap_or(ptr::null_mut());
+        // SAFETY: all nodes belong to this graph.
+        graph.build_node(|g, e| unsafe { sys::sn_tensor_layernorm(g, self.as_ptr(), naxes, w, b, eps, e) })
+    }
+
+    unary_tensor_ops! {
+        /// max(x, 0).
+        relu => sn_tensor_relu,
+        /// GELU (tanh approximation).
+        gelu => sn_tensor_gelu,
+        /// 1 / (1 + e^-x).
+        sigmoid => sn_tensor_sigmoid,
+        /// tanh(x).
+        tanh => sn_tensor_tanh,
+        /// Natural logarithm.
+        ln => sn_tensor_log,
+    }
+
+    /// Inclusive cumulative sum along `axis`.
+    pub fn cumsum(self, axis: i64) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_cumsum(g, self.as_ptr(), axis, e) })
+    }
+
+    /// Index (int32) of the first maximum along `axis`; the axis is removed unless `keepdim`.
+    pub fn argmax(self, axis: i64, keepdim: bool) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_argmax(g, self.as_ptr(), axis, keepdim as i32, e) })
+    }
+
+    /// `self` (integer indices) -> `self.shape + (n,)` of `dtype`: 1 where index == j, else 0.
+    pub fn one_hot(self, n: i64, dtype: DType) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_one_hot(g, self.as_ptr(), n, dtype.0, e) })
+    }
+
+    /// PyTorch's gather along `axis` with indices `idx`.
+    pub fn gather(self, axis: i64, idx: UOp<'_>) -> Result<UOp<'g>> {
+        let idx = self.graph().handle("UOp::gather", idx)?;
+        // SAFETY: both are nodes of this graph.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_gather(g, self.as_ptr(), axis, idx, e) })
+    }
+
+    /// PyTorch's scatter_add along `axis`: `self` plus `val` added at the positions `idx` names.
+    pub fn scatter_add(self, axis: i64, idx: UOp<'_>, val: UOp<'_>) -> Result<UOp<'g>> {
+        let idx = self.graph().handle("UOp::scatter_add", idx)?;
+        let val = self.graph().handle("UOp::scatter_add", val)?;
+        // SAFETY: all nodes belong to this graph.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_scatter_add(g, self.as_ptr(), axis, idx, val, e) })
+    }
+}

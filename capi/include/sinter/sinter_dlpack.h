@@ -1,0 +1,90 @@
+/* sinter_dlpack.h - DLPack 1.x interchange of Sinter buffers (zero-copy, CPU memory).
+ *
+ * The structs below are DLPack 1.x's (https://dmlc.github.io/dlpack/latest/c_api.html) under
+ * Sinter's own names, so this header does not clash with whichever dlpack.h a program also
+ * includes (Debian ships DLPack 0.6, which lacks the versioned struct). They are binary-identical to
+ * DLPackVersion, DLDevice, DLDataType, DLTensor and DLManagedTensorVersioned: a
+ * `DLManagedTensorVersioned *` from any DLPack 1.x producer may be cast to `sn_dlpack_tensor *`
+ * and back.
+ */
+#ifndef SINTER_SINTER_DLPACK_H
+#define SINTER_SINTER_DLPACK_H
+
+#include "sinter/sinter.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The DLPack version these structs follow. */
+#define SN_DLPACK_MAJOR_VERSION 1
+#define SN_DLPACK_MINOR_VERSION 0
+
+/* DLDeviceType values (only CPU memory is exchanged today). */
+#define SN_DLPACK_DEVICE_CPU 1
+#define SN_DLPACK_DEVICE_CUDA 2
+#define SN_DLPACK_DEVICE_CUDA_HOST 3
+#define SN_DLPACK_DEVICE_ROCM 10
+
+/* DLDataTypeCode values. */
+#define SN_DLPACK_INT 0
+#define SN_DLPACK_UINT 1
+#define SN_DLPACK_FLOAT 2
+#define SN_DLPACK_BFLOAT 4
+#define SN_DLPACK_BOOL 6
+
+/* Bits of sn_dlpack_tensor.flags. */
+#define SN_DLPACK_FLAG_READ_ONLY 1u
+#define SN_DLPACK_FLAG_IS_COPIED 2u
+
+typedef struct sn_dlpack_version { /* DLPackVersion */
+  uint32_t major;
+  uint32_t minor;
+} sn_dlpack_version;
+
+typedef struct sn_dlpack_device { /* DLDevice */
+  int32_t device_type;            /* DLDeviceType (a C enum, int-sized) */
+  int32_t device_id;
+} sn_dlpack_device;
+
+typedef struct sn_dlpack_dtype { /* DLDataType */
+  uint8_t code;                  /* SN_DLPACK_INT, _UINT, _FLOAT, _BFLOAT, _BOOL */
+  uint8_t bits;
+  uint16_t lanes;
+} sn_dlpack_dtype;
+
+typedef struct sn_dlpack_dl_tensor { /* DLTensor */
+  void *data;
+  sn_dlpack_device device;
+  int32_t ndim;
+  sn_dlpack_dtype dtype;
+  int64_t *shape;
+  int64_t *strides; /* in elements; NULL = compact row-major */
+  uint64_t byte_offset;
+} sn_dlpack_dl_tensor;
+
+typedef struct sn_dlpack_tensor { /* DLManagedTensorVersioned */
+  sn_dlpack_version version;
+  void *manager_ctx;
+  void (*deleter)(struct sn_dlpack_tensor *self);
+  uint64_t flags;
+  sn_dlpack_dl_tensor dl_tensor;
+} sn_dlpack_tensor;
+
+/* Exports a buffer without copying: the returned tensor points at the buffer's memory and keeps it
+   alive until the consumer calls tensor->deleter(tensor) (exactly once). Only CPU buffers. NULL on
+   failure. */
+SN_API sn_dlpack_tensor *sn_buffer_to_dlpack(sn_buffer *buffer, sn_error **err);
+
+/* Imports a DLPack 1.x tensor in CPU memory as a buffer on `device` (a CPU device) without copying.
+   On success the buffer owns the tensor: its deleter runs when the last buffer or view of that
+   memory is released. On failure the caller still owns it (nothing was called). Needs version major
+   1, a supported dtype (bool, int/uint 8-64, float 16/32/64, bfloat16) with one lane, compact
+   row-major strides (or NULL), element-aligned data, and no READ_ONLY flag. */
+SN_API sn_buffer *sn_buffer_from_dlpack(sn_device *device, sn_dlpack_tensor *tensor, sn_error **err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SINTER_SINTER_DLPACK_H */

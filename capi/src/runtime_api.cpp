@@ -1,0 +1,689 @@
+// Devices, buffers, compiled programs and DLPack interchange of the C API. The handles wrap the
+// runtime's shared_ptrs (core/runtime) and are validated against a registry of live handles, like
+// contexts and graphs (handles.cpp). Children keep parents alive: a device retains its context, a
+// buffer and a program retain their device.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "capi/src/capi_internal.h"
+#include "core/pipeline.h"
+#include "core/tensor/tensor.h"
+#include "sinter/sinter_dlpack.h"
+
+inline constexpr uint32_t kDeviceMagic = 0x534e4456u;   // "SNDV"
+inline constexpr uint32_t kBufferMagic = 0x534e4246u;   // "SNBF"
+inline constexpr uint32_t kProgramMagic = 0x534e5047u;  // "SNPG"
+
+struct sn_device {
+  uint32_t magic = kDeviceMagic;
+  int64_t refs = 1;  // guarded by the runtime registry mutex
+  sn_context* ctx = nullptr;
+  std::shared_ptr<sn::ComputeDevice> dev;
+};
+
+struct sn_buffer {
+  uint32_t magic = kBufferMagic;
+  int64_t refs = 1;
+  sn_device* device = nullptr;
+  std::shared_ptr<sn::Buffer> buf;
+};
+
+struct sn_program {
+  uint32_t magic = kProgramMagic;
+  int64_t refs = 1;
+  sn_device* device = nullptr;
+  std::shared_ptr<const sn::Program> prog;
+};
+
+namespace sn::capi {
+namespace {
+
+struct RuntimeRegistry {
+  std::mutex mu;
+  std::unordered_set<const sn_device*> devices;
+  std::unordered_set<const sn_buffer*> buffers;
+  std::unordered_set<const sn_program*> programs;
+};
+RuntimeRegistry& rt_registry() {
+  static RuntimeRegistry r;
+  return r;
+}
+
+template <class H>
+H* live(const std::unordered_set<const H*>& set, const H* h, uint32_t magic, const char* param, const char* kind,
+        const char* maker) {
+  if (h == nullptr) invalid(param, " is NULL");
+  std::lock_guard lock(rt_registry().mu);
+  if (set.count(h) == 0 || h->magic != magic)
+    invalid(param, ": handle is not a live ", kind, " (released or not made by ", maker, ")");
+  return const_cast<H*>(h);
+}
+
+sn_device* live_device(const sn_device* d, const char* param) {
+  return live(rt_registry().devices, d, kDeviceMagic, param, "sn_device", "sn_device_open");
+}
+sn_buffer* live_buffer(const sn_buffer* b, const char* param) {
+  return live(rt_registry().buffers, b, kBufferMagic, param, "sn_buffer", "sn_buffer_alloc");
+}
+sn_program* live_program(const sn_program* p, const char* param) {
+  return live(rt_registry().programs, p, kProgramMagic, param, "sn_program", "sn_compile");
+}
+
+template <class H>
+H* register_handle(std::unordered_set<const H*>& set, H* h);
+
+// A new handle for the device `name` (NULL or "": the default) of a live context.
+sn_device* open_device(sn_context* c, const char* name) {
+  auto dev = c->runtime.device(name == nullptr ? "" : name);
+  if (sn_context_retain(c) == nullptr) invalid("ctx: context handle is not a live sn_context");
+  auto* h = new sn_device;
+  h->ctx = c;
+  h->dev = std::move(dev);
+  try {
+    return register_handle(rt_registry().devices, h);
+  } catch (...) {
+    sn_context_release(c);
+    throw;
+  }
+}
+
+// Registers a new handle; on failure the handle is deleted and the error propagates.
+template <class H>
+H* register_handle(std::unordered_set<const H*>& set, H* h) {
+  try {
+    std::lock_guard lock(rt_registry().mu);
+    set.insert(h);
+  } catch (...) {
+    delete h;
+    throw;
+  }
+  return h;
+}
+
+// Adds a reference to a live device (for a child handle).
+void retain_device(sn_device* d) {
+  std::lock_guard lock(rt_registry().mu);
+  ++d->refs;
+}
+
+void release_device_ref(sn_device* d);
+
+sn_buffer* new_buffer(sn_device* d, std::shared_ptr<Buffer> buf) {
+  auto* h = new sn_buffer;
+  h->buf = std::move(buf);
+  h->device = d;
+  retain_device(d);
+  try {
+    return register_handle(rt_registry().buffers, h);
+  } catch (...) {
+    release_device_ref(d);
+    throw;
+  }
+}
+
+void release_device_ref(sn_device* d) {
+  {
+    std::lock_guard lock(rt_registry().mu);
+    if (--d->refs > 0) return;
+    rt_registry().devices.erase(d);
+  }
+  sn_context* ctx = d->ctx;
+  delete d;
+  sn_context_release(ctx);
+}
+
+// Drops one reference of a handle of kind H; the last one unregisters and deletes it and releases
+// its device.
+template <class H>
+void release_handle(std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* kind) {
+  sn_device* parent = nullptr;
+  {
+    std::lock_guard lock(rt_registry().mu);
+    if (set.count(h) == 0 || h->magic != magic) invalid(kind, " handle is not live");
+    if (--h->refs > 0) return;
+    set.erase(h);
+    parent = h->device;
+  }
+  delete h;
+  release_device_ref(parent);
+}
+
+template <class H>
+H* retain_handle(const std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* kind) {
+  std::lock_guard lock(rt_registry().mu);
+  if (h == nullptr || set.count(h) == 0 || h->magic != magic) invalid(kind, " handle is not live");
+  ++h->refs;
+  return h;
+}
+
+std::vector<int64_t> dims_of(const int64_t* p, size_t n, const char* param) {
+  if (n > 0 && p == nullptr) invalid(param, " is NULL but its count is ", n);
+  return n == 0 ? std::vector<int64_t>{} : std::vector<int64_t>(p, p + n);
+}
+
+// The first released layout of sn_compile_options; a smaller struct_size is rejected.
+constexpr size_t kCompileOptionsSizeV1 = offsetof(sn_compile_options, ninputs) + sizeof(size_t);
+
+sn_compile_options default_options() {
+  sn_compile_options o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.debug = -1;
+  o.optimize = 1;
+  o.threads = 1;
+  o.keep_stages = 0;
+  o.use_cache = 1;
+  return o;
+}
+
+// The default input order of sn_compile: every input the outputs read, in creation order, each as
+// the tensor sn_tensor_input made (so the program knows its shape) or as its Buffer.
+std::vector<const UOp*> default_inputs(sn_graph* g, std::span<const UOp* const> outputs) {
+  std::unordered_map<const UOp*, const UOp*> tensor_of;  // Buffer -> tensor made by sn_tensor_input
+  {
+    std::lock_guard lock(registry().mu);
+    for (const UOp* t : g->inputs) tensor_of.emplace(buffer_of(t), t);
+  }
+  std::vector<const UOp*> bufs;
+  for (const UOp* u : toposort(outputs))
+    if (u->op == Op::Buffer) bufs.push_back(u);
+  std::sort(bufs.begin(), bufs.end(),
+            [](const UOp* a, const UOp* b) { return a->as<BufferArg>().id < b->as<BufferArg>().id; });
+  std::vector<const UOp*> out;
+  for (const UOp* b : bufs) {
+    auto it = tensor_of.find(b);
+    out.push_back(it == tensor_of.end() ? b : it->second);
+  }
+  return out;
+}
+
+sn_code tensor_info(const char* fn, const sn_program* program, size_t index, bool input, sn_dtype* dtype,
+                    int64_t* shape, size_t shape_cap, size_t* ndim, sn_error** err) {
+  return guard(fn, err, SN_E_INTERNAL, [&] {
+    const Program& p = *live_program(program, "program")->prog;
+    const auto& specs = input ? p.inputs : p.outputs;
+    if (index >= specs.size())
+      invalid("index ", index, " is out of range: the program has ", specs.size(), input ? " inputs" : " outputs");
+    const TensorSpec& s = specs[index];
+    if (shape != nullptr && shape_cap < s.shape.size())
+      invalid("shape_cap ", shape_cap, " is smaller than the rank ", s.shape.size());
+    if (dtype) *dtype = from_scalar(s.dtype.scalar);
+    if (ndim) *ndim = s.shape.size();
+    if (shape) std::copy(s.shape.begin(), s.shape.end(), shape);
+    return SN_OK;
+  });
+}
+
+const Launch& launch_at(const Program& p, size_t index) {
+  if (index >= p.launches.size())
+    invalid("index ", index, " is out of range: the program has ", p.launches.size(), " kernels");
+  return p.launches[index];
+}
+
+// ---- DLPack -------------------------------------------------------------------------------
+
+struct DlpackExport {
+  sn_dlpack_tensor tensor;
+  std::vector<int64_t> shape;
+  sn_buffer* buffer;  // one reference, dropped by the deleter
+};
+
+extern "C" void dlpack_export_deleter(sn_dlpack_tensor* self) {
+  if (self == nullptr) return;
+  auto* holder = static_cast<DlpackExport*>(self->manager_ctx);
+  sn_buffer_release(holder->buffer);
+  delete holder;
+}
+
+sn_dlpack_dtype to_dlpack_dtype(DType dt) {
+  sn_dlpack_dtype d{0, uint8_t(dt.bits()), 1};
+  if (dt.is_bool())
+    d = {SN_DLPACK_BOOL, 8, 1};
+  else if (dt.scalar == Scalar::BFloat16)
+    d.code = SN_DLPACK_BFLOAT;
+  else if (dt.is_float() && dt.scalar != Scalar::Fp8E4M3 && dt.scalar != Scalar::Fp8E5M2)
+    d.code = SN_DLPACK_FLOAT;
+  else if (dt.is_unsigned())
+    d.code = SN_DLPACK_UINT;
+  else if (dt.is_signed_int())
+    d.code = SN_DLPACK_INT;
+  else
+    invalid("dtype ", dt.name(), " has no DLPack type code");
+  return d;
+}
+
+DType from_dlpack_dtype(const sn_dlpack_dtype& d) {
+  auto bad = [&] {
+    fail(Code::Unsupported, "DLPack dtype (code ", int(d.code), ", bits ", int(d.bits), ", lanes ", d.lanes,
+         ") is not supported");
+  };
+  if (d.lanes != 1) bad();
+  switch (d.code) {
+    case SN_DLPACK_BOOL:
+      if (d.bits != 8) bad();
+      return dtypes::bool_;
+    case SN_DLPACK_INT:
+      switch (d.bits) {
+        case 8:
+          return dtypes::int8;
+        case 16:
+          return dtypes::int16;
+        case 32:
+          return dtypes::int32;
+        case 64:
+          return dtypes::int64;
+      }
+      break;
+    case SN_DLPACK_UINT:
+      switch (d.bits) {
+        case 8:
+          return dtypes::uint8;
+        case 16:
+          return dtypes::uint16;
+        case 32:
+          return dtypes::uint32;
+        case 64:
+          return dtypes::uint64;
+      }
+      break;
+    case SN_DLPACK_FLOAT:
+      switch (d.bits) {
+        case 16:
+          return dtypes::float16;
+        case 32:
+          return dtypes::float32;
+        case 64:
+          return dtypes::float64;
+      }
+      break;
+    case SN_DLPACK_BFLOAT:
+      if (d.bits == 16) return dtypes::bfloat16;
+      break;
+  }
+  bad();
+  return {};
+}
+
+}  // namespace
+}  // namespace sn::capi
+
+using namespace sn;
+using namespace sn::capi;
+
+// ---- devices --------------------------------------------------------------------------------
+
+sn_device* sn_device_open(sn_context* ctx, const char* name, sn_error** err) {
+  return guard("sn_device_open", err, static_cast<sn_device*>(nullptr),
+               [&] { return open_device(live_context(ctx, "ctx"), name); });
+}
+
+sn_device* sn_device_retain(sn_device* device) {
+  return guard("sn_device_retain", nullptr, static_cast<sn_device*>(nullptr),
+               [&] { return retain_handle(rt_registry().devices, device, kDeviceMagic, "device: sn_device"); });
+}
+
+void sn_device_release(sn_device* device) {
+  if (device == nullptr) return;
+  guard("sn_device_release", nullptr, 0, [&] {
+    live_device(device, "device");
+    release_device_ref(device);
+    return 0;
+  });
+}
+
+const char* sn_device_name(const sn_device* device, sn_error** err) {
+  return guard("sn_device_name", err, static_cast<const char*>(nullptr),
+               [&] { return live_device(device, "device")->dev->name().c_str(); });
+}
+
+// ---- debug level ----------------------------------------------------------------------------
+
+sn_code sn_context_set_debug(sn_context* ctx, int level, sn_error** err) {
+  return guard("sn_context_set_debug", err, SN_E_INTERNAL, [&] {
+    sn_context* c = live_context(ctx, "ctx");
+    if (level < 0 || level > 5) invalid("level ", level, " is outside [0, 5]");
+    c->runtime.set_debug(level);
+    return SN_OK;
+  });
+}
+
+int sn_context_debug(const sn_context* ctx, sn_error** err) {
+  return guard("sn_context_debug", err, -1, [&] { return live_context(ctx, "ctx")->runtime.debug(); });
+}
+
+// ---- compile --------------------------------------------------------------------------------
+
+sn_code sn_compile_options_init(sn_compile_options* options, size_t struct_size, sn_error** err) {
+  return guard("sn_compile_options_init", err, SN_E_INTERNAL, [&] {
+    if (options == nullptr) invalid("options is NULL");
+    if (struct_size < kCompileOptionsSizeV1)
+      invalid("struct_size ", struct_size, " is smaller than the first sn_compile_options (", kCompileOptionsSizeV1,
+              " bytes)");
+    sn_compile_options d = default_options();
+    d.struct_size = uint32_t(std::min(struct_size, sizeof d));
+    std::memset(static_cast<void*>(options), 0, struct_size);
+    std::memcpy(static_cast<void*>(options), &d, std::min(struct_size, sizeof d));
+    return SN_OK;
+  });
+}
+
+sn_program* sn_compile(sn_graph* graph, sn_uop* const* outputs, size_t noutputs, sn_device* device,
+                       const sn_compile_options* options, sn_error** err) {
+  return guard("sn_compile", err, static_cast<sn_program*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    if (noutputs == 0) invalid("noutputs is 0: a program needs at least one output");
+    if (outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
+    std::vector<const UOp*> outs;
+    for (size_t i = 0; i < noutputs; i++) outs.push_back(uop_of(g, outputs[i], cat("outputs[", i, "]").c_str()));
+
+    sn_compile_options o = default_options();
+    if (options != nullptr) {
+      if (options->struct_size < kCompileOptionsSizeV1)
+        invalid("options->struct_size ", options->struct_size, " is smaller than the first sn_compile_options (",
+                kCompileOptionsSizeV1, " bytes): call sn_compile_options_init");
+      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+    }
+    if (o.debug < -1 || o.debug > 5) invalid("options->debug ", o.debug, " is outside [-1, 5]");
+    CompileOptions co;
+    co.debug = o.debug;
+    co.optimize = o.optimize != 0;
+    co.allow_threads = o.threads != 0;
+    co.keep_stages = o.keep_stages != 0;
+    co.use_cache = o.use_cache != 0;
+    if (o.ninputs > 0) {
+      if (o.inputs == nullptr) invalid("options->inputs is NULL but options->ninputs is ", o.ninputs);
+      for (size_t i = 0; i < o.ninputs; i++)
+        co.inputs.push_back(uop_of(g, o.inputs[i], cat("options->inputs[", i, "]").c_str()));
+    } else {
+      co.inputs = default_inputs(g, outs);
+    }
+
+    sn_device* d = device;
+    sn_device* opened = nullptr;
+    if (d == nullptr) {
+      opened = open_device(g->ctx, nullptr);
+      d = opened;
+    } else {
+      live_device(d, "device");
+    }
+    struct CloseOpened {  // the default device handle lives on through the program's reference
+      sn_device* d;
+      ~CloseOpened() { sn_device_release(d); }
+    } close_opened{opened};
+
+    auto prog = compile_program(g->ctx->runtime, g->graph, outs, d->dev, co);
+    auto* h = new sn_program;
+    h->prog = std::move(prog);
+    h->device = d;
+    retain_device(d);
+    try {
+      return register_handle(rt_registry().programs, h);
+    } catch (...) {
+      release_device_ref(d);
+      throw;
+    }
+  });
+}
+
+sn_program* sn_program_retain(sn_program* program) {
+  return guard("sn_program_retain", nullptr, static_cast<sn_program*>(nullptr),
+               [&] { return retain_handle(rt_registry().programs, program, kProgramMagic, "program: sn_program"); });
+}
+
+void sn_program_release(sn_program* program) {
+  if (program == nullptr) return;
+  guard("sn_program_release", nullptr, 0, [&] {
+    release_handle(rt_registry().programs, program, kProgramMagic, "program: sn_program");
+    return 0;
+  });
+}
+
+// ---- buffers --------------------------------------------------------------------------------
+
+sn_buffer* sn_buffer_alloc(sn_device* device, sn_dtype dtype, const int64_t* shape, size_t ndim, sn_error** err) {
+  return guard("sn_buffer_alloc", err, static_cast<sn_buffer*>(nullptr), [&] {
+    sn_device* d = live_device(device, "device");
+    DType dt = to_dtype(raw(dtype), "dtype");
+    return new_buffer(d, Buffer::allocate(d->dev, dt, dims_of(shape, ndim, "shape")));
+  });
+}
+
+sn_buffer* sn_buffer_retain(sn_buffer* buffer) {
+  return guard("sn_buffer_retain", nullptr, static_cast<sn_buffer*>(nullptr),
+               [&] { return retain_handle(rt_registry().buffers, buffer, kBufferMagic, "buffer: sn_buffer"); });
+}
+
+void sn_buffer_release(sn_buffer* buffer) {
+  if (buffer == nullptr) return;
+  guard("sn_buffer_release", nullptr, 0, [&] {
+    release_handle(rt_registry().buffers, buffer, kBufferMagic, "buffer: sn_buffer");
+    return 0;
+  });
+}
+
+sn_buffer* sn_buffer_view(sn_buffer* buffer, int64_t offset, const int64_t* shape, size_t ndim, sn_error** err) {
+  return guard("sn_buffer_view", err, static_cast<sn_buffer*>(nullptr), [&] {
+    sn_buffer* b = live_buffer(buffer, "buffer");
+    return new_buffer(b->device, b->buf->view(offset, dims_of(shape, ndim, "shape")));
+  });
+}
+
+sn_code sn_buffer_copy_in(sn_buffer* buffer, const void* src, size_t nbytes, sn_error** err) {
+  return guard("sn_buffer_copy_in", err, SN_E_INTERNAL, [&] {
+    live_buffer(buffer, "buffer")->buf->copy_in(src, nbytes);
+    return SN_OK;
+  });
+}
+
+sn_code sn_buffer_copy_out(const sn_buffer* buffer, void* dst, size_t nbytes, sn_error** err) {
+  return guard("sn_buffer_copy_out", err, SN_E_INTERNAL, [&] {
+    live_buffer(buffer, "buffer")->buf->copy_out(dst, nbytes);
+    return SN_OK;
+  });
+}
+
+sn_dtype sn_buffer_dtype(const sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_dtype", err, SN_DTYPE_INVALID,
+               [&] { return from_scalar(live_buffer(buffer, "buffer")->buf->dtype().scalar); });
+}
+
+int64_t sn_buffer_rank(const sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_rank", err, int64_t{-1},
+               [&] { return int64_t(live_buffer(buffer, "buffer")->buf->shape().size()); });
+}
+
+int64_t sn_buffer_dim(const sn_buffer* buffer, size_t axis, sn_error** err) {
+  return guard("sn_buffer_dim", err, int64_t{-1}, [&] {
+    const auto& shape = live_buffer(buffer, "buffer")->buf->shape();
+    if (axis >= shape.size()) invalid("axis ", axis, " is out of range for rank ", shape.size());
+    return shape[axis];
+  });
+}
+
+int64_t sn_buffer_numel(const sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_numel", err, int64_t{-1}, [&] { return live_buffer(buffer, "buffer")->buf->numel(); });
+}
+
+size_t sn_buffer_nbytes(const sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_nbytes", err, size_t{0}, [&] { return live_buffer(buffer, "buffer")->buf->nbytes(); });
+}
+
+const char* sn_buffer_device(const sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_device", err, static_cast<const char*>(nullptr),
+               [&] { return live_buffer(buffer, "buffer")->device->dev->name().c_str(); });
+}
+
+void* sn_buffer_host_pointer(sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_host_pointer", err, static_cast<void*>(nullptr), [&]() -> void* {
+    sn_buffer* b = live_buffer(buffer, "buffer");
+    return b->buf->device().name() == "CPU" ? b->buf->data() : nullptr;
+  });
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+sn_code sn_program_run(sn_program* program, sn_buffer* const* inputs, size_t ninputs, sn_buffer* const* outputs,
+                       size_t noutputs, sn_error** err) {
+  return guard("sn_program_run", err, SN_E_INTERNAL, [&] {
+    sn_program* p = live_program(program, "program");
+    if (ninputs > 0 && inputs == nullptr) invalid("inputs is NULL but ninputs is ", ninputs);
+    if (noutputs > 0 && outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
+    std::vector<std::shared_ptr<Buffer>> ins, outs;
+    for (size_t i = 0; i < ninputs; i++) ins.push_back(live_buffer(inputs[i], cat("inputs[", i, "]").c_str())->buf);
+    for (size_t i = 0; i < noutputs; i++) outs.push_back(live_buffer(outputs[i], cat("outputs[", i, "]").c_str())->buf);
+    p->prog->run(ins, outs);
+    return SN_OK;
+  });
+}
+
+sn_buffer* sn_program_alloc_output(sn_program* program, size_t index, sn_error** err) {
+  return guard("sn_program_alloc_output", err, static_cast<sn_buffer*>(nullptr), [&] {
+    sn_program* p = live_program(program, "program");
+    if (index >= p->prog->outputs.size())
+      invalid("index ", index, " is out of range: the program has ", p->prog->outputs.size(), " outputs");
+    return new_buffer(p->device, p->prog->allocate_output(index));
+  });
+}
+
+// ---- inspect --------------------------------------------------------------------------------
+
+size_t sn_program_num_inputs(const sn_program* program, sn_error** err) {
+  return guard("sn_program_num_inputs", err, size_t{0},
+               [&] { return live_program(program, "program")->prog->inputs.size(); });
+}
+
+size_t sn_program_num_outputs(const sn_program* program, sn_error** err) {
+  return guard("sn_program_num_outputs", err, size_t{0},
+               [&] { return live_program(program, "program")->prog->outputs.size(); });
+}
+
+sn_code sn_program_input_info(const sn_program* program, size_t index, sn_dtype* dtype, int64_t* shape,
+                              size_t shape_cap, size_t* ndim, sn_error** err) {
+  return tensor_info("sn_program_input_info", program, index, true, dtype, shape, shape_cap, ndim, err);
+}
+
+sn_code sn_program_output_info(const sn_program* program, size_t index, sn_dtype* dtype, int64_t* shape,
+                               size_t shape_cap, size_t* ndim, sn_error** err) {
+  return tensor_info("sn_program_output_info", program, index, false, dtype, shape, shape_cap, ndim, err);
+}
+
+size_t sn_program_num_kernels(const sn_program* program, sn_error** err) {
+  return guard("sn_program_num_kernels", err, size_t{0},
+               [&] { return live_program(program, "program")->prog->launches.size(); });
+}
+
+const char* sn_program_kernel_name(const sn_program* program, size_t index, sn_error** err) {
+  return guard("sn_program_kernel_name", err, static_cast<const char*>(nullptr),
+               [&] { return launch_at(*live_program(program, "program")->prog, index).kernel->name.c_str(); });
+}
+
+char* sn_program_kernel_source(const sn_program* program, size_t index, sn_error** err) {
+  return guard("sn_program_kernel_source", err, static_cast<char*>(nullptr),
+               [&] { return dup_string(launch_at(*live_program(program, "program")->prog, index).kernel->source); });
+}
+
+char* sn_program_stage(const sn_program* program, const char* stage, sn_error** err) {
+  return guard("sn_program_stage", err, static_cast<char*>(nullptr), [&] {
+    const Program& p = *live_program(program, "program")->prog;
+    if (stage == nullptr) invalid("stage is NULL");
+    static const char* const kStages[] = {"tensor", "schedule", "ast",    "optimized", "expanded",
+                                          "reduce", "isel",     "linear", "source",    "plan"};
+    std::string s = stage, known;
+    for (const char* k : kStages) known += (known.empty() ? "" : ", ") + std::string(k);
+    if (std::find(std::begin(kStages), std::end(kStages), s) == std::end(kStages))
+      fail(Code::NotFound, "unknown stage '", s, "' (stages: ", known, ")");
+    if (!p.stages) {
+      if (s != "source") fail(Code::NotFound, "stage '", s, "' was not kept: compile with options.keep_stages = 1");
+      std::string text;
+      for (size_t k = 0; k < p.launches.size(); k++)
+        text += cat("# kernel ", k, ": ", p.launches[k].kernel->name, "\n", p.launches[k].kernel->source);
+      return dup_string(text);
+    }
+    return dup_string(p.stage_text(s));
+  });
+}
+
+size_t sn_program_arena_bytes(const sn_program* program, sn_error** err) {
+  return guard("sn_program_arena_bytes", err, size_t{0},
+               [&] { return live_program(program, "program")->prog->arena_bytes; });
+}
+
+// ---- DLPack ---------------------------------------------------------------------------------
+
+sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
+  return guard("sn_buffer_to_dlpack", err, static_cast<sn_dlpack_tensor*>(nullptr), [&] {
+    sn_buffer* b = live_buffer(buffer, "buffer");
+    const Buffer& buf = *b->buf;
+    if (buf.device().name() != "CPU")
+      fail(Code::Unsupported, "DLPack export of ", buf.device().name(), " buffers is not supported (CPU only)");
+    if (buf.shape().size() > size_t(INT32_MAX)) invalid("rank ", buf.shape().size(), " does not fit DLPack");
+    auto holder = std::make_unique<DlpackExport>();
+    holder->shape = buf.shape();
+    sn_dlpack_tensor& t = holder->tensor;
+    std::memset(&t, 0, sizeof t);
+    t.version = {SN_DLPACK_MAJOR_VERSION, SN_DLPACK_MINOR_VERSION};
+    t.deleter = dlpack_export_deleter;
+    t.flags = 0;
+    t.dl_tensor.data = buf.data();
+    t.dl_tensor.device = {SN_DLPACK_DEVICE_CPU, 0};
+    t.dl_tensor.ndim = int32_t(buf.shape().size());
+    t.dl_tensor.dtype = to_dlpack_dtype(buf.dtype());
+    t.dl_tensor.shape = holder->shape.empty() ? nullptr : holder->shape.data();
+    t.dl_tensor.strides = nullptr;
+    t.dl_tensor.byte_offset = 0;
+    holder->buffer = sn_buffer_retain(b);
+    if (holder->buffer == nullptr) invalid("buffer was released concurrently");
+    t.manager_ctx = holder.get();
+    return &holder.release()->tensor;
+  });
+}
+
+sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn_error** err) {
+  return guard("sn_buffer_from_dlpack", err, static_cast<sn_buffer*>(nullptr), [&] {
+    sn_device* d = live_device(device, "device");
+    if (tensor == nullptr) invalid("tensor is NULL");
+    if (tensor->version.major != SN_DLPACK_MAJOR_VERSION)
+      fail(Code::Version, "DLPack version ", tensor->version.major, ".", tensor->version.minor, " is not 1.x");
+    if (d->dev->name() != "CPU") fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), " (CPU only)");
+    const sn_dlpack_dl_tensor& t = tensor->dl_tensor;
+    if (t.device.device_type != SN_DLPACK_DEVICE_CPU)
+      fail(Code::Unsupported, "DLPack tensor on device type ", t.device.device_type, ": only CPU memory (type ",
+           SN_DLPACK_DEVICE_CPU, ") can be imported");
+    if (tensor->flags & SN_DLPACK_FLAG_READ_ONLY)
+      fail(Code::Unsupported, "read-only DLPack tensors cannot be imported (programs may write their buffers)");
+    DType dt = from_dlpack_dtype(t.dtype);
+    if (t.ndim < 0) invalid("ndim ", t.ndim, " is negative");
+    if (t.ndim > 0 && t.shape == nullptr) invalid("shape is NULL for ndim ", t.ndim);
+    std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+    int64_t numel = checked_numel(shape, "DLPack shape");
+    if (t.strides != nullptr) {
+      int64_t expect = 1;
+      for (int32_t k = t.ndim; k-- > 0;) {
+        if (shape[size_t(k)] != 1 && t.strides[k] != expect)
+          fail(Code::Unsupported, "DLPack tensor is not compact row-major: stride ", t.strides[k], " of axis ", k,
+               ", expected ", expect);
+        expect *= shape[size_t(k)];
+      }
+    }
+    char* data = static_cast<char*>(t.data);
+    if (data == nullptr && numel > 0) invalid("data is NULL");
+    if (data != nullptr) data += t.byte_offset;
+    if (reinterpret_cast<uintptr_t>(data) % uintptr_t(dt.itemsize()) != 0)
+      invalid("data + byte_offset is not aligned to the ", dt.itemsize(), "-byte ", dt.name(), " elements");
+    alignas(kBufferAlignment) static char empty_target[kBufferAlignment];
+    if (data == nullptr) data = empty_target;  // buffers always have an address
+    size_t nbytes = size_t(numel) * size_t(dt.itemsize());
+    // The Storage owns the producer's tensor once the buffer exists (armed below): its release
+    // calls the deleter. Before that, a failure leaves the tensor to the caller untouched.
+    auto armed = std::make_shared<std::atomic<bool>>(false);
+    auto storage = std::make_shared<Storage>(d->dev, data, nbytes, [tensor, armed](void*) {
+      if (armed->load() && tensor->deleter) tensor->deleter(tensor);
+    });
+    sn_buffer* h = new_buffer(d, std::make_shared<Buffer>(std::move(storage), 0, dt, std::move(shape)));
+    armed->store(true);
+    return h;
+  });
+}

@@ -1,0 +1,222 @@
+// Tensor builders of the C API: input tensors and the compositions of core/tensor/compose.h. Each
+// validates its handles, converts the C arrays, and lets the tensor front check the values (its
+// messages name the operation, the rule and the values; the boundary prefixes the C function).
+#include <array>
+
+#include "capi/src/capi_internal.h"
+#include "core/tensor/compose.h"
+#include "core/tensor/tensor.h"
+
+namespace sn::capi {
+namespace {
+
+std::vector<int64_t> dims_of(const int64_t* p, size_t n, const char* param) {
+  if (n > 0 && p == nullptr) invalid(param, " is NULL but its count is ", n);
+  return n == 0 ? std::vector<int64_t>{} : std::vector<int64_t>(p, p + n);
+}
+
+// A pair parameter ({rows, columns}); NULL gives `fallback`.
+std::array<int64_t, 2> pair_of(const int64_t* p, std::array<int64_t, 2> fallback) {
+  return p == nullptr ? fallback : std::array<int64_t, 2>{p[0], p[1]};
+}
+
+const UOp* optional_uop(const sn_graph* g, const sn_uop* u, const char* param) {
+  return u == nullptr ? nullptr : uop_of(g, u, param);
+}
+
+// fn(graph, x) for the one-tensor builders.
+template <class F>
+sn_uop* unary_builder(const char* name, sn_graph* graph, sn_uop* x, sn_error** err, F fn) {
+  return guard(name, err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, fn(g->graph, uop_of(g, x, "x")));
+  });
+}
+
+std::vector<const UOp*> uops_of(const sn_graph* g, sn_uop* const* xs, size_t n, const char* param) {
+  if (n == 0) invalid(param, ": needs at least one tensor");
+  if (xs == nullptr) invalid(param, " is NULL but its count is ", n);
+  std::vector<const UOp*> out;
+  for (size_t i = 0; i < n; i++) out.push_back(uop_of(g, xs[i], cat(param, "[", i, "]").c_str()));
+  return out;
+}
+
+}  // namespace
+}  // namespace sn::capi
+
+using namespace sn::capi;
+
+sn_uop* sn_tensor_input(sn_graph* graph, sn_dtype dtype, const int64_t* shape, size_t ndim, const char* device,
+                        sn_error** err) {
+  return guard("sn_tensor_input", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    sn::DType dt = to_dtype(raw(dtype), "dtype");
+    std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
+    const sn::UOp* t = sn::input(g->graph, dt, dims_of(shape, ndim, "shape"), dev);
+    sn_uop* h = hand_out(g, t);
+    std::lock_guard lock(registry().mu);
+    g->inputs.push_back(t);
+    return h;
+  });
+}
+
+sn_uop* sn_tensor_gemm(sn_graph* graph, sn_uop* a, sn_uop* b, sn_error** err) {
+  return guard("sn_tensor_gemm", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::gemm(g->graph, uop_of(g, a, "a"), uop_of(g, b, "b")));
+  });
+}
+
+sn_uop* sn_tensor_matmul(sn_graph* graph, sn_uop* a, sn_uop* b, sn_error** err) {
+  return guard("sn_tensor_matmul", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::matmul(g->graph, uop_of(g, a, "a"), uop_of(g, b, "b")));
+  });
+}
+
+sn_uop* sn_tensor_conv2d(sn_graph* graph, sn_uop* x, sn_uop* w, sn_uop* bias, const int64_t* stride,
+                         const int64_t* padding, const int64_t* dilation, int64_t groups, sn_error** err) {
+  return guard("sn_tensor_conv2d", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g,
+                    sn::conv2d(g->graph, uop_of(g, x, "x"), uop_of(g, w, "w"), optional_uop(g, bias, "bias"),
+                               pair_of(stride, {1, 1}), pair_of(padding, {0, 0}), pair_of(dilation, {1, 1}), groups));
+  });
+}
+
+namespace {
+template <class F>
+sn_uop* pool(const char* name, sn_graph* graph, sn_uop* x, const int64_t* kernel, const int64_t* stride,
+             const int64_t* padding, sn_error** err, F fn) {
+  return guard(name, err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    if (kernel == nullptr) invalid("kernel is NULL (it needs {rows, columns})");
+    std::array<int64_t, 2> k{kernel[0], kernel[1]};
+    return hand_out(g, fn(g->graph, xu, k, pair_of(stride, k), pair_of(padding, {0, 0})));
+  });
+}
+}  // namespace
+
+sn_uop* sn_tensor_max_pool2d(sn_graph* graph, sn_uop* x, const int64_t* kernel, const int64_t* stride,
+                             const int64_t* padding, sn_error** err) {
+  return pool("sn_tensor_max_pool2d", graph, x, kernel, stride, padding, err,
+              [](sn::Graph& g, const sn::UOp* u, auto k, auto s, auto p) { return sn::max_pool2d(g, u, k, s, p); });
+}
+
+sn_uop* sn_tensor_avg_pool2d(sn_graph* graph, sn_uop* x, const int64_t* kernel, const int64_t* stride,
+                             const int64_t* padding, sn_error** err) {
+  return pool("sn_tensor_avg_pool2d", graph, x, kernel, stride, padding, err,
+              [](sn::Graph& g, const sn::UOp* u, auto k, auto s, auto p) { return sn::avg_pool2d(g, u, k, s, p); });
+}
+
+sn_uop* sn_tensor_softmax(sn_graph* graph, sn_uop* x, int64_t axis, sn_error** err) {
+  return unary_builder("sn_tensor_softmax", graph, x, err,
+                       [&](sn::Graph& g, const sn::UOp* u) { return sn::softmax(g, u, axis); });
+}
+
+sn_uop* sn_tensor_log_softmax(sn_graph* graph, sn_uop* x, int64_t axis, sn_error** err) {
+  return unary_builder("sn_tensor_log_softmax", graph, x, err,
+                       [&](sn::Graph& g, const sn::UOp* u) { return sn::log_softmax(g, u, axis); });
+}
+
+sn_uop* sn_tensor_layernorm(sn_graph* graph, sn_uop* x, int64_t naxes, sn_uop* weight, sn_uop* bias, double eps,
+                            sn_error** err) {
+  return guard("sn_tensor_layernorm", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::layernorm(g->graph, uop_of(g, x, "x"), naxes, optional_uop(g, weight, "weight"),
+                                     optional_uop(g, bias, "bias"), eps));
+  });
+}
+
+sn_uop* sn_tensor_relu(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_relu", graph, x, err, [](sn::Graph& g, const sn::UOp* u) { return sn::relu(g, u); });
+}
+sn_uop* sn_tensor_gelu(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_gelu", graph, x, err, [](sn::Graph& g, const sn::UOp* u) { return sn::gelu(g, u); });
+}
+sn_uop* sn_tensor_sigmoid(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_sigmoid", graph, x, err,
+                       [](sn::Graph& g, const sn::UOp* u) { return sn::sigmoid(g, u); });
+}
+sn_uop* sn_tensor_tanh(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_tanh", graph, x, err,
+                       [](sn::Graph& g, const sn::UOp* u) { return sn::tensor_tanh(g, u); });
+}
+sn_uop* sn_tensor_exp(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_exp", graph, x, err,
+                       [](sn::Graph& g, const sn::UOp* u) { return sn::tensor_exp(g, u); });
+}
+sn_uop* sn_tensor_log(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_log", graph, x, err,
+                       [](sn::Graph& g, const sn::UOp* u) { return sn::tensor_log(g, u); });
+}
+
+sn_uop* sn_tensor_cumsum(sn_graph* graph, sn_uop* x, int64_t axis, sn_error** err) {
+  return unary_builder("sn_tensor_cumsum", graph, x, err,
+                       [&](sn::Graph& g, const sn::UOp* u) { return sn::cumsum(g, u, axis); });
+}
+
+sn_uop* sn_tensor_argmax(sn_graph* graph, sn_uop* x, int64_t axis, int keepdim, sn_error** err) {
+  return unary_builder("sn_tensor_argmax", graph, x, err,
+                       [&](sn::Graph& g, const sn::UOp* u) { return sn::argmax(g, u, axis, keepdim != 0); });
+}
+
+sn_uop* sn_tensor_cat(sn_graph* graph, sn_uop* const* xs, size_t n, int64_t axis, sn_error** err) {
+  return guard("sn_tensor_cat", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::concat(g->graph, uops_of(g, xs, n, "xs"), axis));
+  });
+}
+
+sn_uop* sn_tensor_stack(sn_graph* graph, sn_uop* const* xs, size_t n, int64_t axis, sn_error** err) {
+  return guard("sn_tensor_stack", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::stack(g->graph, uops_of(g, xs, n, "xs"), axis));
+  });
+}
+
+sn_uop* sn_tensor_one_hot(sn_graph* graph, sn_uop* idx, int64_t n, sn_dtype dtype, sn_error** err) {
+  return guard("sn_tensor_one_hot", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::one_hot(g->graph, uop_of(g, idx, "idx"), n, to_dtype(raw(dtype), "dtype")));
+  });
+}
+
+sn_uop* sn_tensor_arange(sn_graph* graph, int64_t n, sn_dtype dtype, sn_error** err) {
+  return guard("sn_tensor_arange", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::arange(g->graph, n, to_dtype(raw(dtype), "dtype")));
+  });
+}
+
+sn_uop* sn_tensor_gather(sn_graph* graph, sn_uop* x, int64_t axis, sn_uop* idx, sn_error** err) {
+  return guard("sn_tensor_gather", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::gather(g->graph, uop_of(g, x, "x"), axis, uop_of(g, idx, "idx")));
+  });
+}
+
+sn_uop* sn_tensor_scatter_add(sn_graph* graph, sn_uop* x, int64_t axis, sn_uop* idx, sn_uop* val, sn_error** err) {
+  return guard("sn_tensor_scatter_add", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g,
+                    sn::scatter_add(g->graph, uop_of(g, x, "x"), axis, uop_of(g, idx, "idx"), uop_of(g, val, "val")));
+  });
+}
+
+sn_uop* sn_tensor_rand(sn_graph* graph, const int64_t* shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                       sn_error** err) {
+  return guard("sn_tensor_rand", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::rand_uniform(g->graph, dims_of(shape, ndim, "shape"), seed, to_dtype(raw(dtype), "dtype")));
+  });
+}
+
+sn_uop* sn_tensor_randn(sn_graph* graph, const int64_t* shape, size_t ndim, uint64_t seed, sn_dtype dtype,
+                        sn_error** err) {
+  return guard("sn_tensor_randn", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::randn(g->graph, dims_of(shape, ndim, "shape"), seed, to_dtype(raw(dtype), "dtype")));
+  });
+}

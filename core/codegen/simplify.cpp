@@ -1,0 +1,62 @@
+// Index simplification: the symbolic engine folds the index math the scheduler and the expand
+// stage produce ((r*16 + 3) // 16 -> r, divisions by a gate's tightened range, ...) before isel
+// turns floor division into the C kind, so fewer sign corrections reach the renderer.
+#include <unordered_map>
+
+#include "core/codegen/codegen.h"
+#include "core/codegen/kernel_util.h"
+#include "core/symbolic/symbolic.h"
+
+namespace sn {
+
+const UOp* simplify_indices(Graph& g, const UOp* sink) {
+  // All index expressions, gates and loop bounds, simplified together (shared subterms once).
+  std::vector<const UOp*> exprs;
+  std::unordered_map<const UOp*, size_t> slot;
+  auto want = [&](const UOp* e) {
+    // vector lanes (gates of masked loads) are left as they are
+    if (e->op == Op::Const || e->dtype.lanes != 1 || slot.count(e)) return;
+    slot[e] = exprs.size();
+    exprs.push_back(e);
+  };
+  for (const UOp* u : toposort(sink)) {
+    if (u->op == Op::Index && u->nsrc() == 2) want(u->src(1));
+    if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3) want(u->src(2));
+    if (u->op == Op::Range || u->op == Op::Special) want(u->src(0));
+  }
+  if (exprs.empty()) return sink;
+  const UOp* simplified = simplify(g, g.make(Op::Sink, dtypes::void_, exprs));
+  if (simplified->op != Op::Sink || simplified->nsrc() != exprs.size())
+    fail(Code::Internal, "simplify_indices: the simplifier changed the shape of the expression list");
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (size_t i = 0; i < exprs.size(); i++)
+    if (simplified->src(i) != exprs[i]) map[exprs[i]] = simplified->src(i);
+
+  // Rebuild with the simplified expressions; a gated load's address also uses what its gate
+  // proves about the index (a pad's i - 2 is non-negative where the load happens).
+  Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+    std::vector<const UOp*> s(srcs.begin(), srcs.end());
+    auto remap = [&](size_t i) {
+      auto it = map.find(u->src(i));
+      if (it != map.end()) s[i] = it->second;
+    };
+    if (u->op == Op::Index && u->nsrc() == 2) remap(1);
+    if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3) remap(2);
+    if (u->op == Op::Range || u->op == Op::Special) remap(0);
+    if (u->op == Op::Load && u->nsrc() == 3 && s[0]->op == Op::Index && s[2]->op != Op::Const &&
+        s[2]->dtype.lanes == 1) {
+      const UOp* idx = simplify_given_valid(g, s[2], s[0]->src(1));
+      if (idx != s[0]->src(1)) s[0] = g.make(Op::Index, s[0]->dtype, {s[0]->src(0), idx}, s[0]->arg, s[0]->tag);
+    }
+    // A gate that is always true disappears; an always-false load is its alt value.
+    if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3 && s[2]->op == Op::Const) {
+      bool open = s[2]->const_int() != 0;
+      if (u->op == Op::Load) return open ? g.make(Op::Load, u->dtype, {s[0]}, u->arg, u->tag) : s[1];
+      if (open) return g.make(Op::Store, u->dtype, {s[0], s[1]}, u->arg, u->tag);
+    }
+    return g.make(u->op, u->dtype, s, u->arg, u->tag);
+  });
+  return rb.get(sink);
+}
+
+}  // namespace sn

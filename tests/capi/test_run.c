@@ -1,0 +1,793 @@
+/* Behavioural tests of the compile-and-run part of the public C API, written against the public
+ * headers only (C89): tensor builders, devices, compile, buffers, run, inspection, DLPack, and every
+ * error path (each must come back as a code plus a message naming the problem). Prints
+ * "N passed, N failed" last and exits non-zero on any failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sinter/sinter.h"
+#include "sinter/sinter_dlpack.h"
+
+static int g_passed = 0;
+static int g_failed = 0;
+
+static void check(int ok, const char *what, int line) {
+  if (ok) {
+    g_passed++;
+  } else {
+    g_failed++;
+    printf("FAIL line %d: %s\n", line, what);
+  }
+}
+#define CHECK(cond) check((cond) ? 1 : 0, #cond, __LINE__)
+
+static int contains(const char *s, const char *sub) { return s != NULL && strstr(s, sub) != NULL; }
+
+/* Checks that `*e` is an error of `code` whose message contains `sub`, frees it and resets *e. */
+static void expect_error(sn_error **e, sn_code code, const char *sub, int line) {
+  if (*e == NULL) {
+    g_failed++;
+    printf("FAIL line %d: expected an error (code %d, \"%s\"), got none\n", line, (int)code, sub);
+    return;
+  }
+  if (sn_error_code(*e) == code && contains(sn_error_message(*e), sub)) {
+    g_passed++;
+  } else {
+    g_failed++;
+    printf("FAIL line %d: expected code %d containing \"%s\", got code %d: %s\n", line, (int)code, sub,
+           (int)sn_error_code(*e), sn_error_message(*e));
+  }
+  sn_error_free(*e);
+  *e = NULL;
+}
+#define EXPECT_ERROR(e, code, sub) expect_error(&(e), (code), (sub), __LINE__)
+
+/* No error so far; prints it (and resets it) otherwise. */
+static void expect_ok(sn_error **e, int line) {
+  if (*e == NULL) {
+    g_passed++;
+    return;
+  }
+  g_failed++;
+  printf("FAIL line %d: unexpected error %d: %s\n", line, (int)sn_error_code(*e), sn_error_message(*e));
+  sn_error_free(*e);
+  *e = NULL;
+}
+#define EXPECT_OK(e) expect_ok(&(e), __LINE__)
+
+static void expect_text(char *s, const char *sub, int line) {
+  if (contains(s, sub)) {
+    g_passed++;
+  } else {
+    g_failed++;
+    printf("FAIL line %d: expected text containing \"%s\", got: %.200s\n", line, sub, s ? s : "(null)");
+  }
+  sn_string_free(s);
+}
+#define EXPECT_TEXT(s, sub) expect_text((s), (sub), __LINE__)
+
+/* Reference math without libm (C programs here link only libsinter): exp by range reduction and a
+   Taylor series, log by Newton's method on it. Accurate to ~1e-12 over the ranges used. */
+static double fabs_(double x) { return x < 0 ? -x : x; }
+static double exp_(double x) {
+  const double ln2 = 0.69314718055994530942;
+  double n = (double)(long)(x / ln2 + (x < 0 ? -0.5 : 0.5)), r = x - n * ln2, term = 1, sum = 1;
+  int k;
+  for (k = 1; k < 25; k++) {
+    term *= r / k;
+    sum += term;
+  }
+  for (; n > 0; n--) sum *= 2;
+  for (; n < 0; n++) sum /= 2;
+  return sum;
+}
+static double log_(double x) {
+  double y = 0;
+  int k;
+  for (k = 0; k < 200; k++) y += 2 * (x - exp_(y)) / (x + exp_(y));
+  return y;
+}
+static double tanh_(double x) { return (exp_(2 * x) - 1) / (exp_(2 * x) + 1); }
+
+static int close_to(double a, double b, double tol) { return fabs_(a - b) <= tol * (1.0 + fabs_(b)); }
+
+/* Compiles `out` of graph g (default options), runs it on the given float32 inputs and copies the
+   single float32 output into `result` (n floats). Returns 1 on success. */
+static int run_f32(sn_graph *g, sn_device *dev, sn_uop *out, sn_buffer **ins, size_t nin, float *result, size_t n) {
+  sn_error *e = NULL;
+  sn_program *p = sn_compile(g, &out, 1, dev, NULL, &e);
+  sn_buffer *o = sn_program_alloc_output(p, 0, &e);
+  int ok;
+  if (sn_program_run(p, ins, nin, &o, 1, &e) == SN_OK &&
+      sn_buffer_copy_out(o, result, n * sizeof(float), &e) == SN_OK) {
+    ok = 1;
+  } else {
+    ok = 0;
+  }
+  if (e != NULL) printf("run_f32: %s\n", sn_error_message(e));
+  sn_error_free(e);
+  sn_buffer_release(o);
+  sn_program_release(p);
+  return ok && e == NULL;
+}
+
+static sn_buffer *buffer_f32(sn_device *dev, const int64_t *shape, size_t ndim, const float *data, size_t n) {
+  sn_error *e = NULL;
+  sn_buffer *b = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, shape, ndim, &e);
+  if (sn_buffer_copy_in(b, data, n * sizeof(float), &e) != SN_OK) printf("buffer_f32: %s\n", sn_error_message(e));
+  sn_error_free(e);
+  return b;
+}
+
+static void test_end_to_end(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t shape[2] = {2, 3}, got_shape[4];
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {10, 20, 30, 40, 50, 60}, r[6];
+  sn_uop *x, *y, *sum, *outs[2];
+  sn_program *p;
+  sn_buffer *bx, *by, *bo[2];
+  sn_dtype dt = SN_DTYPE_INVALID;
+  size_t ndim = 0, i;
+  sn_compile_options opts;
+
+  x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  y = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, "CPU", &e);
+  sum = sn_uop_binary(g, SN_OP_ADD, x, y, &e);
+  outs[0] = sum;
+  {
+    int64_t axis = 1;
+    outs[1] = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, x, y, &e), SN_OP_ADD, &axis, 1, &e);
+  }
+  EXPECT_OK(e);
+  CHECK(strcmp(sn_device_name(cpu, &e), "CPU") == 0);
+
+  p = sn_compile(g, outs, 2, cpu, NULL, &e);
+  EXPECT_OK(e);
+  CHECK(p != NULL);
+  CHECK(sn_program_num_inputs(p, &e) == 2);
+  CHECK(sn_program_num_outputs(p, &e) == 2);
+  CHECK(sn_program_input_info(p, 1, &dt, got_shape, 4, &ndim, &e) == SN_OK);
+  CHECK(dt == SN_DTYPE_FLOAT32 && ndim == 2 && got_shape[0] == 2 && got_shape[1] == 3);
+  CHECK(sn_program_output_info(p, 1, &dt, got_shape, 4, &ndim, &e) == SN_OK);
+  CHECK(dt == SN_DTYPE_FLOAT32 && ndim == 2 && got_shape[0] == 2 && got_shape[1] == 1);
+  CHECK(sn_program_output_info(p, 0, NULL, NULL, 0, &ndim, &e) == SN_OK && ndim == 2);
+  CHECK(sn_program_num_kernels(p, &e) >= 2);
+  CHECK(sn_program_kernel_name(p, 0, &e) != NULL && sn_program_kernel_name(p, 0, &e)[0] != '\0');
+  EXPECT_TEXT(sn_program_kernel_source(p, 0, &e), "define");
+  EXPECT_TEXT(sn_program_stage(p, "source", &e), "# kernel 0");
+  EXPECT_OK(e);
+  CHECK(sn_program_stage(p, "optimized", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_NOT_FOUND, "keep_stages");
+  CHECK(sn_program_stage(p, "bogus", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_NOT_FOUND, "unknown stage 'bogus'");
+
+  bx = buffer_f32(cpu, shape, 2, a, 6);
+  by = buffer_f32(cpu, shape, 2, b, 6);
+  bo[0] = sn_program_alloc_output(p, 0, &e);
+  bo[1] = sn_program_alloc_output(p, 1, &e);
+  {
+    sn_buffer *ins[2];
+    ins[0] = bx;
+    ins[1] = by;
+    CHECK(sn_program_run(p, ins, 2, bo, 2, &e) == SN_OK);
+    EXPECT_OK(e);
+    CHECK(sn_buffer_copy_out(bo[0], r, sizeof r, &e) == SN_OK);
+    for (i = 0; i < 6; i++) CHECK(r[i] == a[i] + b[i]);
+    CHECK(sn_buffer_copy_out(bo[1], r, 2 * sizeof(float), &e) == SN_OK);
+    CHECK(r[0] == 10 + 40 + 90 && r[1] == 160 + 250 + 360);
+    /* run again with new data: nothing recompiles */
+    a[0] = 100;
+    CHECK(sn_buffer_copy_in(bx, a, sizeof a, &e) == SN_OK);
+    CHECK(sn_program_run(p, ins, 2, bo, 2, &e) == SN_OK);
+    CHECK(sn_buffer_copy_out(bo[0], r, sizeof r, &e) == SN_OK);
+    CHECK(r[0] == 110);
+    EXPECT_OK(e);
+  }
+
+  /* the graph after each stage, and an explicit input order */
+  CHECK(sn_compile_options_init(&opts, sizeof opts, &e) == SN_OK);
+  CHECK(opts.optimize == 1 && opts.debug == -1 && opts.use_cache == 1 && opts.keep_stages == 0);
+  opts.keep_stages = 1;
+  {
+    sn_uop *order[2];
+    sn_program *q;
+    order[0] = y;
+    order[1] = x;
+    opts.inputs = order;
+    opts.ninputs = 2;
+    q = sn_compile(g, &sum, 1, NULL, &opts, &e);
+    EXPECT_OK(e);
+    EXPECT_TEXT(sn_program_stage(q, "tensor", &e), "add");
+    EXPECT_TEXT(sn_program_stage(q, "optimized", &e), "# kernel 0");
+    EXPECT_TEXT(sn_program_stage(q, "linear", &e), "Store");
+    EXPECT_TEXT(sn_program_stage(q, "plan", &e), "arena");
+    EXPECT_TEXT(sn_program_stage(q, "schedule", &e), "kernel 0");
+    EXPECT_OK(e);
+    sn_program_release(q);
+  }
+
+  /* the program outlives its graph, context and device handles */
+  sn_graph_release(g);
+  sn_device_release(cpu);
+  sn_context_release(ctx);
+  {
+    sn_buffer *ins[2];
+    ins[0] = by;
+    ins[1] = bx;
+    CHECK(sn_program_run(p, ins, 2, bo, 2, &e) == SN_OK);
+    CHECK(sn_buffer_copy_out(bo[0], r, sizeof r, &e) == SN_OK);
+    CHECK(r[0] == 110);
+    EXPECT_OK(e);
+  }
+  sn_buffer_release(bx);
+  sn_buffer_release(by);
+  sn_buffer_release(bo[0]);
+  sn_buffer_release(bo[1]);
+  sn_program_release(p);
+}
+
+static void test_compositions(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_device *cpu = sn_device_open(ctx, NULL, &e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  int64_t s34[2] = {3, 4}, s43[2] = {4, 3};
+  float m[12], n[12], r[32], want;
+  sn_buffer *bm, *bn, *ins[2];
+  sn_uop *a, *b;
+  size_t i, j, k;
+  for (i = 0; i < 12; i++) {
+    m[i] = (float)i * 0.25f - 1.0f;
+    n[i] = 2.0f - (float)i * 0.125f;
+  }
+  bm = buffer_f32(cpu, s34, 2, m, 12);
+  bn = buffer_f32(cpu, s43, 2, n, 12);
+  ins[0] = bm;
+  ins[1] = bn;
+  a = sn_tensor_input(g, SN_DTYPE_FLOAT32, s34, 2, NULL, &e);
+  b = sn_tensor_input(g, SN_DTYPE_FLOAT32, s43, 2, NULL, &e);
+  EXPECT_OK(e);
+
+  /* gemm (3,4) @ (4,3) */
+  CHECK(run_f32(g, cpu, sn_tensor_gemm(g, a, b, &e), ins, 2, r, 9));
+  for (i = 0; i < 3; i++)
+    for (j = 0; j < 3; j++) {
+      want = 0;
+      for (k = 0; k < 4; k++) want += m[i * 4 + k] * n[k * 3 + j];
+      CHECK(close_to(r[i * 3 + j], want, 1e-5));
+    }
+  /* matmul is gemm for rank 2 */
+  CHECK(run_f32(g, cpu, sn_tensor_matmul(g, a, b, &e), ins, 2, r, 9));
+  CHECK(close_to(r[4], m[4] * n[1] + m[5] * n[4] + m[6] * n[7] + m[7] * n[10], 1e-5));
+
+  /* softmax rows sum to 1; log_softmax is its log */
+  CHECK(run_f32(g, cpu, sn_tensor_softmax(g, a, -1, &e), ins, 1, r, 12));
+  for (i = 0; i < 3; i++) CHECK(close_to(r[i * 4] + r[i * 4 + 1] + r[i * 4 + 2] + r[i * 4 + 3], 1.0, 1e-6));
+  {
+    float sm[12];
+    memcpy(sm, r, sizeof sm);
+    CHECK(run_f32(g, cpu, sn_tensor_log_softmax(g, a, 1, &e), ins, 1, r, 12));
+    for (i = 0; i < 12; i++) CHECK(close_to(r[i], log_(sm[i]), 1e-5));
+  }
+  /* elementwise activations */
+  CHECK(run_f32(g, cpu, sn_tensor_relu(g, a, &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) CHECK(r[i] == (m[i] > 0 ? m[i] : 0));
+  CHECK(run_f32(g, cpu, sn_tensor_sigmoid(g, a, &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) CHECK(close_to(r[i], 1.0 / (1.0 + exp_(-m[i])), 1e-6));
+  CHECK(run_f32(g, cpu, sn_tensor_tanh(g, a, &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) CHECK(close_to(r[i], tanh_(m[i]), 1e-5));
+  CHECK(run_f32(g, cpu, sn_tensor_exp(g, a, &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) CHECK(close_to(r[i], exp_(m[i]), 1e-6));
+  CHECK(run_f32(g, cpu, sn_tensor_log(g, sn_tensor_exp(g, a, &e), &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) CHECK(close_to(r[i], m[i], 1e-5));
+  CHECK(run_f32(g, cpu, sn_tensor_gelu(g, a, &e), ins, 1, r, 12));
+  for (i = 0; i < 12; i++) {
+    double x = m[i];
+    CHECK(close_to(r[i], 0.5 * x * (1 + tanh_(0.7978845608028654 * (x + 0.044715 * x * x * x))), 1e-5));
+  }
+  /* layernorm over the last axis: mean 0 */
+  CHECK(run_f32(g, cpu, sn_tensor_layernorm(g, a, 1, NULL, NULL, 1e-5, &e), ins, 1, r, 12));
+  for (i = 0; i < 3; i++) CHECK(fabs_(r[i * 4] + r[i * 4 + 1] + r[i * 4 + 2] + r[i * 4 + 3]) < 1e-5);
+  /* cumsum along rows */
+  CHECK(run_f32(g, cpu, sn_tensor_cumsum(g, a, 1, &e), ins, 1, r, 12));
+  CHECK(close_to(r[3], m[0] + m[1] + m[2] + m[3], 1e-6));
+  /* concatenation and stacking */
+  {
+    sn_uop *parts[2];
+    parts[0] = a;
+    parts[1] = a;
+    CHECK(run_f32(g, cpu, sn_tensor_cat(g, parts, 2, 0, &e), ins, 1, r, 24));
+    for (i = 0; i < 24; i++) CHECK(r[i] == m[i % 12]);
+    CHECK(run_f32(g, cpu, sn_tensor_stack(g, parts, 2, 2, &e), ins, 1, r, 24)); /* (3,4,2) */
+    for (i = 0; i < 24; i++) CHECK(r[i] == m[i / 2]);
+  }
+  EXPECT_OK(e);
+  /* argmax / arange / one_hot / rand produce non-float outputs: check through int buffers */
+  {
+    sn_uop *am = sn_tensor_argmax(g, a, 1, 0, &e), *ar = sn_tensor_arange(g, 5, SN_DTYPE_INT64, &e);
+    sn_uop *oh = sn_tensor_one_hot(g, ar, 5, SN_DTYPE_INT32, &e);
+    int64_t shp[2] = {2, 8};
+    sn_uop *rnd = sn_tensor_rand(g, shp, 2, 1234, SN_DTYPE_FLOAT32, &e);
+    sn_uop *rn = sn_tensor_randn(g, shp, 2, 99, SN_DTYPE_FLOAT64, &e);
+    sn_uop *outs[5];
+    sn_program *p;
+    sn_buffer *o[5];
+    int32_t i32[25];
+    int64_t i64[5];
+    float f[16];
+    double d[16];
+    outs[0] = am;
+    outs[1] = ar;
+    outs[2] = oh;
+    outs[3] = rnd;
+    outs[4] = rn;
+    p = sn_compile(g, outs, 5, cpu, NULL, &e);
+    EXPECT_OK(e);
+    CHECK(sn_program_num_inputs(p, &e) == 1);
+    for (i = 0; i < 5; i++) o[i] = sn_program_alloc_output(p, i, &e);
+    CHECK(sn_program_run(p, ins, 1, o, 5, &e) == SN_OK);
+    EXPECT_OK(e);
+    CHECK(sn_buffer_dtype(o[0], &e) == SN_DTYPE_INT32);
+    CHECK(sn_buffer_copy_out(o[0], i32, 3 * sizeof(int32_t), &e) == SN_OK);
+    CHECK(i32[0] == 3 && i32[1] == 3 && i32[2] == 3); /* m increases along rows */
+    CHECK(sn_buffer_copy_out(o[1], i64, sizeof i64, &e) == SN_OK);
+    CHECK(i64[0] == 0 && i64[4] == 4);
+    CHECK(sn_buffer_copy_out(o[2], i32, 25 * sizeof(int32_t), &e) == SN_OK);
+    for (i = 0; i < 25; i++) CHECK(i32[i] == (i % 6 == 0 ? 1 : 0));
+    CHECK(sn_buffer_copy_out(o[3], f, sizeof f, &e) == SN_OK);
+    for (i = 0; i < 16; i++) CHECK(f[i] >= 0 && f[i] < 1);
+    CHECK(f[0] != f[1]);
+    CHECK(sn_buffer_copy_out(o[4], d, sizeof d, &e) == SN_OK);
+    for (i = 0; i < 16; i++) CHECK(fabs_(d[i]) < 8);
+    EXPECT_OK(e);
+    for (i = 0; i < 5; i++) sn_buffer_release(o[i]);
+    sn_program_release(p);
+  }
+  /* conv2d and pooling on a 1x1x4x4 image */
+  {
+    int64_t xs[4] = {1, 1, 4, 4}, ws[4] = {1, 1, 3, 3}, pad[2] = {1, 1}, kern[2] = {2, 2};
+    float img[16], ones[9];
+    sn_graph *g2 = sn_graph_create(ctx, &e);
+    sn_uop *xi = sn_tensor_input(g2, SN_DTYPE_FLOAT32, xs, 4, NULL, &e);
+    sn_uop *wi = sn_tensor_input(g2, SN_DTYPE_FLOAT32, ws, 4, NULL, &e);
+    sn_buffer *bi, *bw, *cin[2];
+    for (i = 0; i < 16; i++) img[i] = (float)i;
+    for (i = 0; i < 9; i++) ones[i] = 1;
+    bi = buffer_f32(cpu, xs, 4, img, 16);
+    bw = buffer_f32(cpu, ws, 4, ones, 9);
+    cin[0] = bi;
+    cin[1] = bw;
+    /* a 3x3 box sum with zero padding: the corner sums 0+1+4+5 */
+    CHECK(run_f32(g2, cpu, sn_tensor_conv2d(g2, xi, wi, NULL, NULL, pad, NULL, 1, &e), cin, 2, r, 16));
+    CHECK(r[0] == 10 && r[5] == 0 + 1 + 2 + 4 + 5 + 6 + 8 + 9 + 10);
+    CHECK(run_f32(g2, cpu, sn_tensor_max_pool2d(g2, xi, kern, NULL, NULL, &e), cin, 1, r, 4));
+    CHECK(r[0] == 5 && r[3] == 15);
+    CHECK(run_f32(g2, cpu, sn_tensor_avg_pool2d(g2, xi, kern, NULL, NULL, &e), cin, 1, r, 4));
+    CHECK(close_to(r[0], 2.5, 1e-6));
+    EXPECT_OK(e);
+    sn_buffer_release(bi);
+    sn_buffer_release(bw);
+    sn_graph_release(g2);
+  }
+  /* gather and scatter_add on int32 data */
+  {
+    sn_graph *g3 = sn_graph_create(ctx, &e);
+    int64_t s2[2] = {2, 3};
+    sn_uop *xv = sn_tensor_input(g3, SN_DTYPE_FLOAT32, s2, 2, NULL, &e);
+    sn_uop *iv = sn_tensor_input(g3, SN_DTYPE_INT32, s2, 2, NULL, &e);
+    float xd[6] = {1, 2, 3, 4, 5, 6};
+    int32_t id[6] = {2, 0, 1, 1, 1, 0};
+    sn_buffer *bx = buffer_f32(cpu, s2, 2, xd, 6), *bi = sn_buffer_alloc(cpu, SN_DTYPE_INT32, s2, 2, &e), *gin[2];
+    CHECK(sn_buffer_copy_in(bi, id, sizeof id, &e) == SN_OK);
+    gin[0] = bx;
+    gin[1] = bi;
+    CHECK(run_f32(g3, cpu, sn_tensor_gather(g3, xv, 1, iv, &e), gin, 2, r, 6));
+    CHECK(r[0] == 3 && r[1] == 1 && r[2] == 2 && r[3] == 5 && r[5] == 4);
+    CHECK(run_f32(g3, cpu, sn_tensor_scatter_add(g3, xv, 1, iv, xv, &e), gin, 2, r, 6));
+    /* row 0: x + {x[0] at 2, x[1] at 0, x[2] at 1} = {1+2, 2+3, 3+1} */
+    CHECK(r[0] == 3 && r[1] == 5 && r[2] == 4);
+    EXPECT_OK(e);
+    sn_buffer_release(bx);
+    sn_buffer_release(bi);
+    sn_graph_release(g3);
+  }
+  sn_buffer_release(bm);
+  sn_buffer_release(bn);
+  sn_graph_release(g);
+  sn_device_release(cpu);
+  sn_context_release(ctx);
+}
+
+static void test_buffers(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_device *cpu = sn_device_open(ctx, "cpu:0", &e);
+  int64_t shape[3] = {2, 3, 4}, vshape[1] = {5};
+  int16_t data[24], part[5];
+  sn_buffer *b, *v;
+  size_t i;
+  for (i = 0; i < 24; i++) data[i] = (int16_t)(i * 3);
+  b = sn_buffer_alloc(cpu, SN_DTYPE_INT16, shape, 3, &e);
+  EXPECT_OK(e);
+  CHECK(sn_buffer_dtype(b, &e) == SN_DTYPE_INT16);
+  CHECK(sn_buffer_rank(b, &e) == 3);
+  CHECK(sn_buffer_dim(b, 2, &e) == 4);
+  CHECK(sn_buffer_numel(b, &e) == 24);
+  CHECK(sn_buffer_nbytes(b, &e) == 48);
+  CHECK(strcmp(sn_buffer_device(b, &e), "CPU") == 0);
+  CHECK(((size_t)sn_buffer_host_pointer(b, &e)) % 64 == 0);
+  CHECK(sn_buffer_copy_in(b, data, sizeof data, &e) == SN_OK);
+  EXPECT_OK(e);
+  v = sn_buffer_view(b, 7, vshape, 1, &e);
+  sn_buffer_release(b); /* the view keeps the memory */
+  CHECK(sn_buffer_copy_out(v, part, sizeof part, &e) == SN_OK);
+  CHECK(part[0] == 21 && part[4] == 33);
+  CHECK((char *)sn_buffer_host_pointer(v, &e) != NULL);
+  EXPECT_OK(e);
+  CHECK(sn_buffer_retain(v) == v);
+  sn_buffer_release(v);
+
+  /* errors */
+  CHECK(sn_buffer_copy_out(v, part, 4, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "holds 10");
+  CHECK(sn_buffer_copy_in(v, NULL, 10, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "null");
+  CHECK(sn_buffer_view(v, 3, vshape, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "does not fit");
+  CHECK(sn_buffer_dim(v, 1, &e) == -1);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "axis 1 is out of range");
+  shape[1] = -3;
+  CHECK(sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, shape, 3, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "negative");
+  CHECK(sn_buffer_alloc(cpu, SN_DTYPE_FP8E4M3, vshape, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "fp8");
+  CHECK(sn_buffer_alloc(cpu, (sn_dtype)77, vshape, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_dtype value 77");
+  CHECK(sn_buffer_alloc(NULL, SN_DTYPE_FLOAT32, vshape, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "device is NULL");
+  CHECK(sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, NULL, 2, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "shape is NULL");
+  CHECK(sn_buffer_dtype((sn_buffer *)ctx, &e) == SN_DTYPE_INVALID);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_buffer");
+  sn_buffer_release(v);
+  CHECK(sn_buffer_numel(v, &e) == -1);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_buffer");
+  sn_buffer_release(NULL);
+
+  /* devices */
+  CHECK(sn_device_open(ctx, "TPU", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_DEVICE, "TPU");
+  CHECK(sn_device_open(ctx, "CPU:1", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_DEVICE, "CPU:1");
+  CHECK(sn_device_open(ctx, "C(PU", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_DEVICE, "malformed");
+  CHECK(sn_device_open(NULL, "CPU", &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "ctx is NULL");
+  CHECK(sn_device_retain(cpu) == cpu);
+  sn_device_release(cpu);
+  CHECK(sn_device_name((sn_device *)ctx, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_device");
+
+  /* debug level */
+  CHECK(sn_context_set_debug(ctx, 2, &e) == SN_OK);
+  CHECK(sn_context_debug(ctx, &e) == 2);
+  CHECK(sn_context_set_debug(ctx, 0, &e) == SN_OK);
+  CHECK(sn_context_set_debug(ctx, 9, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "level 9");
+  CHECK(sn_context_debug(NULL, &e) == -1);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "ctx is NULL");
+
+  sn_device_release(cpu);
+  sn_context_release(ctx);
+}
+
+static void test_errors(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  sn_graph *g = sn_graph_create(ctx, &e), *other = sn_graph_create(ctx, &e);
+  int64_t s23[2] = {2, 3}, s45[2] = {4, 5}, s32[2] = {3, 2};
+  sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT32, s23, 2, NULL, &e);
+  sn_uop *b = sn_tensor_input(g, SN_DTYPE_FLOAT32, s45, 2, NULL, &e);
+  sn_uop *foreign = sn_tensor_input(other, SN_DTYPE_FLOAT32, s23, 2, NULL, &e);
+  sn_uop *f8, *out;
+  sn_program *p;
+  sn_buffer *good, *wrong_dtype, *wrong_shape, *o, *ins[2];
+  sn_compile_options opts;
+  int64_t shape[1];
+  size_t ndim;
+  EXPECT_OK(e);
+
+  /* builders reject bad shapes and arguments before building */
+  CHECK(sn_tensor_gemm(g, a, b, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "sn_tensor_gemm");
+  CHECK(sn_tensor_softmax(g, a, 5, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "axis");
+  CHECK(sn_tensor_gemm(g, a, foreign, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "does not belong to this graph");
+  CHECK(sn_tensor_cat(g, NULL, 0, 0, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "at least one");
+  CHECK(sn_tensor_max_pool2d(g, a, NULL, NULL, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "kernel is NULL");
+  CHECK(sn_tensor_input(g, SN_DTYPE_VOID, s23, 2, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "dtype");
+  CHECK(sn_tensor_input(NULL, SN_DTYPE_FLOAT32, s23, 2, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph is NULL");
+  CHECK(sn_tensor_arange(g, -1, SN_DTYPE_INT32, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "arange");
+
+  /* compile errors */
+  f8 = sn_tensor_input(g, SN_DTYPE_FP8E4M3, s23, 2, NULL, &e);
+  EXPECT_OK(e);
+  CHECK(sn_compile(g, &f8, 1, cpu, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "fp8");
+  CHECK(sn_compile(g, &a, 0, cpu, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "noutputs is 0");
+  CHECK(sn_compile(g, &foreign, 1, cpu, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "outputs[0]");
+  CHECK(sn_compile(g, &a, 1, (sn_device *)g, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_device");
+  CHECK(sn_compile_options_init(&opts, 8, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "struct_size 8");
+  CHECK(sn_compile_options_init(&opts, sizeof opts, &e) == SN_OK);
+  opts.debug = 11;
+  CHECK(sn_compile(g, &a, 1, cpu, &opts, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "debug 11");
+  opts.debug = -1;
+  opts.inputs = &b; /* a is read but not listed */
+  opts.ninputs = 1;
+  out = sn_uop_unary(g, SN_OP_NEG, a, &e);
+  CHECK(sn_compile(g, &out, 1, cpu, &opts, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "does not name");
+  opts.struct_size = 4;
+  CHECK(sn_compile(g, &out, 1, cpu, &opts, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "struct_size 4");
+  {
+    sn_graph *remote = sn_graph_create(ctx, &e);
+    sn_uop *r = sn_tensor_input(remote, SN_DTYPE_FLOAT32, s23, 2, "CUDA", &e);
+    CHECK(sn_compile(remote, &r, 1, cpu, NULL, &e) == NULL);
+    EXPECT_ERROR(e, SN_E_DEVICE, "CUDA");
+    sn_graph_release(remote);
+  }
+
+  /* run errors */
+  p = sn_compile(g, &out, 1, cpu, NULL, &e);
+  EXPECT_OK(e);
+  good = sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, s23, 2, &e);
+  wrong_dtype = sn_buffer_alloc(cpu, SN_DTYPE_INT32, s23, 2, &e);
+  wrong_shape = sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, s32, 2, &e);
+  o = sn_program_alloc_output(p, 0, &e);
+  EXPECT_OK(e);
+  CHECK(sn_program_run(p, &good, 1, &o, 1, &e) == SN_OK);
+  CHECK(sn_program_run(p, &wrong_dtype, 1, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "input 0: expected float32(2,3), got a buffer of int32(2,3)");
+  CHECK(sn_program_run(p, &wrong_shape, 1, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "expected shape (2,3)");
+  CHECK(sn_program_run(p, &good, 1, &wrong_shape, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "output 0");
+  ins[0] = good;
+  ins[1] = good;
+  CHECK(sn_program_run(p, ins, 2, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "takes 1 inputs, got 2");
+  ins[0] = NULL;
+  CHECK(sn_program_run(p, ins, 1, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "inputs[0] is NULL");
+  CHECK(sn_program_run(p, NULL, 1, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "inputs is NULL");
+  CHECK(sn_program_run(p, &good, 1, &good, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "overlaps input 0");
+  CHECK(sn_program_alloc_output(p, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "has 1 outputs");
+  CHECK(sn_program_input_info(p, 0, NULL, shape, 1, &ndim, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "shape_cap 1 is smaller than the rank 2");
+  CHECK(sn_program_input_info(p, 3, NULL, NULL, 0, &ndim, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "out of range");
+  CHECK(sn_program_kernel_name(p, 99, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "index 99");
+  CHECK(sn_program_kernel_source(p, 99, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "index 99");
+  CHECK(sn_program_stage(p, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "stage is NULL");
+  CHECK(sn_program_retain(p) == p);
+  sn_program_release(p);
+  sn_program_release(p);
+  CHECK(sn_program_run(p, &good, 1, &o, 1, &e) != SN_OK);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_program");
+  sn_program_release(NULL);
+
+  sn_buffer_release(good);
+  sn_buffer_release(wrong_dtype);
+  sn_buffer_release(wrong_shape);
+  sn_buffer_release(o);
+  sn_graph_release(g);
+  sn_graph_release(other);
+  sn_device_release(cpu);
+  sn_context_release(ctx);
+}
+
+/* ---- DLPack ---- */
+
+static int g_deleted = 0;
+static void count_deleter(sn_dlpack_tensor *self) {
+  g_deleted++;
+  free(self);
+}
+
+static sn_dlpack_tensor *make_tensor(void *data, int64_t *shape, int32_t ndim, uint8_t code, uint8_t bits) {
+  sn_dlpack_tensor *t = (sn_dlpack_tensor *)calloc(1, sizeof *t);
+  t->version.major = 1;
+  t->version.minor = 0;
+  t->deleter = count_deleter;
+  t->dl_tensor.data = data;
+  t->dl_tensor.device.device_type = SN_DLPACK_DEVICE_CPU;
+  t->dl_tensor.ndim = ndim;
+  t->dl_tensor.dtype.code = code;
+  t->dl_tensor.dtype.bits = bits;
+  t->dl_tensor.dtype.lanes = 1;
+  t->dl_tensor.shape = shape;
+  return t;
+}
+
+static void test_dlpack(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  int64_t shape[2] = {2, 2}, strides[2] = {1, 2};
+  static float host[4] = {1, 2, 3, 4};
+  float r[4];
+  sn_dlpack_tensor *t, *ex;
+  sn_buffer *imported, *back, *o;
+  sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e), *y;
+  sn_program *p;
+  y = sn_uop_binary(g, SN_OP_MUL, x, x, &e);
+  p = sn_compile(g, &y, 1, cpu, NULL, &e);
+  EXPECT_OK(e);
+
+  /* import host memory without copying, run a program on it */
+  t = make_tensor(host, shape, 2, SN_DLPACK_FLOAT, 32);
+  imported = sn_buffer_from_dlpack(cpu, t, &e);
+  EXPECT_OK(e);
+  CHECK(sn_buffer_host_pointer(imported, &e) == (void *)host);
+  CHECK(sn_buffer_rank(imported, &e) == 2 && sn_buffer_dtype(imported, &e) == SN_DTYPE_FLOAT32);
+  o = sn_program_alloc_output(p, 0, &e);
+  CHECK(sn_program_run(p, &imported, 1, &o, 1, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(o, r, sizeof r, &e) == SN_OK);
+  CHECK(r[0] == 1 && r[3] == 16);
+  EXPECT_OK(e);
+  CHECK(g_deleted == 0);
+  sn_buffer_release(imported);
+  CHECK(g_deleted == 1); /* the producer's deleter runs when the last buffer goes */
+
+  /* export: the tensor keeps the buffer alive until its deleter runs */
+  ex = sn_buffer_to_dlpack(o, &e);
+  EXPECT_OK(e);
+  CHECK(ex != NULL);
+  if (ex != NULL) {
+    CHECK(ex->version.major == 1 && ex->dl_tensor.ndim == 2 && ex->dl_tensor.shape[1] == 2);
+    CHECK(ex->dl_tensor.dtype.code == SN_DLPACK_FLOAT && ex->dl_tensor.dtype.bits == 32);
+    CHECK(ex->dl_tensor.device.device_type == SN_DLPACK_DEVICE_CPU && ex->dl_tensor.strides == NULL);
+    CHECK(((float *)ex->dl_tensor.data)[3] == 16);
+    sn_buffer_release(o);
+    CHECK(((float *)ex->dl_tensor.data)[2] == 9); /* still alive */
+    /* and it round-trips: importing the export hands its deleter to the new buffer */
+    back = sn_buffer_from_dlpack(cpu, ex, &e);
+    EXPECT_OK(e);
+    CHECK(sn_buffer_copy_out(back, r, sizeof r, &e) == SN_OK && r[1] == 4);
+    sn_buffer_release(back);
+  } else {
+    sn_buffer_release(o);
+  }
+
+  /* import errors leave the tensor to the caller */
+  t = make_tensor(host, shape, 2, SN_DLPACK_FLOAT, 32);
+  t->version.major = 2;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_VERSION, "DLPack version 2");
+  t->version.major = 1;
+  t->dl_tensor.strides = strides;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "not compact row-major");
+  t->dl_tensor.strides = NULL;
+  t->flags = SN_DLPACK_FLAG_READ_ONLY;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "read-only");
+  t->flags = 0;
+  t->dl_tensor.dtype.code = 5; /* complex */
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "code 5");
+  t->dl_tensor.dtype.code = SN_DLPACK_FLOAT;
+  t->dl_tensor.device.device_type = SN_DLPACK_DEVICE_CUDA;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "only CPU memory");
+  t->dl_tensor.device.device_type = SN_DLPACK_DEVICE_CPU;
+  t->dl_tensor.byte_offset = 2;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "aligned");
+  CHECK(sn_buffer_from_dlpack(cpu, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "tensor is NULL");
+  CHECK(g_deleted == 1);
+  t->deleter(t);
+  CHECK(g_deleted == 2);
+
+  sn_program_release(p);
+  sn_graph_release(g);
+  sn_device_release(cpu);
+  sn_context_release(ctx);
+}
+
+/* The version-2 entries of the function table drive a full compile and run. */
+static void test_api_table(void) {
+  const sn_api *api = sn_get_api(2);
+  sn_error *e = NULL;
+  sn_context *ctx;
+  sn_graph *g;
+  sn_device *dev;
+  sn_uop *x, *y;
+  sn_program *p;
+  sn_buffer *in, *out;
+  int64_t n = 4;
+  double d[4] = {1, 4, 9, 16}, r[4];
+  CHECK(api != NULL);
+  if (api == NULL) return;
+  CHECK(api->api_version >= 2);
+  CHECK(api->compile == sn_compile && api->buffer_from_dlpack == sn_buffer_from_dlpack);
+  CHECK(api->tensor_input == sn_tensor_input && api->program_arena_bytes == sn_program_arena_bytes);
+  ctx = api->context_create(&e);
+  g = api->graph_create(ctx, &e);
+  dev = api->device_open(ctx, "CPU", &e);
+  x = api->tensor_input(g, SN_DTYPE_FLOAT64, &n, 1, NULL, &e);
+  y = api->uop_unary(g, SN_OP_SQRT, x, &e);
+  p = api->compile(g, &y, 1, dev, NULL, &e);
+  in = api->buffer_alloc(dev, SN_DTYPE_FLOAT64, &n, 1, &e);
+  out = api->program_alloc_output(p, 0, &e);
+  CHECK(api->buffer_copy_in(in, d, sizeof d, &e) == SN_OK);
+  CHECK(api->program_run(p, &in, 1, &out, 1, &e) == SN_OK);
+  CHECK(api->buffer_copy_out(out, r, sizeof r, &e) == SN_OK);
+  CHECK(r[0] == 1 && r[1] == 2 && r[2] == 3 && r[3] == 4);
+  EXPECT_OK(e);
+  api->buffer_release(in);
+  api->buffer_release(out);
+  api->program_release(p);
+  api->device_release(dev);
+  api->graph_release(g);
+  api->context_release(ctx);
+}
+
+/* The same program built in two graphs compiles once and both run. */
+static void test_program_cache(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  int64_t n = 3;
+  float data[3] = {1, -2, 3}, r[3];
+  int round;
+  for (round = 0; round < 2; round++) {
+    sn_graph *g = sn_graph_create(ctx, &e);
+    sn_device *cpu = sn_device_open(ctx, NULL, &e);
+    sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+    sn_buffer *b = buffer_f32(cpu, &n, 1, data, 3);
+    CHECK(run_f32(g, cpu, sn_tensor_relu(g, x, &e), &b, 1, r, 3));
+    CHECK(r[0] == 1 && r[1] == 0 && r[2] == 3);
+    EXPECT_OK(e);
+    sn_buffer_release(b);
+    sn_device_release(cpu);
+    sn_graph_release(g);
+  }
+  sn_context_release(ctx);
+}
+
+int main(void) {
+  test_end_to_end();
+  test_compositions();
+  test_buffers();
+  test_errors();
+  test_dlpack();
+  test_api_table();
+  test_program_cache();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
