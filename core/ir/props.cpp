@@ -33,6 +33,12 @@ void ensure(const UOp* u, uint8_t& (*flags)(const UOp*), uint8_t bit, F compute)
 
 constexpr i128 kBig = i128(1) << 100;  // clamp for exact integer bounds (never overflows i128)
 i128 clampi(i128 v) { return std::max(-kBig, std::min(kBig, v)); }
+// Saturating product: dtype ranges reach 2^64, whose square does not fit in i128.
+i128 mul_sat(i128 a, i128 b) {
+  i128 r;
+  if (__builtin_mul_overflow(a, b, &r)) return ((a < 0) != (b < 0)) ? -kBig : kBig;
+  return clampi(r);
+}
 
 MinMax dtype_range(DType dt) {
   MinMax m;
@@ -110,11 +116,13 @@ MinMax compute_minmax(const UOp* u) {
     case Op::Sub: return fit(ints(S(0).lo - S(1).hi, S(0).hi - S(1).lo));
     case Op::Neg: return fit(ints(-S(0).hi, -S(0).lo));
     case Op::Mul: {
-      i128 c[4] = {S(0).lo * S(1).lo, S(0).lo * S(1).hi, S(0).hi * S(1).lo, S(0).hi * S(1).hi};
+      i128 c[4] = {mul_sat(S(0).lo, S(1).lo), mul_sat(S(0).lo, S(1).hi), mul_sat(S(0).hi, S(1).lo),
+                   mul_sat(S(0).hi, S(1).hi)};
       return fit(ints(*std::min_element(c, c + 4), *std::max_element(c, c + 4)));
     }
     case Op::Mulacc: {
-      i128 c[4] = {S(0).lo * S(1).lo, S(0).lo * S(1).hi, S(0).hi * S(1).lo, S(0).hi * S(1).hi};
+      i128 c[4] = {mul_sat(S(0).lo, S(1).lo), mul_sat(S(0).lo, S(1).hi), mul_sat(S(0).hi, S(1).lo),
+                   mul_sat(S(0).hi, S(1).hi)};
       return fit(ints(*std::min_element(c, c + 4) + S(2).lo, *std::max_element(c, c + 4) + S(2).hi));
     }
     case Op::Max: return ints(std::max(S(0).lo, S(1).lo), std::max(S(0).hi, S(1).hi));
@@ -158,7 +166,8 @@ MinMax compute_minmax(const UOp* u) {
     }
     case Op::Shl: {
       const MinMax &a = S(0), &b = S(1);
-      if (b.lo == b.hi && b.lo >= 0 && b.lo < 64) return fit(ints(a.lo * (i128(1) << int(b.lo)), a.hi * (i128(1) << int(b.lo))));
+      if (b.lo == b.hi && b.lo >= 0 && b.lo < 64)
+        return fit(ints(mul_sat(a.lo, i128(1) << int(b.lo)), mul_sat(a.hi, i128(1) << int(b.lo))));
       return full;
     }
     case Op::Shr: {
