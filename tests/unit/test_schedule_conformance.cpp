@@ -13,64 +13,15 @@
 #include "tests/oracle/kernel_interp.h"
 #include "tests/oracle/program.h"
 #include "tests/util/json.h"
+#include "tests/util/ops_case.h"
 
 namespace sn::oracle {
 namespace {
 
 using testutil::Json;
 
-DType dtype_named(const Json& j) {
-  Scalar s;
-  if (!scalar_from_name(j.as_string(), &s)) throw std::runtime_error("unknown dtype " + j.as_string());
-  return DType(s);
-}
-
-double number(const Json& v) {
-  if (v.is_number()) return v.as_double();
-  if (v.is_bool()) return v.as_bool() ? 1.0 : 0.0;
-  const std::string& s = v.as_string();
-  if (s == "nan") return std::nan("");
-  if (s == "inf") return INFINITY;
-  if (s == "-inf") return -INFINITY;
-  throw std::runtime_error("bad number string '" + s + "'");
-}
-
-int64_t integer(const Json& v) {
-  if (v.is_bool()) return v.as_bool() ? 1 : 0;
-  if (v.is_int()) return v.as_int();
-  double d = v.as_double();  // uint64 literals above INT64_MAX
-  if (d >= 9223372036854775808.0 && d < 18446744073709551616.0) return int64_t(uint64_t(d));
-  throw std::runtime_error("not an integer: " + std::to_string(d));
-}
-
-Array tensor(const Json& t) {
-  DType dt = dtype_named(t["dtype"]);
-  std::vector<int64_t> shape;
-  for (const Json& d : t["shape"].as_array()) shape.push_back(d.as_int());
-  if (dt.is_float()) {
-    std::vector<double> v;
-    for (const Json& x : t["data"].as_array()) v.push_back(number(x));
-    return Array::from_doubles(dt, shape, v);
-  }
-  std::vector<int64_t> v;
-  for (const Json& x : t["data"].as_array()) v.push_back(integer(x));
-  return Array::from_ints(dt, shape, v);
-}
-
-std::string mismatch(const Array& got, const Array& want, double rtol, double atol) {
-  if (got.dtype != want.dtype) return "dtype " + got.dtype.name() + ", expected " + want.dtype.name();
-  if (got.shape != want.shape) return "shape " + got.str(0) + ", expected " + want.str(0);
-  size_t bad = 0;
-  std::string first;
-  for (size_t k = 0; k < want.numel(); k++) {
-    double g = got.value_at(k), w = want.value_at(k);
-    bool ok = want.dtype.is_float()
-                  ? (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w)
-                  : got.int_at(k) == want.int_at(k) || std::fabs(g - w) <= atol + rtol * std::fabs(w);
-    if (!ok && bad++ < 5) first += cat(" [", k, "] got ", g, " want ", w, ";");
-  }
-  return bad ? cat(bad, " of ", want.numel(), " elements differ:", first) : "";
-}
+using testutil::json_tensor;
+using testutil::mismatch;
 
 TEST(ScheduleConformance, EveryCaseMatchesNumpyThroughKernels) {
   auto cases = testutil::read_jsonl(SN_SHARED_DIR "/conformance/ops.jsonl");
@@ -84,7 +35,7 @@ TEST(ScheduleConformance, EveryCaseMatchesNumpyThroughKernels) {
       std::map<std::string, InputSpec> specs;
       std::map<std::string, Array> data;
       for (const auto& [input_name, t] : c["inputs"].as_object()) {
-        Array a = tensor(t);
+        Array a = json_tensor(t);
         specs[input_name] = InputSpec{a.dtype, a.shape};
         data.emplace(input_name, std::move(a));
       }
@@ -99,7 +50,7 @@ TEST(ScheduleConformance, EveryCaseMatchesNumpyThroughKernels) {
           if (buf == b.source) inputs.push_back(data.at(input_name));
       }
       Array got = run_schedule(s, inputs).at(0);
-      std::string why = mismatch(got, tensor(c["output"]), c["rtol"].as_double(), c["atol"].as_double());
+      std::string why = mismatch(got, json_tensor(c["output"]), c["rtol"].as_double(), c["atol"].as_double());
       if (why.empty())
         passed++;
       else
