@@ -381,6 +381,10 @@ class IrWriter {
       case Op::Vectorize:
         val_[u] = vectorize(u);
         return;
+      case Op::Gep:  // one lane of a vector
+        val_[u] =
+            emit(str("extractelement ", reg_type(u->src(0)->dtype), " ", v(u->src(0)), ", i64 ", u->as<int64_t>()));
+        return;
       case Op::Load:
         return load(u);
       case Op::Store:
@@ -662,7 +666,6 @@ class IrWriter {
     if (vm.empty() || !(f32 || d.scalar == Scalar::Float64)) return fallback();
     bool avx512 = vm == "libmvec-avx512";
     int vf = (avx512 ? 512 : 256) / (f32 ? 32 : 64);
-    if (d.lanes > 1 && d.lanes != vf) return fallback();  // LLVM splits the vector intrinsic
     std::string name = str(base, f32 ? "f" : "");
     std::string st = scalar_type(d.scalar);
     std::string params = nargs == 2 ? "vv" : "v";
@@ -674,7 +677,47 @@ class IrWriter {
     std::string t = reg_type(d);
     std::string args = str(t, " ", v(u->src(0)));
     if (nargs == 2) args += str(", ", t, " ", v(u->src(1)));
-    if (d.lanes > 1) return emit(str("call ", vt, " @", vname, "(", args, ")"));  // already a vector
+    if (d.lanes == vf) return emit(str("call ", vt, " @", vname, "(", args, ")"));  // already a vector
+    if (d.lanes > 1) {
+      // Other widths (LLVM would scalarize its intrinsic into libm calls): pad to whole vf-wide
+      // chunks, call the vector variant on each, and gather the lanes back.
+      int chunks = (d.lanes + vf - 1) / vf;
+      auto mask = [](int from, int n, int limit) {  // lanes from..from+n-1, poison past limit
+        std::string m = str("<", n, " x i32> <");
+        for (int i = 0; i < n; i++)
+          m += str(i ? ", " : "", "i32 ", from + i < limit ? std::to_string(from + i) : "poison");
+        return m + ">";
+      };
+      std::string t = reg_type(d);
+      std::vector<std::string> parts;
+      for (int c = 0; c < chunks; c++) {
+        auto piece = [&](const UOp* x) {
+          return emit(str("shufflevector ", t, " ", v(x), ", ", t, " poison, ", mask(c * vf, vf, d.lanes)));
+        };
+        std::string a0 = piece(u->src(0));
+        std::string cargs = str(vt, " ", a0);
+        if (nargs == 2) cargs += str(", ", vt, " ", piece(u->src(1)));
+        parts.push_back(emit(str("call ", vt, " @", vname, "(", cargs, ")")));
+      }
+      // Concatenate pairwise up to chunks * vf lanes, then keep the first d.lanes.
+      int width = vf;
+      while (parts.size() > 1) {
+        std::vector<std::string> next;
+        std::string pt = str("<", width, " x ", st, ">");
+        for (size_t i = 0; i + 1 < parts.size(); i += 2)
+          next.push_back(emit(str("shufflevector ", pt, " ", parts[i], ", ", pt, " ", parts[i + 1], ", ",
+                                  mask(0, 2 * width, 2 * width))));
+        if (parts.size() % 2) {  // an odd chunk out: widen it with poison lanes
+          next.push_back(
+              emit(str("shufflevector ", pt, " ", parts.back(), ", ", pt, " poison, ", mask(0, 2 * width, width))));
+        }
+        parts.swap(next);
+        width *= 2;
+      }
+      if (width == d.lanes) return parts[0];
+      std::string pt = str("<", width, " x ", st, ">");
+      return emit(str("shufflevector ", pt, " ", parts[0], ", ", pt, " poison, ", mask(0, d.lanes, d.lanes)));
+    }
     vector_fns_.insert(vname);
     decls_.insert(str("declare ", st, " @", name, "(", nargs == 2 ? str(st, ", ", st) : st, ") #2"));
     int attr = 0;

@@ -6,6 +6,7 @@
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
@@ -66,6 +67,9 @@ class Vectorizer {
     return rb_.get(s);
   }
 
+  // Any value (not a store) with u as vector lanes.
+  const UOp* value(const UOp* x) { return rb_.get(x); }
+
   // idx(u = c) == idx(u = 0) + c for every lane c.
   bool contiguous(const UOp* idx) {
     const UOp* neg_base = g_.alu(Op::Mul, lane(idx, 0), g_.cint(-1, idx->dtype));
@@ -81,17 +85,26 @@ class Vectorizer {
  private:
   const UOp* lane(const UOp* x, int c) { return substitute_nodes(g_, x, {{u_, g_.cint(c, u_->dtype)}}); }
 
-  bool vec(const UOp* x) const { return x->dtype.lanes > 1; }
-  const UOp* bcast(const UOp* x) {
-    if (vec(x)) return x;
-    std::vector<const UOp*> lanes(size_t(k_), x);
-    return g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes);
+  // Whether the original node x varies along the lanes (its rebuilt form is then a vector of
+  // k lanes). Not every vector does: a vector accumulator of another reduce, read through Geps
+  // as scalars, may even be the same node as a vector load made here.
+  bool vec(const UOp* x) const { return varying_.count(x) != 0; }
+  // Marks the node being rebuilt (cur_) as varying; returns its rebuilt form.
+  const UOp* varies(const UOp* rebuilt) {
+    varying_.insert(cur_);
+    return rebuilt;
+  }
+  // The rebuilt form of the original node x as a k-lane vector.
+  const UOp* bcast(const UOp* x, const UOp* rebuilt) {
+    if (vec(x)) return rebuilt;
+    std::vector<const UOp*> lanes(size_t(k_), rebuilt);
+    return g_.make(Op::Vectorize, rebuilt->dtype.vec(uint16_t(k_)), lanes);
   }
   // The original node computed lane by lane (scalar ops), gathered into a vector.
   const UOp* per_lane(const UOp* x) {
     std::vector<const UOp*> lanes;
     for (int c = 0; c < k_; c++) lanes.push_back(lane(x, c));
-    return g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes);
+    return varies(g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes));
   }
   const UOp* vector_address(const UOp* index) {
     const UOp* base = lane(index->src(1), 0);
@@ -100,15 +113,16 @@ class Vectorizer {
   }
 
   const UOp* rebuild(const UOp* x, std::span<const UOp* const> s) {
+    cur_ = x;
     if (x == u_) {
       std::vector<const UOp*> lanes;
       for (int c = 0; c < k_; c++) lanes.push_back(g_.cint(c, u_->dtype));
-      return g_.make(Op::Vectorize, u_->dtype.vec(uint16_t(k_)), lanes);
+      return varies(g_.make(Op::Vectorize, u_->dtype.vec(uint16_t(k_)), lanes));
     }
     bool any = false;
-    for (const UOp* y : s) any = any || vec(y);
+    for (const UOp* y : x->src()) any = any || vec(y);
     // a load or store whose address moves with the lanes (the Index itself stays scalar-typed)
-    if ((x->op == Op::Load || x->op == Op::Store) && s[0]->op == Op::Index && vec(s[0]->src(1))) any = true;
+    if ((x->op == Op::Load || x->op == Op::Store) && x->src(0)->op == Op::Index && vec(x->src(0)->src(1))) any = true;
     if (!any) return g_.replace_src(x, s);
     DType vdt = x->dtype.vec(uint16_t(k_));
     switch (x->op) {
@@ -116,25 +130,25 @@ class Vectorizer {
         return g_.replace_src(x, s);  // only read by the Load/Store above it
       case Op::Load: {
         const UOp* addr = x->src(0);
-        bool addr_vec = vec(s[0]->src(1));
+        bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
         if (!addr_vec || !contiguous(addr->src(1))) return per_lane(x);
         std::vector<const UOp*> src{vector_address(addr)};
         if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector
-          src.push_back(bcast(s[1]));
+          src.push_back(bcast(x->src(1), s[1]));
           src.push_back(s[2]);
         }
-        return g_.make(Op::Load, vdt, src, x->arg, x->tag);
+        return varies(g_.make(Op::Load, vdt, src, x->arg, x->tag));
       }
       case Op::Store: {
-        std::vector<const UOp*> src{vector_address(x->src(0)), bcast(s[1])};
+        std::vector<const UOp*> src{vector_address(x->src(0)), bcast(x->src(1), s[1])};
         if (x->nsrc() == 3) src.push_back(s[2]);
         return g_.make(Op::Store, x->dtype, src, x->arg, x->tag);
       }
       case Op::Reduce:
-        return g_.make(Op::Reduce, s[0]->dtype, s, x->arg, x->tag);
+        return varies(g_.make(Op::Reduce, s[0]->dtype, s, x->arg, x->tag));
       case Op::Cast:
       case Op::Bitcast:
-        return g_.make(x->op, vdt, {s[0]}, vdt);
+        return varies(g_.make(x->op, vdt, {s[0]}, vdt));
       case Op::Threefry:
         return per_lane(x);  // scalar-only composition
       default:
@@ -142,15 +156,39 @@ class Vectorizer {
     }
     if (!is_elementwise(x->op)) fail(Code::Internal, "vectorize: ", op_name(x->op), " depends on the vector axis");
     std::vector<const UOp*> src;
-    for (const UOp* y : s) src.push_back(bcast(y));
-    return g_.make(x->op, vdt, src, x->arg, x->tag);
+    for (size_t i = 0; i < s.size(); i++) src.push_back(bcast(x->src(i), s[i]));
+    return varies(g_.make(x->op, vdt, src, x->arg, x->tag));
   }
 
   Graph& g_;
   const UOp* u_;
   int k_;
   Rebuilder rb_;
+  std::unordered_set<const UOp*> varying_;  // original nodes
+  const UOp* cur_ = nullptr;                // the original node rebuild() is working on
 };
+
+// Whether a reduced value can take range r (an UNROLL range) as vector lanes with vector loads:
+// every load that moves with r walks it contiguously, and every other node that moves with r
+// is elementwise (or an address).
+bool streams_along(Graph& g, const UOp* value, const UOp* r) {
+  int64_t k = const_bound(r);
+  if (k < 2 || k > 64 || value->dtype.lanes != 1) return false;
+  std::vector<const UOp*> order = toposort(value);
+  OpenRanges open(order);
+  bool any_load = false;
+  for (const UOp* x : order) {
+    if (is_type(x, AxisType::Upcast)) return false;  // a register tile: its stores take the lanes
+    if (x == r || !open.contains(x, r)) continue;
+    if (x->op == Op::Load) {
+      if (!Vectorizer(g, r, int(k)).contiguous(x->src(0)->src(1))) return false;
+      any_load = true;
+    } else if (!is_elementwise(x->op) && x->op != Op::Index && x->op != Op::Cast) {
+      return false;
+    }
+  }
+  return any_load;
+}
 
 }  // namespace
 
@@ -161,17 +199,31 @@ const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range) {
 }
 
 const UOp* expand_kernel(Graph& g, const UOp* sink) {
-  // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first.
+  // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
+  //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
+  //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
+  //    once, after the reduce loop.
   Rebuilder unroll(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
     if (u->op != Op::Reduce || u->nsrc() < 2) return g.replace_src(u, srcs);
     std::vector<const UOp*> unrolled, kept{srcs[0]};
     for (size_t i = 1; i < srcs.size(); i++) (is_type(srcs[i], AxisType::Unroll) ? unrolled : kept).push_back(srcs[i]);
     if (unrolled.empty()) return g.replace_src(u, srcs);
+    Op op = u->as<ReduceArg>().op;
+    const UOp* lanes = nullptr;
+    for (size_t i = 0; i < unrolled.size() && !lanes && u->dtype.lanes == 1; i++)
+      if (streams_along(g, srcs[0], unrolled[i])) {
+        lanes = unrolled[i];
+        unrolled.erase(unrolled.begin() + long(i));
+      }
     std::vector<const UOp*> vals;
     for (auto& m : combos(g, unrolled)) vals.push_back(substitute_nodes(g, srcs[0], m));
-    kept[0] = fold(g, u->as<ReduceArg>().op, vals);
-    if (kept.size() == 1) return kept[0];
-    return g.make(Op::Reduce, u->dtype, kept, u->arg, u->tag);
+    kept[0] = fold(g, op, vals);
+    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes))).value(kept[0]);
+    const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
+    if (!lanes) return red;
+    std::vector<const UOp*> each;
+    for (int64_t c = 0; c < red->dtype.lanes; c++) each.push_back(g.make(Op::Gep, red->dtype.base(), {red}, c));
+    return fold(g, op, each);
   });
   sink = unroll.get(sink);
 

@@ -253,21 +253,30 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
   //    vector registers wide when it divides); then the output axis whose copies share the most
   //    load work (a vector load counts as a vector's worth) is unrolled, keeping the
   //    accumulators within 16 vector registers (half the AVX-512 file: the rest hold operands).
+  bool inner_upcast = false;  // the innermost loop axis got an UPCAST
   if (!reduces.empty() && !loops.empty()) {
     topo = toposort(sink);
     OpenRanges open(topo);
     env = var_env(sink);
-    std::vector<const UOp*> rr, rloads;
-    {
-      std::vector<const UOp*> l2;
-      classify_ranges(sink, &l2, &rr);
-    }
+    // Loads inside the reduces that run inside loop axis `axis` (copies along the axis copy
+    // those reduces; a reduce outside the axis, like softmax's row max, is not copied).
+    std::vector<std::pair<const UOp*, std::vector<const UOp*>>> reduce_loads_of;
     for (const UOp* u : topo)
-      if (u->op == Op::Load) {
-        bool in_reduce = false;
-        for (const UOp* r : rr) in_reduce = in_reduce || open.contains(u, r);
-        if (in_reduce) rloads.push_back(u);
+      if (u->op == Op::Reduce && u->nsrc() >= 2) {
+        std::vector<const UOp*> ls;
+        for (const UOp* x : toposort(u->src(0)))
+          if (x->op == Op::Load) ls.push_back(x);
+        reduce_loads_of.emplace_back(u, std::move(ls));
       }
+    auto rloads_in = [&](const UOp* axis) {
+      std::vector<const UOp*> out;
+      std::unordered_set<const UOp*> seen;
+      for (auto& [red, ls] : reduce_loads_of)
+        if (open.contains(red, axis))
+          for (const UOp* l : ls)
+            if (seen.insert(l).second) out.push_back(l);
+      return out;
+    };
     int elem_bits = 32;
     for (const UOp* u : topo)
       if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
@@ -279,7 +288,7 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
     int64_t vregs = 1;  // vector registers per accumulator row
     if (inner) {
       bool reused = false, contiguous = false;
-      for (const UOp* l : rloads) {
+      for (const UOp* l : rloads_in(inner)) {
         if (!open.contains(l, inner)) reused = true;
         const UOp* idx = address_index(l->src(0));
         if (idx && open.contains(l, inner))
@@ -289,6 +298,7 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
       int64_t amt = reused && contiguous && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
       if (amt) {
         apply({OptOp::Upcast, nloops - 1, amt});
+        inner_upcast = true;
         vec_axis = inner;
         vregs = (amt + vw - 1) / vw;
       }
@@ -300,7 +310,7 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
       const UOp* r = range_by_id(sink, pos);
       if (!r || (vec_axis && pos == nloops - 1) || const_bound(r) <= 1) continue;
       int64_t score = 0;
-      for (const UOp* l : rloads)
+      for (const UOp* l : rloads_in(r))
         if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
       if (score > best_score) best = r, best_score = score;
     }
@@ -317,7 +327,66 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
           break;
         }
       if (amt) apply({OptOp::Upcast, best->as<RangeArg>().id, amt});
+      inner_upcast = inner_upcast || (amt && best->as<RangeArg>().id == nloops - 1);
     }
+  }
+
+  // 2d. In a kernel with reduces, LLVM's loop vectorizer often gives up on the loop nest: the
+  //     innermost loop axis every store walks contiguously becomes vector lanes here (the
+  //     elementwise tail of softmax or layernorm after its row reductions).
+  if (!reduces.empty() && !loops.empty() && !inner_upcast) {
+    int64_t nloops = int64_t(loops_in_order.size());
+    const UOp* inner = range_by_id(sink, nloops - 1);
+    env = var_env(sink);
+    bool contiguous = inner && inner->as<RangeArg>().type == AxisType::Loop;
+    int bits = 8;
+    for (const UOp* st : sink->src()) {
+      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
+      auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
+      contiguous = contiguous && stride && *stride == 1;
+      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
+    }
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
+    int64_t amt = contiguous ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
+    if (amt) apply({OptOp::Upcast, nloops - 1, amt});
+  }
+
+  // 2c. Vector lanes for reduces that stream memory (row sums, softmax's max and sum): the
+  //     innermost reduce axis of a Reduce whose loads all walk it contiguously is unrolled;
+  //     expand turns that unroll into the lanes of a vector accumulator (two vector registers
+  //     wide, so two independent add chains), folded across lanes once after the loop.
+  //     Reduces inside a register tile (they depend on an UPCAST axis) keep scalar copies.
+  {
+    topo = toposort(sink);
+    OpenRanges open(topo);
+    env = var_env(sink);
+    std::vector<Opt> lanes;
+    for (const UOp* u : topo) {
+      if (u->op != Op::Reduce || u->nsrc() < 2 || u->dtype.lanes != 1) continue;
+      bool in_tile = false;
+      for (const UOp* r : open.of(u)) in_tile = in_tile || r->as<RangeArg>().type == AxisType::Upcast;
+      const UOp* inner = nullptr;
+      for (size_t i = 1; i < u->nsrc(); i++) {
+        const UOp* r = u->src(i);
+        if (r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce &&
+            (!inner || r->as<RangeArg>().id > inner->as<RangeArg>().id))
+          inner = r;
+      }
+      if (in_tile || !inner) continue;
+      bool contiguous = true, any = false;
+      for (const UOp* x : toposort(u->src(0))) {
+        if (x->op != Op::Load || !open.contains(x, inner)) continue;
+        const UOp* idx = address_index(x->src(0));
+        auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
+        any = true;
+        contiguous = contiguous && st && *st == 1;
+      }
+      int64_t vw = std::max<int64_t>(4, target.vector_bits / std::max(8, u->dtype.bits()));
+      int64_t amt = any && contiguous ? div_amount(const_bound(inner), {2 * vw, vw, vw / 2, 4}) : 0;
+      Opt o{OptOp::Unroll, inner->as<RangeArg>().id, amt};
+      if (amt && std::find(lanes.begin(), lanes.end(), o) == lanes.end()) lanes.push_back(o);
+    }
+    for (const Opt& o : lanes) apply(o);
   }
 
   // 3. THREAD: split the outermost loop axis every store uses across the cores.

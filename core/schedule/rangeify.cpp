@@ -201,17 +201,26 @@ class Lowerer {
     return g_.make(Op::Load, dt, {addr, scalar_const(g_, dt, 0), valid});
   }
 
-  // A Reduce inlined here is evaluated once per point of every loop around it. When its index
-  // does not use one of those loops, consumers broadcast it (x - max(x)) and inlining would
-  // recompute the whole reduction for each point of that loop: store it instead.
+  // A Reduce inlined here sits in the loops its index uses; codegen computes it there, before
+  // any loop it does not use (the linearizer hoists loop-invariant work), so a reduce broadcast
+  // along inner loops (x - max(x) along a row) or read inside another reduce's loop without
+  // using that loop's range (softmax's max inside the sum of exp) is computed once per point of
+  // its own loops. That holds only when the loops it does not use can nest inside it: the
+  // kernel's loops nest in store order, so an unused loop outside a used one (a column sum
+  // broadcast along rows) would recompute the whole reduction at every point of it; and a
+  // reduce that uses an enclosing reduce's range runs inside that reduce's loop, inside every
+  // kernel loop (a product read inside a second matmul's reduce). Those are stored instead.
   void check_reduce_scope(const UOp* u, int ctx) {
     std::unordered_set<const UOp*> used;
     for (const UOp* e : ctxs_[size_t(ctx)].idx) collect_ranges(e, used);
     collect_ranges(ctxs_[size_t(ctx)].valid, used);
-    for (const UOp* r : loops_)
-      if (!used.count(r)) return findings_.flag(u, Why::Broadcast);
-    for (const UOp* r : open_reduce_)
-      if (!used.count(r)) return findings_.flag(u, Why::Broadcast);
+    bool in_outer_reduce = false;
+    for (const UOp* r : open_reduce_) in_outer_reduce = in_outer_reduce || used.count(r);
+    bool unused_outside = false;
+    for (const UOp* r : loops_) {
+      if (!used.count(r)) unused_outside = true;
+      if (unused_outside && (in_outer_reduce || used.count(r))) return findings_.flag(u, Why::Broadcast);
+    }
   }
 
   // Records that (u, ctx) is lowered in this kernel for the first time.
@@ -451,7 +460,7 @@ class Lowerer {
   std::unordered_map<uint64_t, std::vector<int>> reads_;
   std::unordered_map<const UOp*, int> variants_;
   std::vector<const UOp*> loops_;
-  std::vector<const UOp*> open_reduce_;
+  std::vector<const UOp*> open_reduce_;  // ranges of the Reduces being lowered around this point
   std::vector<int> slots_;
   std::unordered_map<int, const UOp*> params_;
   int64_t next_range_ = 0;

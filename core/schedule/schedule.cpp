@@ -8,9 +8,11 @@
 //  3. Everything else is inlined into the kernel that consumes it: elementwise chains, movement
 //     ops (index math), casts, and reductions together with their elementwise inputs and
 //     consumers. A value read with several indexings is recomputed at each, except:
-//  4. A Reduce whose consumer broadcasts it over a loop it does not depend on (x - max(x), or a
-//     reduce nested in another reduce's body) is stored: inlined it would be recomputed for every
-//     point of that loop. (rangeify.cpp: check_reduce_scope)
+//  4. A Reduce is computed in the loops its index uses, before the loops it does not use (x -
+//     max(x) along a row, softmax's max read inside the sum of exp: one kernel). When a loop it
+//     does not use is outside one it uses (a column sum broadcast along rows), inlining would
+//     recompute the whole reduction at every point of that loop: it is stored.
+//     (rangeify.cpp: check_reduce_scope)
 //  5. A Reduce reached with two different indexings, or from two kernels, is stored: recomputing
 //     would duplicate the whole reduction. (rangeify.cpp: note_use)
 //  6. An elementwise value reached with more than a few distinct indexings in one kernel is

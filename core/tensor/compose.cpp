@@ -534,8 +534,10 @@ const UOp* along_axis(Graph& g, const char* op, const UOp* x, int64_t axis, F bo
 
 const UOp* softmax(Graph& g, const UOp* x, int64_t axis) {
   return along_axis(g, "softmax", x, axis, [&](const UOp* t, int64_t a) {
+    // One reciprocal per row and a multiply per element (as tinygrad divides): a division per
+    // element costs several multiplies on every CPU and GPU.
     const UOp* e = tensor_exp(g, sub(g, t, reduce(g, t, Op::Max, {a})));
-    return divide(g, e, sum(g, e, {a}));
+    return mul(g, e, unary(g, Op::Recip, sum(g, e, {a})));
   });
 }
 

@@ -250,8 +250,8 @@ TEST(Runtime, ProgramsRunConcurrently) {
   using namespace testrt;
   Graph g;
   const UOp* x = input(g, dtypes::float32, {64, 33});
-  // softmax stores intermediates: each concurrent run needs its own arena.
-  const UOp* y = softmax(g, x, 1);
+  // softmax over columns stores its reductions: each concurrent run needs its own arena.
+  const UOp* y = softmax(g, x, 0);
   auto p = compile_program(runtime(), g, std::vector<const UOp*>{y});
   ASSERT_GT(p->arena_bytes, 0u);
   auto dev = runtime().device("CPU");

@@ -227,28 +227,37 @@ TEST_F(ScheduleTest, ReduceFusesWithElementwiseInputsAndConsumers) {
   EXPECT_EQ(names(s), std::vector<std::string>{"r_4_6"});
 }
 
-TEST_F(ScheduleTest, BroadcastReduceIsStored) {
+TEST_F(ScheduleTest, BroadcastReduceFusesWhenItsUnusedLoopsAreInner) {
+  // x + x.sum(): the sum runs once, before the loop over x, in the same kernel.
   const UOp* x = in(dtypes::float32, {5});
-  Schedule s = check({add(g, x, sum(x, {0}))}, 1e-5, 1e-5);  // x + x.sum()
-  EXPECT_EQ(s.kernels.size(), 2u);
+  Schedule s = check({add(g, x, sum(x, {0}))}, 1e-5, 1e-5);
+  EXPECT_EQ(s.kernels.size(), 1u);
   int intermediates = 0;
   for (auto& b : s.buffers) intermediates += b.kind == ScheduleBuffer::Kind::Intermediate;
-  EXPECT_EQ(intermediates, 1);
-  EXPECT_EQ(names(s), (std::vector<std::string>{"r_5", "E_5"}));
+  EXPECT_EQ(intermediates, 0);
+  EXPECT_EQ(names(s), (std::vector<std::string>{"r_5_5"}));
 
+  // Over axis 0, broadcast back down it: the unused loop (rows) is outside the used one
+  // (columns), so inlined the column sum would be recomputed for every row: stored.
   const UOp* m = in(dtypes::float32, {3, 4});
-  Schedule s2 = check({sub(g, m, sum(m, {0}))}, 1e-5, 1e-5);  // over axis 0, broadcast back down it
+  Schedule s2 = check({sub(g, m, sum(m, {0}))}, 1e-5, 1e-5);
   EXPECT_EQ(s2.kernels.size(), 2u);
+  EXPECT_EQ(names(s2), (std::vector<std::string>{"r_4_3", "E_3_4"}));
 }
 
-TEST_F(ScheduleTest, SoftmaxIsAtMostThreeKernels) {
+TEST_F(ScheduleTest, SoftmaxOverRowsIsOneKernel) {
   const UOp* x = in(dtypes::float32, {4, 7});
   const UOp* m = rmax(x, {1});
   const UOp* e = unary(g, Op::Exp2, sub(g, x, m));
   const UOp* out = divide(g, e, sum(e, {1}));
   Schedule s = check({out}, 1e-5, 1e-6);
-  EXPECT_LE(s.kernels.size(), 3u);
-  EXPECT_GE(s.kernels.size(), 2u);
+  // max, sum of exp2 (reading the max inside its loop) and the output loop, per row
+  EXPECT_EQ(s.kernels.size(), 1u);
+  // over columns, the reductions are stored (the row loop is outside the column loop)
+  const UOp* mc = rmax(x, {0});
+  const UOp* ec = unary(g, Op::Exp2, sub(g, x, mc));
+  Schedule sc = check({divide(g, ec, sum(ec, {0}))}, 1e-5, 1e-6);
+  EXPECT_EQ(sc.kernels.size(), 3u);
 }
 
 TEST_F(ScheduleTest, LogSumExpAndNestedBroadcasts) {
@@ -348,9 +357,10 @@ TEST_F(ScheduleTest, SharedValuesReadingManyBuffersAreStored) {
   int stored_exp2 = 0;
   for (auto& b : s.buffers) stored_exp2 += b.kind == ScheduleBuffer::Kind::Intermediate && b.source->op == Op::Exp2;
   EXPECT_GE(stored_exp2, 1);
-  // A single softmax reads at most three buffers in any kernel and stores only its reductions.
+  // A single softmax over rows is one kernel that reads x and writes the output.
   Schedule one = check({softmax(x, 1)}, 1e-5, 1e-7);
-  EXPECT_EQ(one.kernels.size(), 3u);
+  EXPECT_EQ(one.kernels.size(), 1u);
+  EXPECT_EQ(one.kernels[0].buffers.size(), 2u);
 }
 
 TEST_F(ScheduleTest, ContiguousForcesAKernel) {
