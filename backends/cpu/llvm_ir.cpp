@@ -7,7 +7,9 @@
 // Loops are do-while loops with a phi induction variable behind a trip-count guard; gated loads
 // and stores branch around the memory access. Accumulators are allocas (mem2reg makes them
 // phis). Float math keeps IEEE semantics: the only fast-math flags are `contract` on Mulacc and
-// `reassoc contract` on accumulator updates (the reduction order is unspecified).
+// `reassoc contract` on accumulator updates (the reduction order is unspecified). bfloat16 and
+// fp8 values are integer bits (i16, i8) in registers and memory: isel moves their math to
+// float32, and the casts here convert with integer ops (scalars and vectors alike).
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -43,6 +45,7 @@ std::string str(const T&... parts) {
 }
 
 bool is_bf16(DType d) { return d.scalar == Scalar::BFloat16; }
+bool is_fp8(DType d) { return d.scalar == Scalar::Fp8E4M3 || d.scalar == Scalar::Fp8E5M2; }
 bool signed_int(DType d) { return d.is_signed_int() || d.is_index(); }
 
 const char* scalar_type(Scalar s) {
@@ -51,7 +54,9 @@ const char* scalar_type(Scalar s) {
       return "i1";
     case Scalar::Int8:
     case Scalar::UInt8:
-      return "i8";
+    case Scalar::Fp8E4M3:
+    case Scalar::Fp8E5M2:
+      return "i8";  // fp8 lives as bits (its bytes in buffers); math goes through float32
     case Scalar::Int16:
     case Scalar::UInt16:
     case Scalar::BFloat16:
@@ -96,6 +101,7 @@ int int_bits(DType d) { return d.is_bool() ? 1 : d.bits(); }
 std::string ovl(DType d) {
   std::string base = d.is_float() ? str("f", d.bits()) : str("i", int_bits(d));
   if (is_bf16(d)) base = "i16";
+  if (is_fp8(d)) base = "i8";
   return d.lanes == 1 ? base : str("v", d.lanes, base);
 }
 
@@ -132,6 +138,36 @@ uint16_t bf16_bits(double v) {
   return uint16_t(x >> 16);
 }
 
+// The layout of an fp8 format: e4m3 (OCP e4m3fn: no inf, NaN is S.1111.111, max 448) or e5m2
+// (IEEE-like: inf, NaN, max 57344).
+struct Fp8Format {
+  int mbits, bias;
+  bool ieee;
+  uint32_t max_code, nan_code;  // largest finite magnitude code; the NaN the conversions produce
+};
+Fp8Format fp8_format(Scalar s) {
+  if (s == Scalar::Fp8E4M3) return {3, 7, false, 0x7e, 0x7f};
+  return {2, 15, true, 0x7b, 0x7e};
+}
+
+// fp8 bits of a double: rounded to nearest even (round_float: e4m3 overflow is NaN, e5m2
+// overflow is inf); NaN is the format's canonical NaN (no sign), as the oracle encodes it.
+uint8_t fp8_bits(Scalar s, double v) {
+  Fp8Format f = fp8_format(s);
+  double r = round_float(DType{s}, v);
+  if (std::isnan(r)) return uint8_t(f.nan_code);
+  uint32_t sign = std::signbit(r) ? 0x80 : 0;
+  if (std::isinf(r)) return uint8_t(sign | (f.max_code + 1));  // e5m2 only: e4m3 rounds to NaN
+  double a = std::fabs(r);
+  if (a == 0) return uint8_t(sign);
+  int e;
+  std::frexp(a, &e);
+  int exp = e - 1, emin = 1 - f.bias;
+  if (exp < emin) return uint8_t(sign | uint32_t(std::ldexp(a, f.mbits - emin)));  // subnormal
+  uint32_t mant = uint32_t(std::ldexp(a, f.mbits - exp)) - (1u << f.mbits);
+  return uint8_t(sign | (uint32_t(exp + f.bias) << f.mbits) | mant);
+}
+
 std::string hex64(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(b));
@@ -153,6 +189,9 @@ std::string literal(DType d, double fv, i128 iv, bool is_float_value) {
       }
       case Scalar::BFloat16:
         return std::to_string(int16_t(bf16_bits(v)));
+      case Scalar::Fp8E4M3:
+      case Scalar::Fp8E5M2:
+        return std::to_string(int8_t(fp8_bits(d.scalar, v)));
       default:
         fail(Code::Unsupported, "llvm: constant of ", d.name());
     }
@@ -300,10 +339,106 @@ class IrWriter {
     return emit(str("trunc ", it, " ", sel, " to ", reg_type(dtypes::int16.vec(uint16_t(lanes)))));
   }
 
+  // fp8 bits -> float32 (exact). Normal values move their exponent and mantissa into place and
+  // rebias; subnormals are mantissa * 2^(emin - mbits); inf and NaN are selected.
+  std::string fp8_to_f32(const std::string& x, Scalar s, int lanes) {
+    Fp8Format f = fp8_format(s);
+    uint16_t n = uint16_t(lanes);
+    DType i32 = dtypes::int32.vec(n), f32 = dtypes::float32.vec(n);
+    std::string it = reg_type(i32), ft = reg_type(f32), bt = reg_type(dtypes::bool_.vec(n));
+    auto k = [&](int64_t c) { return splat(i32, std::to_string(c)); };
+    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) {
+      return emit(str("select ", bt, " ", c, ", ", it, " ", a, ", ", it, " ", b));
+    };
+    std::string w = emit(str("zext ", reg_type(dtypes::int8.vec(n)), " ", x, " to ", it));
+    std::string sign = emit(str("shl ", it, " ", emit(str("and ", it, " ", w, ", ", k(0x80))), ", ", k(24)));
+    std::string m = emit(str("and ", it, " ", w, ", ", k(0x7f)));
+    std::string nb = emit(str("add ", it, " ", emit(str("shl ", it, " ", m, ", ", k(23 - f.mbits))), ", ",
+                              k(int64_t(127 - f.bias) << 23)));
+    std::string q = splat(f32, literal(dtypes::float32, std::ldexp(1.0, 1 - f.bias - f.mbits), 0, true));
+    std::string sf = emit(str("fmul ", ft, " ", emit(str("uitofp ", it, " ", m, " to ", ft)), ", ", q));
+    std::string sb = emit(str("bitcast ", ft, " ", sf, " to ", it));
+    std::string mag = sel(emit(str("icmp ult ", it, " ", m, ", ", k(1 << f.mbits))), sb, nb);
+    if (f.ieee) {
+      std::string inf = k(f.max_code + 1);
+      mag = sel(emit(str("icmp eq ", it, " ", m, ", ", inf)), k(0x7f800000), mag);
+      mag = sel(emit(str("icmp ugt ", it, " ", m, ", ", inf)), k(0x7fc00000), mag);
+    } else {
+      mag = sel(emit(str("icmp eq ", it, " ", m, ", ", k(0x7f))), k(0x7fc00000), mag);
+    }
+    return emit(str("bitcast ", it, " ", emit(str("or ", it, " ", sign, ", ", mag)), " to ", ft));
+  }
+
+  // float32 -> fp8 bits, to nearest even. Normal results: the mantissa is rounded in the integer
+  // bits (a carry bumps the exponent) and the exponent rebiased. Subnormal results: adding
+  // 2^(emin - mbits + 23) makes the float adder round |x| to a multiple of the subnormal quantum
+  // 2^(emin - mbits); the sum's low bits are the code. Overflow: e4m3 -> NaN, e5m2 -> inf (as
+  // round_float); NaN -> the canonical NaN; the sign is kept (also of zero).
+  std::string f32_to_fp8(const std::string& x, Scalar s, int lanes) {
+    Fp8Format f = fp8_format(s);
+    uint16_t n = uint16_t(lanes);
+    DType i32 = dtypes::int32.vec(n), f32 = dtypes::float32.vec(n);
+    std::string it = reg_type(i32), ft = reg_type(f32), bt = reg_type(dtypes::bool_.vec(n));
+    auto k = [&](int64_t c) { return splat(i32, std::to_string(c)); };
+    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) {
+      return emit(str("select ", bt, " ", c, ", ", it, " ", a, ", ", it, " ", b));
+    };
+    int sh = 23 - f.mbits, emin = 1 - f.bias;
+    std::string b = emit(str("bitcast ", ft, " ", x, " to ", it));
+    std::string sign = emit(str("and ", it, " ", emit(str("lshr ", it, " ", b, ", ", k(24))), ", ", k(0x80)));
+    std::string a = emit(str("and ", it, " ", b, ", ", k(0x7fffffff)));
+    std::string lsb = emit(str("and ", it, " ", emit(str("lshr ", it, " ", a, ", ", k(sh))), ", ", k(1)));
+    std::string r = emit(str("add ", it, " ", emit(str("add ", it, " ", a, ", ", k((1 << (sh - 1)) - 1))), ", ", lsb));
+    std::string cn = emit(
+        str("sub ", it, " ", emit(str("lshr ", it, " ", r, ", ", k(sh))), ", ", k(int64_t(127 - f.bias) << f.mbits)));
+    double magic = std::ldexp(1.0, emin - f.mbits + 23);
+    std::string af = emit(str("bitcast ", it, " ", a, " to ", ft));
+    std::string sum = emit(str("fadd ", ft, " ", af, ", ", splat(f32, literal(dtypes::float32, magic, 0, true))));
+    std::string cs = emit(str("sub ", it, " ", emit(str("bitcast ", ft, " ", sum, " to ", it)), ", ",
+                              k(std::bit_cast<uint32_t>(float(magic)))));
+    std::string code = sel(emit(str("icmp ult ", it, " ", a, ", ", k(int64_t(emin + 127) << 23))), cs, cn);
+    std::string over = emit(str("icmp ugt ", it, " ", code, ", ", k(f.max_code)));
+    std::string nan = emit(str("fcmp uno ", ft, " ", x, ", ", splat(f32, "0.0")));
+    std::string out;
+    if (f.ieee) {
+      std::string fin = emit(str("or ", it, " ", sign, ", ", code));
+      std::string inf = emit(str("or ", it, " ", sign, ", ", k(f.max_code + 1)));
+      out = sel(nan, k(f.nan_code), sel(over, inf, fin));
+    } else {
+      std::string bad = emit(str("or ", bt, " ", nan, ", ", over));
+      out = sel(bad, k(f.nan_code), emit(str("or ", it, " ", sign, ", ", code)));
+    }
+    return emit(str("trunc ", it, " ", out, " to ", reg_type(dtypes::int8.vec(n))));
+  }
+
+  // float64 -> float32 rounded to odd (toward zero, then the last bit set when inexact): rounding
+  // that to fp8 gives the correctly rounded fp8 value (float32 has more than 2 + 3 bits beyond
+  // fp8's), where rounding to nearest twice could land on an fp8 tie.
+  std::string f64_to_f32_odd(const std::string& x, int lanes) {
+    uint16_t n = uint16_t(lanes);
+    DType i32 = dtypes::int32.vec(n), f32 = dtypes::float32.vec(n), f64 = dtypes::float64.vec(n);
+    std::string it = reg_type(i32), ft = reg_type(f32), dt = reg_type(f64), bt = reg_type(dtypes::bool_.vec(n));
+    std::string t = emit(str("fptrunc ", dt, " ", x, " to ", ft));
+    std::string back = emit(str("fpext ", ft, " ", t, " to ", dt));
+    std::string inexact = emit(str("fcmp one ", dt, " ", back, ", ", x));
+    std::string away = emit(str("xor ", bt, " ", emit(str("fcmp ogt ", dt, " ", back, ", ", x)), ", ",
+                                emit(str("fcmp olt ", dt, " ", x, ", ", splat(f64, "0.0")))));
+    std::string tb = emit(str("bitcast ", ft, " ", t, " to ", it));
+    std::string down = emit(str("sub ", it, " ", tb, ", ", emit(str("zext ", bt, " ", away, " to ", it))));
+    std::string odd = emit(str("or ", it, " ", down, ", ", splat(i32, "1")));
+    std::string r = emit(str("select ", bt, " ", inexact, ", ", it, " ", odd, ", ", it, " ", tb));
+    return emit(str("bitcast ", it, " ", r, " to ", ft));
+  }
+
   std::string cast(const std::string& x, DType from, DType to) {
     if (from == to) return x;
     int n = from.lanes;
     DType f32 = dtypes::float32.vec(uint16_t(n));
+    if (is_fp8(from)) return cast(fp8_to_f32(x, from.scalar, n), f32, to);
+    if (is_fp8(to)) {
+      if (from.scalar == Scalar::Float64) return f32_to_fp8(f64_to_f32_odd(x, n), to.scalar, n);
+      return f32_to_fp8(cast(x, from, f32), to.scalar, n);
+    }
     if (is_bf16(from)) return cast(bf16_to_f32(x, n), f32, to);
     if (is_bf16(to)) return f32_to_bf16(cast(x, from, f32), n);
     std::string ft = reg_type(from), tt = reg_type(to);

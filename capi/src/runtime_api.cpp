@@ -307,6 +307,35 @@ DType from_dlpack_dtype(const sn_dlpack_dtype& d) {
   return {};
 }
 
+// Copies the elements of a strided tensor (strides in elements: any sign, 0 on broadcast axes)
+// from `src` into `dst` in row-major order. `numel` > 0.
+void gather_strided(char* dst, const char* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                    int64_t numel, int64_t item) {
+  size_t nd = shape.size();
+  if (nd == 0) {
+    std::memcpy(dst, src, size_t(item));
+    return;
+  }
+  int64_t inner = shape[nd - 1], istride = strides[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = 0;  // element offset of the current row
+  for (int64_t row = 0; row < numel / inner; row++) {
+    const char* s = src + off * item;
+    if (istride == 1) {
+      std::memcpy(dst, s, size_t(inner * item));
+      dst += inner * item;
+    } else {
+      for (int64_t i = 0; i < inner; i++, dst += item) std::memcpy(dst, s + i * istride * item, size_t(item));
+    }
+    for (size_t k = nd - 1; k-- > 0;) {  // the next row: count up the outer axes
+      off += strides[k];
+      if (++idx[k] < shape[k]) break;
+      off -= strides[k] * shape[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sn::capi
 
@@ -652,25 +681,38 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
     if (t.device.device_type != SN_DLPACK_DEVICE_CPU)
       fail(Code::Unsupported, "DLPack tensor on device type ", t.device.device_type, ": only CPU memory (type ",
            SN_DLPACK_DEVICE_CPU, ") can be imported");
-    if (tensor->flags & SN_DLPACK_FLAG_READ_ONLY)
-      fail(Code::Unsupported, "read-only DLPack tensors cannot be imported (programs may write their buffers)");
     DType dt = from_dlpack_dtype(t.dtype);
     if (t.ndim < 0) invalid("ndim ", t.ndim, " is negative");
     if (t.ndim > 0 && t.shape == nullptr) invalid("shape is NULL for ndim ", t.ndim);
     std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
     int64_t numel = checked_numel(shape, "DLPack shape");
-    if (t.strides != nullptr) {
+    bool compact = true;  // row-major (strides of size-1 axes do not matter), or nothing to read
+    if (t.strides != nullptr && numel > 0) {
       int64_t expect = 1;
       for (int32_t k = t.ndim; k-- > 0;) {
-        if (shape[size_t(k)] != 1 && t.strides[k] != expect)
-          fail(Code::Unsupported, "DLPack tensor is not compact row-major: stride ", t.strides[k], " of axis ", k,
-               ", expected ", expect);
+        if (shape[size_t(k)] != 1 && t.strides[k] != expect) compact = false;
         expect *= shape[size_t(k)];
       }
     }
     char* data = static_cast<char*>(t.data);
     if (data == nullptr && numel > 0) invalid("data is NULL");
     if (data != nullptr) data += t.byte_offset;
+    if (!compact || (tensor->flags & SN_DLPACK_FLAG_READ_ONLY)) {
+      // Buffers are row-major windows that programs may write: strided or read-only memory is
+      // copied into a fresh buffer, and the producer's tensor is released at once.
+      auto buf = Buffer::allocate(d->dev, dt, shape);
+      if (numel > 0) {
+        std::vector<int64_t> strides(shape.size());
+        for (size_t k = shape.size(), st = 1; k-- > 0;) {
+          strides[k] = t.strides ? t.strides[k] : int64_t(st);
+          st *= size_t(shape[k]);
+        }
+        gather_strided(static_cast<char*>(buf->data()), data, shape, strides, numel, dt.itemsize());
+      }
+      sn_buffer* h = new_buffer(d, std::move(buf));
+      if (tensor->deleter) tensor->deleter(tensor);
+      return h;
+    }
     if (reinterpret_cast<uintptr_t>(data) % uintptr_t(dt.itemsize()) != 0)
       invalid("data + byte_offset is not aligned to the ", dt.itemsize(), "-byte ", dt.name(), " elements");
     alignas(kBufferAlignment) static char empty_target[kBufferAlignment];

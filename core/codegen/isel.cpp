@@ -1,8 +1,9 @@
 // Instruction selection: rewrite the kernel into the ops the renderers emit.
 //  - floor Idiv/Mod -> C-truncating CDiv/CMod; when min/max cannot prove both operands
 //    non-negative, the truncated quotient is corrected toward -inf.
-//  - float16 / bfloat16 math runs in float32 and is rounded back after every op (exactly the
+//  - float16 / bfloat16 / fp8 math runs in float32 and is rounded back after every op (exactly the
 //    rounding of native half arithmetic: float32 holds every half sum/product exactly enough).
+//    The renderer converts fp8 (stored as bytes) to and from float32 with integer ops.
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
 //  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
 #include <unordered_set>
@@ -15,7 +16,18 @@ namespace sn {
 
 namespace {
 
-bool is_half(DType dt) { return !dt.ptr && (dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16); }
+// A float narrower than float32 whose math runs in float32: f16, bf16, fp8.
+bool is_half(DType dt) {
+  switch (dt.ptr ? Scalar::Void : dt.scalar) {
+    case Scalar::Float16:
+    case Scalar::BFloat16:
+    case Scalar::Fp8E4M3:
+    case Scalar::Fp8E5M2:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // An integer constant of dt (a Vectorize of it for vector dtypes).
 const UOp* int_like(Graph& g, int64_t v, DType dt) {
@@ -52,7 +64,7 @@ const UOp* floor_divmod(const Match& m) {
   return g.alu(Op::Where, fix, g.alu(Op::Add, r, b), r);
 }
 
-// An elementwise op on float16/bfloat16 values: compute in float32, round the result back.
+// An elementwise op on float16/bfloat16/fp8 values: compute in float32, round the result back.
 const UOp* half_in_float(const Match& m) {
   Graph& g = m.g;
   const UOp* u = m.root;
@@ -99,13 +111,6 @@ const PatternMatcher& isel_rules() {
 
 }  // namespace
 
-const UOp* select_instructions(Graph& g, const UOp* sink) {
-  for (const UOp* u : toposort(sink)) {
-    DType d = u->dtype.ptr ? u->dtype.base() : u->dtype;
-    if (d.scalar == Scalar::Fp8E4M3 || d.scalar == Scalar::Fp8E5M2)
-      fail(Code::Unsupported, "codegen: ", d.name(), " is not supported by the CPU backend (", op_name(u->op), ")");
-  }
-  return graph_rewrite(g, sink, isel_rules());
-}
+const UOp* select_instructions(Graph& g, const UOp* sink) { return graph_rewrite(g, sink, isel_rules()); }
 
 }  // namespace sn

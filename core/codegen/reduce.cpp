@@ -19,7 +19,11 @@ namespace sn {
 
 namespace {
 
-bool is_half(DType dt) { return dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16; }
+// Floats narrower than float32 (f16, bf16, fp8): their sums accumulate in float32.
+bool is_half(DType dt) {
+  return dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16 || dt.scalar == Scalar::Fp8E4M3 ||
+         dt.scalar == Scalar::Fp8E5M2;
+}
 
 struct Group {
   std::vector<const UOp*> ranges;  // the original reduce ranges, by id

@@ -25,8 +25,6 @@ class CpuDevice final : public ComputeDevice {
   explicit CpuDevice(const DeviceOptions& options) : ComputeDevice("CPU"), compiler_(options.threads) {}
 
   std::string unsupported_dtype(DType dtype) const override {
-    if (dtype.scalar == Scalar::Fp8E4M3 || dtype.scalar == Scalar::Fp8E5M2)
-      return "fp8 arithmetic is not implemented by the CPU backend";
     if (dtype.is_void() || dtype.ptr || dtype.lanes != 1) return "not a tensor element type";
     return "";
   }

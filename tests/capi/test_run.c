@@ -443,8 +443,12 @@ static void test_buffers(void) {
   shape[1] = -3;
   CHECK(sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, shape, 3, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "negative");
-  CHECK(sn_buffer_alloc(cpu, SN_DTYPE_FP8E4M3, vshape, 1, &e) == NULL);
-  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "fp8");
+  {
+    sn_buffer *f8b = sn_buffer_alloc(cpu, SN_DTYPE_FP8E4M3, vshape, 1, &e); /* fp8: one byte per element */
+    EXPECT_OK(e);
+    CHECK(f8b != NULL && sn_buffer_numel(f8b, &e) == 5);
+    sn_buffer_release(f8b);
+  }
   CHECK(sn_buffer_alloc(cpu, (sn_dtype)77, vshape, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_dtype value 77");
   CHECK(sn_buffer_alloc(NULL, SN_DTYPE_FLOAT32, vshape, 1, &e) == NULL);
@@ -520,11 +524,27 @@ static void test_errors(void) {
   CHECK(sn_tensor_arange(g, -1, SN_DTYPE_INT32, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "arange");
 
-  /* compile errors */
+  /* fp8 compiles and runs on the CPU: relu of e4m3 bytes (1, -1, 2, -2, 448, 2^-9) */
   f8 = sn_tensor_input(g, SN_DTYPE_FP8E4M3, s23, 2, NULL, &e);
+  out = sn_tensor_relu(g, f8, &e);
+  p = sn_compile(g, &out, 1, cpu, NULL, &e);
   EXPECT_OK(e);
-  CHECK(sn_compile(g, &f8, 1, cpu, NULL, &e) == NULL);
-  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "fp8");
+  {
+    static const unsigned char in8[6] = {0x38, 0xb8, 0x40, 0xc0, 0x7e, 0x01}, want8[6] = {0x38, 0, 0x40, 0, 0x7e, 0x01};
+    unsigned char got8[6] = {0};
+    sn_buffer *b8 = sn_buffer_alloc(cpu, SN_DTYPE_FP8E4M3, s23, 2, &e);
+    sn_buffer *o8 = sn_program_alloc_output(p, 0, &e);
+    CHECK(sn_buffer_copy_in(b8, in8, sizeof in8, &e) == SN_OK);
+    CHECK(sn_program_run(p, &b8, 1, &o8, 1, &e) == SN_OK);
+    CHECK(sn_buffer_copy_out(o8, got8, sizeof got8, &e) == SN_OK);
+    EXPECT_OK(e);
+    CHECK(memcmp(got8, want8, sizeof want8) == 0);
+    sn_buffer_release(b8);
+    sn_buffer_release(o8);
+  }
+  sn_program_release(p);
+
+  /* compile errors */
   CHECK(sn_compile(g, &a, 0, cpu, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "noutputs is 0");
   CHECK(sn_compile(g, &foreign, 1, cpu, NULL, &e) == NULL);
@@ -683,23 +703,83 @@ static void test_dlpack(void) {
     sn_buffer_release(o);
   }
 
+  /* strided tensors are copied into a fresh row-major buffer; the deleter runs at once */
+  t = make_tensor(host, shape, 2, SN_DLPACK_FLOAT, 32);
+  t->dl_tensor.strides = strides; /* the transpose */
+  imported = sn_buffer_from_dlpack(cpu, t, &e);
+  EXPECT_OK(e);
+  CHECK(g_deleted == 2);
+  CHECK(sn_buffer_host_pointer(imported, &e) != (void *)host);
+  CHECK(sn_buffer_copy_out(imported, r, sizeof r, &e) == SN_OK);
+  CHECK(r[0] == 1 && r[1] == 3 && r[2] == 2 && r[3] == 4);
+  o = sn_program_alloc_output(p, 0, &e);
+  CHECK(sn_program_run(p, &imported, 1, &o, 1, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(o, r, sizeof r, &e) == SN_OK);
+  CHECK(r[0] == 1 && r[1] == 9 && r[2] == 4 && r[3] == 16);
+  EXPECT_OK(e);
+  sn_buffer_release(imported);
+  sn_buffer_release(o);
+  CHECK(g_deleted == 2);
+  {
+    /* a broadcast row (stride 0), a reversed vector (negative stride), a scalar, an empty tensor */
+    int64_t bshape[2] = {3, 2}, bstrides[2] = {0, 1}, vshape[1] = {4}, vstrides[1] = {-1}, zshape[2] = {0, 3},
+            zstrides[2] = {5, 7};
+    float b6[6];
+    t = make_tensor(host, bshape, 2, SN_DLPACK_FLOAT, 32);
+    t->dl_tensor.strides = bstrides;
+    imported = sn_buffer_from_dlpack(cpu, t, &e);
+    CHECK(sn_buffer_copy_out(imported, b6, sizeof b6, &e) == SN_OK);
+    CHECK(b6[0] == 1 && b6[1] == 2 && b6[2] == 1 && b6[3] == 2 && b6[4] == 1 && b6[5] == 2);
+    sn_buffer_release(imported);
+    t = make_tensor(host, vshape, 1, SN_DLPACK_FLOAT, 32);
+    t->dl_tensor.strides = vstrides;
+    t->dl_tensor.byte_offset = 3 * sizeof(float); /* element 0 is host[3] */
+    imported = sn_buffer_from_dlpack(cpu, t, &e);
+    CHECK(sn_buffer_copy_out(imported, r, sizeof r, &e) == SN_OK);
+    CHECK(r[0] == 4 && r[1] == 3 && r[2] == 2 && r[3] == 1);
+    sn_buffer_release(imported);
+    t = make_tensor(host, zshape, 2, SN_DLPACK_FLOAT, 32);
+    t->dl_tensor.strides = zstrides; /* nothing to read: imported as is */
+    imported = sn_buffer_from_dlpack(cpu, t, &e);
+    CHECK(sn_buffer_numel(imported, &e) == 0);
+    sn_buffer_release(imported);
+    EXPECT_OK(e);
+    CHECK(g_deleted == 5);
+  }
+
+  /* read-only tensors are copied too: programs may write the buffer, the producer's memory stays */
+  t = make_tensor(host, shape, 2, SN_DLPACK_FLOAT, 32);
+  t->flags = SN_DLPACK_FLAG_READ_ONLY;
+  imported = sn_buffer_from_dlpack(cpu, t, &e);
+  EXPECT_OK(e);
+  CHECK(g_deleted == 6);
+  CHECK(sn_buffer_host_pointer(imported, &e) != (void *)host);
+  CHECK(sn_buffer_copy_out(imported, r, sizeof r, &e) == SN_OK && r[0] == 1 && r[3] == 4);
+  o = sn_program_alloc_output(p, 0, &e);
+  CHECK(sn_program_run(p, &imported, 1, &o, 1, &e) == SN_OK); /* o = host^2 */
+  CHECK(sn_program_run(p, &o, 1, &imported, 1, &e) == SN_OK); /* the import as an output */
+  CHECK(sn_buffer_copy_out(imported, r, sizeof r, &e) == SN_OK && r[1] == 16 && r[3] == 256);
+  EXPECT_OK(e);
+  CHECK(host[0] == 1 && host[1] == 2 && host[3] == 4);
+  sn_buffer_release(imported);
+  sn_buffer_release(o);
+  CHECK(g_deleted == 6);
+
   /* import errors leave the tensor to the caller */
   t = make_tensor(host, shape, 2, SN_DLPACK_FLOAT, 32);
   t->version.major = 2;
   CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
   EXPECT_ERROR(e, SN_E_VERSION, "DLPack version 2");
   t->version.major = 1;
-  t->dl_tensor.strides = strides;
-  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
-  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "not compact row-major");
-  t->dl_tensor.strides = NULL;
-  t->flags = SN_DLPACK_FLAG_READ_ONLY;
-  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
-  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "read-only");
-  t->flags = 0;
   t->dl_tensor.dtype.code = 5; /* complex */
   CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
   EXPECT_ERROR(e, SN_E_UNSUPPORTED, "code 5");
+  t->dl_tensor.strides = strides; /* checks come before the copy of a strided tensor */
+  t->flags = SN_DLPACK_FLAG_READ_ONLY;
+  CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "code 5");
+  t->dl_tensor.strides = NULL;
+  t->flags = 0;
   t->dl_tensor.dtype.code = SN_DLPACK_FLOAT;
   t->dl_tensor.device.device_type = SN_DLPACK_DEVICE_CUDA;
   CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
@@ -710,9 +790,9 @@ static void test_dlpack(void) {
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "aligned");
   CHECK(sn_buffer_from_dlpack(cpu, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "tensor is NULL");
-  CHECK(g_deleted == 1);
+  CHECK(g_deleted == 6);
   t->deleter(t);
-  CHECK(g_deleted == 2);
+  CHECK(g_deleted == 7);
 
   sn_program_release(p);
   sn_graph_release(g);

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <thread>
 
+#include "core/pipeline.h"
 #include "core/runtime/runtime.h"
 #include "core/tensor/compose.h"
 
@@ -67,6 +68,18 @@ class HostOnlyDevice final : public ComputeDevice {
  private:
   CpuTarget target_;
 };
+
+TEST(DeviceDtypes, ADtypeTheDeviceCannotRunFailsAtCompileTime) {
+  Runtime rt(RuntimeOptions{.debug = 0});
+  auto dev = std::make_shared<HostOnlyDevice>("HOST");
+  Graph g;
+  const UOp* x = input(g, dtypes::float64, {4}, "HOST");
+  Code code = Code::Ok;
+  std::string msg = error_of([&] { (void)compile_program(rt, g, std::vector<const UOp*>{add(g, x, x)}, dev); }, &code);
+  EXPECT_EQ(code, Code::Unsupported);
+  EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no doubles here"), std::string::npos) << msg;
+}
 
 TEST(DeviceRegistry, OpensOnceAndReportsUnknownDevices) {
   DeviceRegistry reg;

@@ -614,8 +614,8 @@ SN_API SN_NODISCARD sn_code sn_compile_options_init(sn_compile_options *options,
    when run. The stages: schedule (kernel fusion), per kernel optimize / expand / lower / linearize,
    compile (LLVM on the CPU), memory plan. Identical kernels compile once per device, and the same
    program built again (in any graph of the context) compiles once. Errors: SN_E_INVALID_ARG for a
-   bad graph or option, SN_E_UNSUPPORTED naming what the device cannot do (e.g. an fp8 dtype on
-   the CPU), SN_E_DEVICE for inputs on another device, SN_E_COMPILE. The graph may be released
+   bad graph or option, SN_E_UNSUPPORTED naming what the device cannot do (a dtype or an op it
+   cannot run), SN_E_DEVICE for inputs on another device, SN_E_COMPILE. The graph may be released
    afterwards: the program does not need it. */
 SN_API sn_program *sn_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device,
                               const sn_compile_options *options, sn_error **err);

@@ -1,4 +1,4 @@
-/* sinter_dlpack.h - DLPack 1.x interchange of Sinter buffers (zero-copy, CPU memory).
+/* sinter_dlpack.h - DLPack 1.x interchange of Sinter buffers (CPU memory, zero-copy where possible).
  *
  * The structs below are DLPack 1.x's (https://dmlc.github.io/dlpack/latest/c_api.html) under
  * Sinter's own names, so this header does not clash with whichever dlpack.h a program also
@@ -76,11 +76,17 @@ typedef struct sn_dlpack_tensor { /* DLManagedTensorVersioned */
    failure. */
 SN_API sn_dlpack_tensor *sn_buffer_to_dlpack(sn_buffer *buffer, sn_error **err);
 
-/* Imports a DLPack 1.x tensor in CPU memory as a buffer on `device` (a CPU device) without copying.
-   On success the buffer owns the tensor: its deleter runs when the last buffer or view of that
-   memory is released. On failure the caller still owns it (nothing was called). Needs version major
-   1, a supported dtype (bool, int/uint 8-64, float 16/32/64, bfloat16) with one lane, compact
-   row-major strides (or NULL), element-aligned data, and no READ_ONLY flag. */
+/* Imports a DLPack 1.x tensor in CPU memory as a buffer on `device` (a CPU device). Needs version
+   major 1 and a supported dtype (bool, int/uint 8-64, float 16/32/64, bfloat16) with one lane.
+   - A writable tensor with compact row-major strides (or NULL strides) and element-aligned data is
+     imported without copying: the buffer is that memory and owns the tensor, whose deleter runs
+     when the last buffer or view of it is released.
+   - Any other strides (in elements: non-compact, 0 on broadcast axes, negative) and tensors with
+     the READ_ONLY flag are copied into a fresh row-major buffer (Sinter buffers are contiguous
+     windows, and programs may write the buffers they get): the tensor's deleter runs before this
+     returns, and later writes to either memory are not seen in the other. Such data need not be
+     element-aligned.
+   On failure the caller still owns the tensor (its deleter was not called). */
 SN_API sn_buffer *sn_buffer_from_dlpack(sn_device *device, sn_dlpack_tensor *tensor, sn_error **err);
 
 #ifdef __cplusplus
