@@ -331,26 +331,6 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
     }
   }
 
-  // 2d. In a kernel with reduces, LLVM's loop vectorizer often gives up on the loop nest: the
-  //     innermost loop axis every store walks contiguously becomes vector lanes here (the
-  //     elementwise tail of softmax or layernorm after its row reductions).
-  if (!reduces.empty() && !loops.empty() && !inner_upcast) {
-    int64_t nloops = int64_t(loops_in_order.size());
-    const UOp* inner = range_by_id(sink, nloops - 1);
-    env = var_env(sink);
-    bool contiguous = inner && inner->as<RangeArg>().type == AxisType::Loop;
-    int bits = 8;
-    for (const UOp* st : sink->src()) {
-      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
-      auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
-      contiguous = contiguous && stride && *stride == 1;
-      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
-    }
-    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
-    int64_t amt = contiguous ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
-    if (amt) apply({OptOp::Upcast, nloops - 1, amt});
-  }
-
   // 2c. Vector lanes for reduces that stream memory (row sums, softmax's max and sum): the
   //     innermost reduce axis of a Reduce whose loads all walk it contiguously is unrolled;
   //     expand turns that unroll into the lanes of a vector accumulator (two vector registers
@@ -387,6 +367,32 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
       if (amt && std::find(lanes.begin(), lanes.end(), o) == lanes.end()) lanes.push_back(o);
     }
     for (const Opt& o : lanes) apply(o);
+  }
+
+  // 2d. In a kernel with reduces, LLVM's loop vectorizer often gives up on the loop nest: the
+  //     innermost loop axis every store walks contiguously becomes vector lanes here (the
+  //     elementwise tail of softmax or layernorm after its row reductions), when no reduce runs
+  //     inside that loop (those would be copied per lane, with strided loads).
+  if (!reduces.empty() && !loops.empty() && !inner_upcast) {
+    int64_t nloops = int64_t(loops_in_order.size());
+    const UOp* inner = range_by_id(sink, nloops - 1);
+    env = var_env(sink);
+    bool contiguous = inner && inner->as<RangeArg>().type == AxisType::Loop;
+    if (contiguous) {
+      topo = toposort(sink);
+      OpenRanges open(topo);
+      for (const UOp* u : topo) contiguous = contiguous && !(u->op == Op::Reduce && open.contains(u, inner));
+    }
+    int bits = 8;
+    for (const UOp* st : sink->src()) {
+      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
+      auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
+      contiguous = contiguous && stride && *stride == 1;
+      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
+    }
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
+    int64_t amt = contiguous ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
+    if (amt) apply({OptOp::Upcast, nloops - 1, amt});
   }
 
   // 3. THREAD: split the outermost loop axis every store uses across the cores.

@@ -21,6 +21,10 @@
 //     computation reads more than 3 buffers is stored (tinygrad's rule): every copy would read
 //     them all, and each kernel inlining it keeps them alive. Of a chain of such values only the
 //     one read at several places is stored (store_costly).
+//  8. A reduction to fewer values than there are cores, over many elements (a sum of
+//     everything), is split in two: partial reductions of T contiguous chunks (stored, one per
+//     chunk, spread over the cores) and a reduction of the T partials (split_reduces, before
+//     anything else).
 // Rules 4-7 are found while lowering. A value flagged by 4-6 is stored at once for the rest of the
 // round (so a deep chain of reductions is explored once, not once per reader). A round that found
 // anything is lowered again with the values of the first rule that has any (4, else 5, else 6,
@@ -35,8 +39,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/rewrite/pattern.h"
 #include "core/schedule/indexing.h"
 #include "core/schedule/rangeify.h"
+#include "core/tensor/tensor.h"
 
 namespace sn {
 
@@ -119,6 +125,57 @@ void store_costly(const std::vector<const UOp*>& costly, const std::unordered_ma
   }
 }
 
+// Rule 8. Reduce(x) over the trailing axes of x, with few outputs and many reduced elements,
+// becomes Reduce(Contiguous(Reduce(x viewed as (outer..., T, N/T)) over the last axis)) over T.
+// Float16/bfloat16/fp8 partials would be rounded to the narrow type (a reduce accumulates them in
+// float32): those are left alone.
+const UOp* split_reduce(Graph& g, const UOp* u) {
+  constexpr int64_t kMaxOutputs = 16, kMinElements = int64_t(1) << 16, kMinChunk = 4096;
+  const UOp* x = u->src(0);
+  const Shape* xs = x->shape();
+  DType dt = u->dtype;
+  if (!xs || dt.lanes != 1 || !(dt.scalar == Scalar::Float32 || dt.scalar == Scalar::Float64 || dt.is_int()))
+    return nullptr;
+  std::vector<int64_t> dims;
+  for (const Dim& d : *xs) {
+    if (!d.is_const()) return nullptr;
+    dims.push_back(d.value);
+  }
+  std::vector<int64_t> axes = u->as<ReduceArg>().axes;
+  std::sort(axes.begin(), axes.end());
+  size_t rank = dims.size(), k = axes.size();
+  if (k == 0 || k > rank) return nullptr;
+  for (size_t i = 0; i < k; i++)
+    if (axes[i] != int64_t(rank - k + i)) return nullptr;  // not the trailing axes
+  int64_t outer = 1, n = 1;
+  for (size_t i = 0; i < rank; i++) (i < rank - k ? outer : n) *= dims[i];
+  if (outer >= kMaxOutputs || n < kMinElements) return nullptr;
+  int64_t chunks = 0;
+  for (int64_t t : {64, 32, 16, 8, 4, 2})
+    if (n % t == 0 && n / t >= kMinChunk) {
+      chunks = t;
+      break;
+    }
+  if (chunks == 0) return nullptr;
+  Op op = u->as<ReduceArg>().op;
+  std::vector<int64_t> split(dims.begin(), dims.begin() + long(rank - k));
+  split.push_back(chunks);
+  split.push_back(n / chunks);
+  int64_t r = int64_t(rank - k);
+  const UOp* part = reduce(g, reshape(g, x, split), op, {r + 1});
+  part = g.make(Op::Contiguous, part->dtype, {part});
+  std::vector<int64_t> out_shape;
+  for (const Dim& d : *u->shape()) out_shape.push_back(d.value);
+  return reshape(g, reduce(g, part, op, {r}), out_shape);
+}
+
+std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outputs) {
+  static const PatternMatcher pm(
+      {{Pat::op(Op::Reduce), [](const Match& m) { return split_reduce(m.g, m.root); }, "split_reduce"}});
+  const UOp* sink = graph_rewrite(g, g.make(Op::Sink, dtypes::void_, outputs), pm);
+  return std::vector<const UOp*>(sink->src().begin(), sink->src().end());
+}
+
 }  // namespace
 
 Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
@@ -132,6 +189,8 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
   }
   Schedule s;
   if (outputs.empty()) return s;
+  std::vector<const UOp*> split_outputs = split_reduces(g, outputs);
+  outputs = split_outputs;
 
   // ---- Callify: inputs in first-use order, outputs, the content hash ----
   std::vector<const UOp*> order = toposort(outputs);

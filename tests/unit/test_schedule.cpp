@@ -789,5 +789,24 @@ TEST_F(KernelInterpTest, CatchesContractViolations) {
   expect_rejected(store(o, i, g.make(Op::Load, dtypes::float32, {at(s, k)})), "stored twice");
 }
 
+TEST_F(ScheduleTest, LargeReductionToFewValuesIsSplitAcrossChunks) {
+  // 2^18 elements summed to one value: 64 partial sums of 4096 (a kernel the cores share), then
+  // the sum of the partials.
+  const UOp* x = in(dtypes::float32, {512, 512});
+  Schedule s = check({reduce(g, x, Op::Add, {0, 1})}, 1e-5, 1e-4);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(names(s), (std::vector<std::string>{"r_64_4096", "r_64"}));
+  // max over the trailing axes of a (2, 256, 256) tensor: two outputs, each from 64 chunks
+  const UOp* y = in(dtypes::float32, {2, 256, 256});
+  Schedule s2 = check({reduce(g, y, Op::Max, {1, 2})}, 0, 0);
+  EXPECT_EQ(names(s2), (std::vector<std::string>{"r_2_16_4096", "r_2_16"}));
+  // integers split too; float16 (accumulated in float32 inside one kernel) and small or
+  // non-trailing reductions do not
+  EXPECT_EQ(check({reduce(g, in(dtypes::int32, {1 << 17}, -100, 100), Op::Add, {0})}, 0, 0).kernels.size(), 2u);
+  EXPECT_EQ(check({reduce(g, in(dtypes::float16, {1 << 17}), Op::Add, {0})}, 1e-2, 1e-2).kernels.size(), 1u);
+  EXPECT_EQ(check({reduce(g, in(dtypes::float32, {4096}), Op::Add, {0})}, 1e-5, 1e-5).kernels.size(), 1u);
+  EXPECT_EQ(check({reduce(g, in(dtypes::float32, {1 << 16, 2}), Op::Add, {0})}, 1e-4, 1e-3).kernels.size(), 1u);
+}
+
 }  // namespace
 }  // namespace sn
