@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -92,6 +94,13 @@ CpuTarget host_cpu_target() {
     t.vector_math = "libmvec-avx512";
   else if (libmvec && has("avx2"))
     t.vector_math = "libmvec-avx2";
+  // SN_CPU_NATIVE_MATH=0: no libm/LLVM math; Exp2/Log2/Sin/Sqrt/Pow are decomposed in isel
+  // (the code path of targets without native transcendentals). Read once.
+  static const bool native_math = [] {
+    const char* e = std::getenv("SN_CPU_NATIVE_MATH");
+    return !(e && std::string_view(e) == "0");
+  }();
+  t.native_math = native_math;
   return t;
 }
 

@@ -12,7 +12,8 @@
 namespace sn {
 
 std::string CpuTarget::key() const {
-  return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c, "|", vector_math);
+  return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c, "|", vector_math, "|",
+             native_math);
 }
 
 namespace {
@@ -154,7 +155,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
   }
   s = lower_reduces(g, s);
   stage("reduce", s);
-  s = select_instructions(g, s);
+  s = select_instructions(g, s, target);
   stage("isel", s);
   k.linear = linearize(g, s);
   stage("linear", k.linear);

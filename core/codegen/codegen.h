@@ -10,7 +10,8 @@
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after)
 //   isel       floor Idiv/Mod -> C-truncating CDiv/CMod (+ correction where signs are unknown),
-//              float16/bfloat16 math in float32 (rounded after each op), Threefry -> ARX rounds
+//              float16/bfloat16 math in float32 (rounded after each op), Threefry -> ARX rounds,
+//              Exp2/Log2/Sin/Sqrt/Pow decomposed when the target lacks native math
 //   linearize  toposort into Linear(...) with Range (loop open) / End (loop close) placed by the
 //              loop nest; loop-invariant nodes sit in the outermost loop they can.
 //
@@ -54,6 +55,10 @@ struct CpuTarget {
   // Vector math library the renderer may call for exp2/log2/sin/pow in vectorized loops:
   // "libmvec-avx512", "libmvec-avx2" (glibc's libmvec), or "" (scalar libm calls only).
   std::string vector_math;
+  // The renderer has Exp2/Log2/Sin/Sqrt/Pow (LLVM intrinsics, libm). When false, isel
+  // decomposes them into polynomials and bit manipulation (decompose_transcendentals).
+  // host_cpu_target() clears it when the environment has SN_CPU_NATIVE_MATH=0.
+  bool native_math = true;
 
   // Identifies everything that changes generated code (part of kernel cache keys).
   std::string key() const;
@@ -125,9 +130,13 @@ const UOp* expand_kernel(Graph& g, const UOp* sink);  // UPCAST/UNROLL copies, T
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range);
-const UOp* simplify_indices(Graph& g, const UOp* sink);     // symbolic simplification of index math
-const UOp* lower_reduces(Graph& g, const UOp* sink);        // Reduce -> accumulators
-const UOp* select_instructions(Graph& g, const UOp* sink);  // isel
-const UOp* linearize(Graph& g, const UOp* sink);            // -> Linear
+const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
+const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulators
+// isel; target.native_math = false adds decompose_transcendentals.
+const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target = {});
+// Exp2/Log2/Sin/Sqrt/Pow on float32/float64 values -> ops every renderer emits (polynomials
+// with range reduction; see transcendental.cpp for the algorithms and their accuracy).
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink);
+const UOp* linearize(Graph& g, const UOp* sink);  // -> Linear
 
 }  // namespace sn

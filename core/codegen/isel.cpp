@@ -6,6 +6,7 @@
 //    The renderer converts fp8 (stored as bytes) to and from float32 with integer ops.
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
 //  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
+//  - without target.native_math: Exp2/Log2/Sin/Sqrt/Pow -> decompose_transcendentals.
 #include <unordered_set>
 
 #include "core/codegen/codegen.h"
@@ -111,6 +112,9 @@ const PatternMatcher& isel_rules() {
 
 }  // namespace
 
-const UOp* select_instructions(Graph& g, const UOp* sink) { return graph_rewrite(g, sink, isel_rules()); }
+const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target) {
+  const UOp* out = graph_rewrite(g, sink, isel_rules());
+  return target.native_math ? out : decompose_transcendentals(g, out);
+}
 
 }  // namespace sn
