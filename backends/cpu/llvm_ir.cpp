@@ -516,10 +516,18 @@ class IrWriter {
       case Op::Vectorize:
         val_[u] = vectorize(u);
         return;
-      case Op::Gep:  // one lane of a vector
-        val_[u] =
-            emit(str("extractelement ", reg_type(u->src(0)->dtype), " ", v(u->src(0)), ", i64 ", u->as<int64_t>()));
+      case Op::Gep: {  // one lane of a vector (an int64 arg), or several (a list: a shuffle)
+        std::string vt = reg_type(u->src(0)->dtype);
+        if (std::holds_alternative<int64_t>(u->arg)) {
+          val_[u] = emit(str("extractelement ", vt, " ", v(u->src(0)), ", i64 ", u->as<int64_t>()));
+          return;
+        }
+        const auto& idx = u->as<std::vector<int64_t>>();
+        std::string mask = str("<", idx.size(), " x i32> <");
+        for (size_t i = 0; i < idx.size(); i++) mask += str(i ? ", " : "", "i32 ", idx[i]);
+        val_[u] = emit(str("shufflevector ", vt, " ", v(u->src(0)), ", ", vt, " poison, ", mask, ">"));
         return;
+      }
       case Op::Load:
         return load(u);
       case Op::Store:

@@ -55,6 +55,25 @@ const UOp* fold(Graph& g, Op op, const std::vector<const UOp*>& vals) {
   return cur[0];
 }
 
+// The lanes of vector v combined with op: halves combined while the width is even (log2(k)
+// vector ops), then the remaining lanes one by one.
+const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
+  while (v->dtype.lanes > 1 && v->dtype.lanes % 2 == 0) {
+    int64_t h = v->dtype.lanes / 2;
+    std::vector<int64_t> lo, hi;
+    for (int64_t i = 0; i < h; i++) lo.push_back(i), hi.push_back(h + i);
+    DType half = v->dtype.base().vec(uint16_t(h));
+    auto part = [&](const std::vector<int64_t>& idx) -> const UOp* {
+      return h == 1 ? g.make(Op::Gep, half, {v}, idx[0]) : g.make(Op::Gep, half, {v}, idx);
+    };
+    v = g.make(op, half, {part(lo), part(hi)});
+  }
+  if (v->dtype.lanes == 1) return v;
+  std::vector<const UOp*> each;
+  for (int64_t c = 0; c < v->dtype.lanes; c++) each.push_back(g.make(Op::Gep, v->dtype.base(), {v}, c));
+  return fold(g, op, each);
+}
+
 // Rebuilds a store with range u (bound k) as vector lanes.
 class Vectorizer {
  public:
@@ -220,10 +239,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
     kept[0] = fold(g, op, vals);
     if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes))).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
-    if (!lanes) return red;
-    std::vector<const UOp*> each;
-    for (int64_t c = 0; c < red->dtype.lanes; c++) each.push_back(g.make(Op::Gep, red->dtype.base(), {red}, c));
-    return fold(g, op, each);
+    return lanes ? fold_lanes(g, op, red) : red;
   });
   sink = unroll.get(sink);
 
