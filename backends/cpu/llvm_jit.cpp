@@ -143,7 +143,9 @@ struct CpuCompiler::Impl {
     llvm::PipelineTuningOptions pto;
     pto.LoopVectorization = true;
     pto.SLPVectorization = true;
-    pto.LoopUnrolling = true;
+    // Codegen unrolls what pays (UPCAST/UNROLL: register tiles, vector lanes); LLVM's unroller
+    // on top costs ~20% of the compile time (softmax: 14 -> 11 ms) for no measurable speed.
+    pto.LoopUnrolling = false;
     llvm::PassBuilder pb(tm.get(), pto);
     llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
