@@ -13,7 +13,7 @@ namespace sn {
 
 std::string CpuTarget::key() const {
   return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c, "|", vector_math, "|",
-             native_math);
+             native_math, "|", inline_exp2);
 }
 
 namespace {

@@ -6,7 +6,8 @@
 //    The renderer converts fp8 (stored as bytes) to and from float32 with integer ops.
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
 //  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
-//  - without target.native_math: Exp2/Log2/Sin/Sqrt/Pow -> decompose_transcendentals.
+//  - without target.native_math: Exp2/Log2/Sin/Sqrt/Pow -> decompose_transcendentals; with it,
+//    Exp2 alone when target.inline_exp2 (faster than a call).
 #include <unordered_set>
 
 #include "core/codegen/codegen.h"
@@ -114,7 +115,8 @@ const PatternMatcher& isel_rules() {
 
 const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target) {
   const UOp* out = graph_rewrite(g, sink, isel_rules());
-  return target.native_math ? out : decompose_transcendentals(g, out);
+  if (!target.native_math) return decompose_transcendentals(g, out);
+  return target.inline_exp2 ? decompose_transcendentals(g, out, /*exp2_only=*/true) : out;
 }
 
 }  // namespace sn

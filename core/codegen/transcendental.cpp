@@ -177,7 +177,12 @@ long double factorial(int n) {
 const UOp* exp2_core(const M& m, const UOp* x, const UOp* lo) {
   double hi_lim = m.f64 ? 1025 : 129, lo_lim = m.f64 ? -1080 : -152;
   const UOp* xc = m.clamp(x, lo_lim, hi_lim);
-  const UOp* n = m.rint(xc);
+  // Round to nearest with the 1.5 * 2^mant trick: the sum's low mantissa bits are n itself, so
+  // the integer needs no float -> int conversion (a saturating one costs more than the rest).
+  const UOp* magic = m.c(std::ldexp(1.5, m.mant));
+  const UOp* t = m.add(xc, magic);
+  const UOp* n = m.sub(t, magic);
+  const UOp* ni = m.isub(m.bits(t), m.bits(magic));
   const UOp* f = m.sub(xc, n);
   if (lo) f = m.add(f, m.sel(m.eq(xc, x), lo, m.c(0)));
   static const long double ln2 = std::log(2.0L);
@@ -185,7 +190,6 @@ const UOp* exp2_core(const M& m, const UOp* x, const UOp* lo) {
   int deg = m.f64 ? 13 : 7;
   for (int k = 0; k <= deg; k++) co.push_back(std::pow(ln2, k) / factorial(k));
   const UOp* p = m.poly(f, co);
-  const UOp* ni = m.to_int(n);
   const UOp* n1 = m.g.alu(Op::Shr, ni, m.ci(1));
   const UOp* n2 = m.isub(ni, n1);
   return m.mul(m.mul(p, m.pow2i(n1)), m.pow2i(n2));
@@ -415,11 +419,12 @@ const UOp* decompose(const Match& mt) {
 
 }  // namespace
 
-const UOp* decompose_transcendentals(Graph& g, const UOp* sink) {
-  static const PatternMatcher pm({
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink, bool exp2_only) {
+  static const PatternMatcher all({
       {Pat::ops({Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow}), decompose, "transcendental"},
   });
-  return graph_rewrite(g, sink, pm);
+  static const PatternMatcher exp2({{Pat::op(Op::Exp2), decompose, "exp2"}});
+  return graph_rewrite(g, sink, exp2_only ? exp2 : all);
 }
 
 }  // namespace sn

@@ -353,8 +353,9 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
           inner = r;
       }
       if (in_tile || !inner) continue;
-      bool contiguous = true, any = false;
+      bool contiguous = true, any = false, heavy = false;
       for (const UOp* x : toposort(u->src(0))) {
+        heavy = heavy || x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin || x->op == Op::Pow;
         if (x->op != Op::Load || !open.contains(x, inner)) continue;
         const UOp* idx = address_index(x->src(0));
         auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
@@ -362,7 +363,11 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
         contiguous = contiguous && st && *st == 1;
       }
       int64_t vw = std::max<int64_t>(4, target.vector_bits / std::max(8, u->dtype.bits()));
-      int64_t amt = any && contiguous ? div_amount(const_bound(inner), {2 * vw, vw, vw / 2, 4}) : 0;
+      // Math-heavy values are bound by their arithmetic, not the add chain: one register wide
+      // (half the code to compile).
+      int64_t amt = !any || !contiguous ? 0
+                    : heavy             ? div_amount(const_bound(inner), {vw, vw / 2, 4})
+                                        : div_amount(const_bound(inner), {2 * vw, vw, vw / 2, 4});
       Opt o{OptOp::Unroll, inner->as<RangeArg>().id, amt};
       if (amt && std::find(lanes.begin(), lanes.end(), o) == lanes.end()) lanes.push_back(o);
     }

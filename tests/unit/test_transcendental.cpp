@@ -59,6 +59,7 @@ std::vector<T> run_op(Op op, std::vector<T> a, std::vector<T> b, bool soft, int6
   lo.opts = upcast > 1 ? std::vector<Opt>{Opt{OptOp::Upcast, 0, upcast}} : std::vector<Opt>{};
   CpuTarget t = jit().target();
   t.native_math = !soft;
+  t.inline_exp2 = soft;  // native: libm/LLVM for all five
   LoweredKernel k = lower_kernel(g, sink, t, lo);
   auto ck = jit().compile(k);
   std::vector<T> out(a.size());
@@ -330,10 +331,45 @@ TEST(Transcendental, HalfIsDecomposed) {
   for (int j = 0; j < 8; j++) EXPECT_NEAR(float(o[size_t(j)]), std::exp2(std::sin(float(a[size_t(j)]))), 2e-3) << j;
 }
 
+// The host default: Exp2 inline (faster than a call), the other four native.
+TEST(Transcendental, HostInlinesExp2Only) {
+  Graph g;
+  KernelBuilder kb{g};
+  const UOp *A = kb.param(0, dtypes::float32, 64), *O = kb.param(1, dtypes::float32, 64);
+  const UOp* i = kb.range(64, 0);
+  const UOp* x = kb.load(A, i);
+  const UOp* v = g.alu(Op::Add, g.alu(Op::Exp2, x), g.alu(Op::Log2, g.alu(Op::Sqrt, x)));
+  CpuTarget t = jit().target();
+  t.native_math = true;
+  ASSERT_TRUE(t.inline_exp2);
+  LoweredKernel k = lower_kernel(g, kb.sink({kb.store(O, i, v)}), t);
+  int exp2 = 0, log2 = 0, sqrt = 0;
+  for (const UOp* u : k.linear->src()) {
+    exp2 += u->op == Op::Exp2;
+    log2 += u->op == Op::Log2;
+    sqrt += u->op == Op::Sqrt;
+  }
+  EXPECT_EQ(exp2, 0);
+  EXPECT_GT(log2, 0);
+  EXPECT_GT(sqrt, 0);
+  std::vector<float> a(64), o(64);
+  for (int j = 0; j < 64; j++) a[size_t(j)] = 0.25f * float(j) + 0.5f;
+  auto ck = jit().compile(k);
+  std::vector<void*> bufs{a.data(), o.data()};
+  jit().run(*ck, bufs.data());
+  for (int j = 0; j < 64; j++) {
+    float want = std::exp2(a[size_t(j)]) + std::log2(std::sqrt(a[size_t(j)]));
+    EXPECT_NEAR(o[size_t(j)], want, 2e-6f * std::fabs(want) + 1e-6f) << j;
+  }
+}
+
 TEST(Transcendental, CacheKeyDiffers) {
   CpuTarget a, b;
   b.native_math = false;
   EXPECT_NE(a.key(), b.key());
+  CpuTarget c;
+  c.inline_exp2 = false;
+  EXPECT_NE(a.key(), c.key());
   // The host target follows SN_CPU_NATIVE_MATH (read once).
   const char* env = std::getenv("SN_CPU_NATIVE_MATH");
   EXPECT_EQ(jit().target().native_math, !(env && std::string(env) == "0"));
