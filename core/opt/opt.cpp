@@ -328,6 +328,26 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
         }
       if (amt) apply({OptOp::Upcast, best->as<RangeArg>().id, amt});
       inner_upcast = inner_upcast || (amt && best->as<RangeArg>().id == nloops - 1);
+      // 2b'. Loop order of the tile: the loop of the unrolled axis goes innermost, inside the
+      //      loop of the vector axis. Its copies share the loads along the vector axis (a
+      //      matmul's B panel, K x lanes), which then stay in cache across its iterations while
+      //      the small per-copy loads (A's rows) stream; the other order streams the whole of B
+      //      for every tile row.
+      int64_t best_id = best->as<RangeArg>().id;
+      if (amt && vec_axis && best_id != nloops - 1) {
+        std::vector<const UOp*> order;
+        for (int64_t pos = 0; pos < nloops; pos++)
+          if (const UOp* r = range_by_id(sink, pos); r && pos != best_id) order.push_back(r);
+        if (const UOp* moved = range_by_id(sink, best_id)) {
+          order.push_back(moved);
+          std::vector<const UOp*> l2, red;
+          classify_ranges(sink, &l2, &red);
+          std::vector<const UOp*> red_order;
+          for (const UOp* r : ranges_of(sink))
+            if (std::find(red.begin(), red.end(), r) != red.end()) red_order.push_back(r);
+          sink = renumber_ranges(g, sink, order, red_order);
+        }
+      }
     }
   }
 

@@ -155,7 +155,9 @@ Vals ref_matmul(const Vals& a, const Dims& sa, const Vals& b, const Dims& sb, Di
 }
 
 TEST_F(ComposeLinalg, GemmMatchesLoops) {
-  for (Dims mkn : {Dims{3, 5, 4}, Dims{1, 1, 1}, Dims{7, 2, 1}, Dims{2, 0, 3}, Dims{0, 3, 2}}) {
+  // the last two are large enough for B to be packed into panels (schedule rule 9)
+  for (Dims mkn : {Dims{3, 5, 4}, Dims{1, 1, 1}, Dims{7, 2, 1}, Dims{2, 0, 3}, Dims{0, 3, 2}, Dims{96, 70, 64},
+                   Dims{130, 64, 160}}) {
     Dims sa{mkn[0], mkn[1]}, sb{mkn[1], mkn[2]}, so;
     Vals a = random(dtypes::float32, sa, -2, 2), b = random(dtypes::float32, sb, -2, 2);
     Vals want = ref_matmul(a, sa, b, sb, &so);
@@ -173,7 +175,8 @@ TEST_F(ComposeLinalg, BatchedMatmulBroadcastsBatchDims) {
     Dims sa, sb;
   };
   for (const Case& c : {Case{{2, 3, 4}, {2, 4, 5}}, Case{{2, 3, 4, 5}, {5, 2}}, Case{{3, 1, 2, 3}, {4, 3, 2}},
-                        Case{{1, 1, 1}, {6, 1, 1}}, Case{{0, 2, 3}, {3, 2}}}) {
+                        Case{{1, 1, 1}, {6, 1, 1}}, Case{{0, 2, 3}, {3, 2}}, Case{{2, 64, 70}, {2, 70, 96}},
+                        Case{{3, 64, 64}, {64, 64}}, Case{{2, 1, 64, 64}, {3, 64, 64}}}) {
     Dims so;
     Vals a = random(dtypes::float32, c.sa, -1, 1), b = random(dtypes::float32, c.sb, -1, 1);
     Vals want = ref_matmul(a, c.sa, b, c.sb, &so);

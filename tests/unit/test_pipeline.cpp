@@ -311,6 +311,15 @@ TEST_F(PipelineTest, LinearAlgebra) {
   check({matmul(g, in(dtypes::float32, {2, 3, 5, 4}), in(dtypes::float32, {3, 4, 6}))}, "batched matmul broadcast",
         1e-5, 1e-5);
   check({gemm(g, in(dtypes::float32, {64, 64}), in(dtypes::float32, {64, 64}))}, "gemm 64", 1e-5, 1e-4);
+  // B packed into 32-wide panels (schedule rule 9): plain, transposed view, batched, f64, f16
+  check({gemm(g, in(dtypes::float32, {96, 70}), in(dtypes::float32, {70, 128}))}, "gemm packed", 1e-5, 1e-4);
+  check({matmul(g, in(dtypes::float32, {130, 64}), permute(g, in(dtypes::float32, {96, 64}), {1, 0}))},
+        "gemm packed B^T", 1e-5, 1e-4);
+  check({matmul(g, in(dtypes::float32, {2, 1, 64, 80}), in(dtypes::float32, {3, 80, 64}))}, "batched packed", 1e-5,
+        1e-4);
+  check({gemm(g, in(dtypes::float64, {64, 64}), in(dtypes::float64, {64, 96}))}, "gemm packed f64", 1e-12, 1e-12);
+  check({gemm(g, in(dtypes::float16, {64, 64}, -1, 1), in(dtypes::float16, {64, 64}, -1, 1))}, "gemm packed f16", 2e-2,
+        2e-2);
 }
 
 TEST_F(PipelineTest, ConvolutionAndPooling) {

@@ -8,6 +8,7 @@
 
 #include "core/ir/graph.h"
 #include "core/schedule/schedule.h"
+#include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
 #include "tests/oracle/interp.h"
 #include "tests/oracle/kernel_interp.h"
@@ -806,6 +807,23 @@ TEST_F(ScheduleTest, LargeReductionToFewValuesIsSplitAcrossChunks) {
   EXPECT_EQ(check({reduce(g, in(dtypes::float16, {1 << 17}), Op::Add, {0})}, 1e-2, 1e-2).kernels.size(), 1u);
   EXPECT_EQ(check({reduce(g, in(dtypes::float32, {4096}), Op::Add, {0})}, 1e-5, 1e-5).kernels.size(), 1u);
   EXPECT_EQ(check({reduce(g, in(dtypes::float32, {1 << 16, 2}), Op::Add, {0})}, 1e-4, 1e-3).kernels.size(), 1u);
+}
+
+TEST_F(ScheduleTest, LargeMatmulPacksItsRightOperand) {
+  // B (K, N) is copied into (N/32, K, 32) panels; the product reads them (rule 9).
+  const UOp* a = in(dtypes::float32, {64, 96});
+  const UOp* b = in(dtypes::float32, {96, 64});
+  Schedule s = check({matmul(g, a, b)}, 1e-5, 1e-4);
+  EXPECT_EQ(names(s), (std::vector<std::string>{"E_2_96_32", "r_64_64_96"}));
+  // batched, and B transposed (a view): packed per batch
+  const UOp* ba = in(dtypes::float32, {2, 64, 64});
+  const UOp* bb = in(dtypes::float32, {2, 64, 64});
+  Schedule s2 = check({matmul(g, ba, permute(g, bb, {0, 2, 1}))}, 1e-5, 1e-4);
+  EXPECT_EQ(s2.kernels.size(), 2u);
+  // few rows (a matrix-vector product reads B once: packing would only add a copy), or N not a
+  // multiple of 32: not packed
+  EXPECT_EQ(check({matmul(g, in(dtypes::float32, {4, 96}), b)}, 1e-5, 1e-4).kernels.size(), 1u);
+  EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 72}))}, 1e-5, 1e-4).kernels.size(), 1u);
 }
 
 }  // namespace
