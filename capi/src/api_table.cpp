@@ -269,7 +269,8 @@ SN_CHECK_ENTRY(buffer_from_dlpack, 121);
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV2 * sizeof(void (*)(void)), "sn_api has entries the checks above do not pin");
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV2 * sizeof(void (*)(void)),
+              "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
 #if defined(__LP64__)

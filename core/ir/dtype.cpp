@@ -13,15 +13,12 @@ struct ScalarInfo {
   bool is_float, is_int, is_unsigned;
 };
 constexpr ScalarInfo kScalars[] = {
-    {"void", 0, false, false, false},     {"bool", 8, false, false, false},
-    {"int8", 8, false, true, false},      {"int16", 16, false, true, false},
-    {"int32", 32, false, true, false},    {"int64", 64, false, true, false},
-    {"uint8", 8, false, true, true},      {"uint16", 16, false, true, true},
-    {"uint32", 32, false, true, true},    {"uint64", 64, false, true, true},
-    {"float16", 16, true, false, false},  {"bfloat16", 16, true, false, false},
-    {"float32", 32, true, false, false},  {"float64", 64, true, false, false},
-    {"fp8e4m3", 8, true, false, false},   {"fp8e5m2", 8, true, false, false},
-    {"index", 64, false, true, false},
+    {"void", 0, false, false, false},    {"bool", 8, false, false, false},    {"int8", 8, false, true, false},
+    {"int16", 16, false, true, false},   {"int32", 32, false, true, false},   {"int64", 64, false, true, false},
+    {"uint8", 8, false, true, true},     {"uint16", 16, false, true, true},   {"uint32", 32, false, true, true},
+    {"uint64", 64, false, true, true},   {"float16", 16, true, false, false}, {"bfloat16", 16, true, false, false},
+    {"float32", 32, true, false, false}, {"float64", 64, true, false, false}, {"fp8e4m3", 8, true, false, false},
+    {"fp8e5m2", 8, true, false, false},  {"index", 64, false, true, false},
 };
 static_assert(sizeof(kScalars) / sizeof(kScalars[0]) == size_t(Scalar::Count_));
 const ScalarInfo& info(Scalar s) { return kScalars[size_t(s)]; }
@@ -32,8 +29,8 @@ double round_to_format(double v, int mant, int min_exp, int max_exp, double max_
   if (std::isnan(v) || std::isinf(v)) return has_inf || std::isnan(v) ? v : std::numeric_limits<double>::quiet_NaN();
   if (v == 0) return v;
   int e;
-  std::frexp(v, &e);  // v = m * 2^e, 0.5 <= |m| < 1
-  int exp = e - 1;    // exponent of the leading bit
+  std::frexp(v, &e);                 // v = m * 2^e, 0.5 <= |m| < 1
+  int exp = e - 1;                   // exponent of the leading bit
   if (exp < min_exp) exp = min_exp;  // subnormal: fixed quantum
   double quantum = std::ldexp(1.0, exp - mant);
   double r = std::nearbyint(v / quantum) * quantum;  // default rounding mode: nearest even
@@ -77,13 +74,20 @@ i128 DType::int_max() const {
 }
 double DType::float_max() const {
   switch (scalar) {
-    case Scalar::Float16: return 65504.0;
-    case Scalar::BFloat16: return 3.3895313892515355e38;
-    case Scalar::Float32: return double(std::numeric_limits<float>::max());
-    case Scalar::Float64: return std::numeric_limits<double>::max();
-    case Scalar::Fp8E4M3: return 448.0;
-    case Scalar::Fp8E5M2: return 57344.0;
-    default: return 0;
+    case Scalar::Float16:
+      return 65504.0;
+    case Scalar::BFloat16:
+      return 3.3895313892515355e38;
+    case Scalar::Float32:
+      return double(std::numeric_limits<float>::max());
+    case Scalar::Float64:
+      return std::numeric_limits<double>::max();
+    case Scalar::Fp8E4M3:
+      return 448.0;
+    case Scalar::Fp8E5M2:
+      return 57344.0;
+    default:
+      return 0;
   }
 }
 
@@ -98,10 +102,14 @@ bool scalar_from_name(const std::string& name, Scalar* out) {
 }
 const char* addrspace_name(AddrSpace a) {
   switch (a) {
-    case AddrSpace::None: return "none";
-    case AddrSpace::Global: return "global";
-    case AddrSpace::Local: return "local";
-    case AddrSpace::Reg: return "reg";
+    case AddrSpace::None:
+      return "none";
+    case AddrSpace::Global:
+      return "global";
+    case AddrSpace::Local:
+      return "local";
+    case AddrSpace::Reg:
+      return "reg";
   }
   return "?";
 }
@@ -119,13 +127,20 @@ i128 wrap_int(DType dt, i128 v) {
 
 double round_float(DType dt, double v) {
   switch (dt.scalar) {
-    case Scalar::Float32: return double(float(v));
-    case Scalar::Float64: return v;
-    case Scalar::Float16: return round_to_format(v, 10, -14, 15, 65504.0, true);
-    case Scalar::BFloat16: return round_to_format(v, 7, -126, 127, 3.3895313892515355e38, true);
-    case Scalar::Fp8E4M3: return round_to_format(v, 3, -6, 8, 448.0, false);
-    case Scalar::Fp8E5M2: return round_to_format(v, 2, -14, 15, 57344.0, true);
-    default: return v;
+    case Scalar::Float32:
+      return double(float(v));
+    case Scalar::Float64:
+      return v;
+    case Scalar::Float16:
+      return round_to_format(v, 10, -14, 15, 65504.0, true);
+    case Scalar::BFloat16:
+      return round_to_format(v, 7, -126, 127, 3.3895313892515355e38, true);
+    case Scalar::Fp8E4M3:
+      return round_to_format(v, 3, -6, 8, 448.0, false);
+    case Scalar::Fp8E5M2:
+      return round_to_format(v, 2, -14, 15, 57344.0, true);
+    default:
+      return v;
   }
 }
 

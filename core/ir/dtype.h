@@ -70,10 +70,9 @@ struct DType {
 
 namespace dtypes {
 inline constexpr DType void_{Scalar::Void}, bool_{Scalar::Bool}, int8{Scalar::Int8}, int16{Scalar::Int16},
-    int32{Scalar::Int32}, int64{Scalar::Int64}, uint8{Scalar::UInt8}, uint16{Scalar::UInt16},
-    uint32{Scalar::UInt32}, uint64{Scalar::UInt64}, float16{Scalar::Float16}, bfloat16{Scalar::BFloat16},
-    float32{Scalar::Float32}, float64{Scalar::Float64}, fp8e4m3{Scalar::Fp8E4M3}, fp8e5m2{Scalar::Fp8E5M2},
-    index{Scalar::Index};
+    int32{Scalar::Int32}, int64{Scalar::Int64}, uint8{Scalar::UInt8}, uint16{Scalar::UInt16}, uint32{Scalar::UInt32},
+    uint64{Scalar::UInt64}, float16{Scalar::Float16}, bfloat16{Scalar::BFloat16}, float32{Scalar::Float32},
+    float64{Scalar::Float64}, fp8e4m3{Scalar::Fp8E4M3}, fp8e5m2{Scalar::Fp8E5M2}, index{Scalar::Index};
 }  // namespace dtypes
 
 const char* scalar_name(Scalar s);

@@ -10,7 +10,7 @@ constexpr size_t kSrcBlock = 1 << 14;  // pointers per source block
 
 uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg& arg, int64_t tag) {
   uint64_t h = hash_combine(uint64_t(op) * 0x100000001b3ULL, (uint64_t(dt.scalar) << 24) | (uint64_t(dt.lanes) << 8) |
-                                                                  (uint64_t(dt.ptr) << 4) | uint64_t(dt.addrspace));
+                                                                 (uint64_t(dt.ptr) << 4) | uint64_t(dt.addrspace));
   for (auto* s : src) h = hash_combine(h, s->id);
   h = hash_combine(h, hash_arg(arg));
   return hash_combine(h, uint64_t(tag));

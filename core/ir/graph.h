@@ -37,7 +37,7 @@ class Graph {
   const UOp* cint(int64_t v, DType dt = dtypes::index);  // integer/bool constant
   const UOp* cfloat(double v, DType dt = dtypes::float32);
   const UOp* cbool(bool v) { return cint(v ? 1 : 0, dtypes::bool_); }
-  const UOp* const_like(const UOp* like, double v);  // Const of like's scalar dtype
+  const UOp* const_like(const UOp* like, double v);                   // Const of like's scalar dtype
   const UOp* var(const std::string& name, int64_t min, int64_t max);  // DefineVar (index)
   // Elementwise op; dtype derived (comparisons give bool, Where takes src[1]'s, Cast needs dt).
   const UOp* alu(Op op, std::span<const UOp* const> src);

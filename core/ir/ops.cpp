@@ -32,15 +32,24 @@ bool op_from_name(std::string_view name, Op* out) {
 
 const char* axis_type_name(AxisType t) {
   switch (t) {
-    case AxisType::Global: return "GLOBAL";
-    case AxisType::Local: return "LOCAL";
-    case AxisType::Warp: return "WARP";
-    case AxisType::Thread: return "THREAD";
-    case AxisType::Loop: return "LOOP";
-    case AxisType::Reduce: return "REDUCE";
-    case AxisType::GroupReduce: return "GROUP_REDUCE";
-    case AxisType::Upcast: return "UPCAST";
-    case AxisType::Unroll: return "UNROLL";
+    case AxisType::Global:
+      return "GLOBAL";
+    case AxisType::Local:
+      return "LOCAL";
+    case AxisType::Warp:
+      return "WARP";
+    case AxisType::Thread:
+      return "THREAD";
+    case AxisType::Loop:
+      return "LOOP";
+    case AxisType::Reduce:
+      return "REDUCE";
+    case AxisType::GroupReduce:
+      return "GROUP_REDUCE";
+    case AxisType::Upcast:
+      return "UPCAST";
+    case AxisType::Unroll:
+      return "UNROLL";
   }
   return "?";
 }

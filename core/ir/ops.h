@@ -7,6 +7,8 @@
 namespace sn {
 
 // X(Name, Category, min_src, max_src)   max_src = -1: variadic
+// The table is laid out by hand (clang-format does not reach a fixed point on it).
+// clang-format off
 #define SN_OPS(X)                                                                      \
   /* source */                                                                         \
   X(Param, Source, 1, 1) X(Buffer, Source, 0, 0) X(Const, Source, 0, 0)                \
@@ -52,6 +54,7 @@ namespace sn {
   X(If, Codegen, 1, -1) X(Endif, Codegen, 1, 1) X(Wmma, Codegen, 3, 3)                 \
   X(Custom, Codegen, 0, -1) X(AtomicAdd, Codegen, 2, 2)                                \
   X(CustomFunction, Codegen, 0, -1) X(Program, Codegen, 1, -1) X(Source, Codegen, 0, 0)
+// clang-format on
 
 enum class Op : uint8_t {
 #define SN_X(name, cat, lo, hi) name,
@@ -60,7 +63,21 @@ enum class Op : uint8_t {
       Count_
 };
 
-enum class OpCategory : uint8_t { Source, Movement, Reduce, Call, Load, Store, Ordering, Unary, Binary, Ternary, Marker, Internal, Codegen };
+enum class OpCategory : uint8_t {
+  Source,
+  Movement,
+  Reduce,
+  Call,
+  Load,
+  Store,
+  Ordering,
+  Unary,
+  Binary,
+  Ternary,
+  Marker,
+  Internal,
+  Codegen
+};
 
 struct OpInfo {
   std::string_view name;
@@ -78,13 +95,12 @@ inline bool is_elementwise(Op op) {
 }
 inline bool is_movement(Op op) { return op_info(op).category == OpCategory::Movement; }
 inline bool is_comparison(Op op) {
-  return op == Op::CmpLt || op == Op::CmpNe || op == Op::CmpGt || op == Op::CmpGe || op == Op::CmpLe ||
-         op == Op::CmpEq;
+  return op == Op::CmpLt || op == Op::CmpNe || op == Op::CmpGt || op == Op::CmpGe || op == Op::CmpLe || op == Op::CmpEq;
 }
 // a op b == b op a
 inline bool is_commutative(Op op) {
-  return op == Op::Add || op == Op::Mul || op == Op::Max || op == Op::CmpNe || op == Op::CmpEq ||
-         op == Op::Xor || op == Op::Or || op == Op::And;
+  return op == Op::Add || op == Op::Mul || op == Op::Max || op == Op::CmpNe || op == Op::CmpEq || op == Op::Xor ||
+         op == Op::Or || op == Op::And;
 }
 
 // Loop kinds of a Range (the spec's AxisType table).

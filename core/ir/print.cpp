@@ -47,8 +47,10 @@ std::string leaf(const UOp* u) {
       if (u->dtype.is_bool()) return u->const_int() ? "true" : "false";
       if (u->dtype.is_float()) return float_str(u->const_float());
       return i128_str(u->const_int());
-    case Op::DefineVar: return u->as<VarArg>().name;
-    default: return "";
+    case Op::DefineVar:
+      return u->as<VarArg>().name;
+    default:
+      return "";
   }
 }
 
@@ -140,7 +142,8 @@ std::string to_tree(const UOp* root) {
     if (!u->dtype.is_void() && !u->dtype.ptr) {
       const MinMax& m = u->minmax();
       if (m.is_float) {
-        if (std::isfinite(m.flo) || std::isfinite(m.fhi)) out << " range=[" << float_str(m.flo) << "," << float_str(m.fhi) << "]";
+        if (std::isfinite(m.flo) || std::isfinite(m.fhi))
+          out << " range=[" << float_str(m.flo) << "," << float_str(m.fhi) << "]";
       } else {
         out << " range=[" << i128_str(m.lo) << "," << i128_str(m.hi) << "]";
       }
@@ -166,7 +169,8 @@ std::string to_dot(const UOp* root) {
     out << "  n" << u->id << " [label=\"" << esc << "\\n" << u->dtype.name();
     if (u->shape()) out << " " << shape_str(*u->shape());
     out << "\"];\n";
-    for (size_t i = 0; i < u->nsrc(); i++) out << "  n" << u->src(i)->id << " -> n" << u->id << " [label=\"" << i << "\"];\n";
+    for (size_t i = 0; i < u->nsrc(); i++)
+      out << "  n" << u->src(i)->id << " -> n" << u->id << " [label=\"" << i << "\"];\n";
   }
   out << "}\n";
   return out.str();

@@ -111,10 +111,14 @@ MinMax compute_minmax(const UOp* u) {
       return ints(v.min, v.max);
     }
     case Op::Range:
-    case Op::Special: return ints(0, std::max<i128>(0, S(0).hi - 1));
-    case Op::Add: return fit(ints(S(0).lo + S(1).lo, S(0).hi + S(1).hi));
-    case Op::Sub: return fit(ints(S(0).lo - S(1).hi, S(0).hi - S(1).lo));
-    case Op::Neg: return fit(ints(-S(0).hi, -S(0).lo));
+    case Op::Special:
+      return ints(0, std::max<i128>(0, S(0).hi - 1));
+    case Op::Add:
+      return fit(ints(S(0).lo + S(1).lo, S(0).hi + S(1).hi));
+    case Op::Sub:
+      return fit(ints(S(0).lo - S(1).hi, S(0).hi - S(1).lo));
+    case Op::Neg:
+      return fit(ints(-S(0).hi, -S(0).lo));
     case Op::Mul: {
       i128 c[4] = {mul_sat(S(0).lo, S(1).lo), mul_sat(S(0).lo, S(1).hi), mul_sat(S(0).hi, S(1).lo),
                    mul_sat(S(0).hi, S(1).hi)};
@@ -125,7 +129,8 @@ MinMax compute_minmax(const UOp* u) {
                    mul_sat(S(0).hi, S(1).hi)};
       return fit(ints(*std::min_element(c, c + 4) + S(2).lo, *std::max_element(c, c + 4) + S(2).hi));
     }
-    case Op::Max: return ints(std::max(S(0).lo, S(1).lo), std::max(S(0).hi, S(1).hi));
+    case Op::Max:
+      return ints(std::max(S(0).lo, S(1).lo), std::max(S(0).hi, S(1).hi));
     case Op::Idiv:
     case Op::CDiv: {
       const MinMax &a = S(0), &b = S(1);
@@ -219,18 +224,26 @@ MinMax compute_minmax(const UOp* u) {
       if (!int_src(0) || !int_src(1)) {
         if (S(0).is_float && S(0).flo == S(0).fhi && S(1).flo == S(1).fhi && S(0).is_float == S(1).is_float) {
           double x = S(0).flo, y = S(1).flo;
-          bool r = u->op == Op::CmpLt ? x < y : u->op == Op::CmpGt ? x > y : u->op == Op::CmpLe ? x <= y
-                 : u->op == Op::CmpGe ? x >= y : u->op == Op::CmpNe ? x != y : x == y;
+          bool r = u->op == Op::CmpLt   ? x < y
+                   : u->op == Op::CmpGt ? x > y
+                   : u->op == Op::CmpLe ? x <= y
+                   : u->op == Op::CmpGe ? x >= y
+                   : u->op == Op::CmpNe ? x != y
+                                        : x == y;
           return ints(r, r);
         }
         return ints(0, 1);
       }
       const MinMax &a = S(0), &b = S(1);
       switch (u->op) {
-        case Op::CmpLt: return decided(a.lo < b.hi, a.hi >= b.lo);
-        case Op::CmpGt: return decided(a.hi > b.lo, a.lo <= b.hi);
-        case Op::CmpLe: return decided(a.lo <= b.hi, a.hi > b.lo);
-        case Op::CmpGe: return decided(a.hi >= b.lo, a.lo < b.hi);
+        case Op::CmpLt:
+          return decided(a.lo < b.hi, a.hi >= b.lo);
+        case Op::CmpGt:
+          return decided(a.hi > b.lo, a.lo <= b.hi);
+        case Op::CmpLe:
+          return decided(a.lo <= b.hi, a.hi > b.lo);
+        case Op::CmpGe:
+          return decided(a.hi >= b.lo, a.lo < b.hi);
         default: {
           bool disjoint = a.hi < b.lo || b.hi < a.lo;
           bool both_point = a.lo == a.hi && b.lo == b.hi && a.lo == b.lo;
@@ -291,8 +304,10 @@ MinMax compute_minmax(const UOp* u) {
       for (size_t i = 1; i < u->nsrc(); i++) m = ints(std::min(m.lo, S(i).lo), std::max(m.hi, S(i).hi));
       return m;
     }
-    case Op::Gep: return S(0);
-    default: return full;  // Reduce, Buffer, Param, Bitcast, Recip...: dtype range
+    case Op::Gep:
+      return S(0);
+    default:
+      return full;  // Reduce, Buffer, Param, Bitcast, Recip...: dtype range
   }
 }
 
@@ -300,8 +315,10 @@ const Device kNullDevice{};
 
 const Device* compute_device(const UOp* u) {
   switch (u->op) {
-    case Op::Buffer: return &u->as<BufferArg>().device;
-    case Op::Param: return &u->as<ParamArg>().device;
+    case Op::Buffer:
+      return &u->as<BufferArg>().device;
+    case Op::Param:
+      return &u->as<ParamArg>().device;
     case Op::Load:
     case Op::Copy:
     case Op::Stage:
@@ -310,12 +327,14 @@ const Device* compute_device(const UOp* u) {
     case Op::Const:
     case Op::DefineVar:
     case Op::Range:
-    case Op::Special: return &kNullDevice;
+    case Op::Special:
+      return &kNullDevice;
     case Op::Function:
     case Op::Call:
       if (u->nsrc() > 1) return &u->src(1)->device();
       return &kNullDevice;
-    default: break;
+    default:
+      break;
   }
   for (auto* s : u->src())
     if (!s->device().null()) return &s->device();
@@ -325,12 +344,16 @@ const Device* compute_device(const UOp* u) {
 int compute_axis(const UOp* u) {
   auto src_axis = [&](size_t i) { return u->src(i)->axis(); };
   switch (u->op) {
-    case Op::Buffer: return u->as<BufferArg>().device.tuple ? 0 : -1;
-    case Op::Param: return u->as<ParamArg>().device.tuple ? 0 : -1;
-    case Op::Copy: return -1;
+    case Op::Buffer:
+      return u->as<BufferArg>().device.tuple ? 0 : -1;
+    case Op::Param:
+      return u->as<ParamArg>().device.tuple ? 0 : -1;
+    case Op::Copy:
+      return -1;
     case Op::Const:
     case Op::DefineVar:
-    case Op::Range: return -1;
+    case Op::Range:
+      return -1;
     case Op::Permute: {
       int a = src_axis(0);
       if (a < 0) return -1;
@@ -375,7 +398,8 @@ int compute_axis(const UOp* u) {
         if ((x < 0 ? x + rank : x) == a) return -1;
       return a;
     }
-    default: break;
+    default:
+      break;
   }
   for (size_t i = 0; i < u->nsrc(); i++)
     if (int a = src_axis(i); a >= 0) return a;

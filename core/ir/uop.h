@@ -70,8 +70,8 @@ struct SliceArg {  // Slice: size elements of dtype
 // std::vector<int64_t>: Permute order, Flip flags (0/1), Replicated axes.
 // DType: Cast / Bitcast target. int64_t: GetTuple index. std::string: Special name, Custom format,
 // Source text, Binary bytes, CustomFunction name, Ins mnemonic.
-using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, DType, std::string, ReduceArg,
-                         RangeArg, BufferArg, ParamArg, VarArg, MemArg, SliceArg>;
+using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, DType, std::string, ReduceArg, RangeArg,
+                         BufferArg, ParamArg, VarArg, MemArg, SliceArg>;
 
 uint64_t hash_arg(const Arg& a);
 bool arg_equal(const Arg& a, const Arg& b);  // doubles by bit pattern (NaN == NaN, -0.0 != 0.0)
@@ -121,14 +121,18 @@ class UOp {
   // Lazily derived, iteratively (deep graphs never recurse):
   const MinMax& minmax() const;
   const Device& device() const;
-  int axis() const;                // sharding axis, -1 = null
-  uint64_t content_hash() const;   // stable across processes: op, dtype, arg, children's hashes
+  int axis() const;               // sharding axis, -1 = null
+  uint64_t content_hash() const;  // stable across processes: op, dtype, arg, children's hashes
 
   // typed arg access
   template <class T>
-  const T& as() const { return std::get<T>(arg); }
+  const T& as() const {
+    return std::get<T>(arg);
+  }
   template <class T>
-  bool holds() const { return std::holds_alternative<T>(arg); }
+  bool holds() const {
+    return std::holds_alternative<T>(arg);
+  }
 
   // Const helpers (valid when op == Const)
   bool is_const() const { return op == Op::Const; }

@@ -68,8 +68,7 @@ void need_dtype_arg(Op op, DType dtype, const Arg& arg) {
 std::vector<int64_t> norm_axes(Op op, const std::vector<int64_t>& axes, size_t rank, const char* what) {
   std::vector<int64_t> out;
   for (auto a : axes) {
-    if (a < -int64_t(rank) || a >= int64_t(rank))
-      bad(op, what, " axis ", a, " is out of range for rank ", rank);
+    if (a < -int64_t(rank) || a >= int64_t(rank)) bad(op, what, " axis ", a, " is out of range for rank ", rank);
     out.push_back(a < 0 ? a + int64_t(rank) : a);
   }
   auto sorted = out;
@@ -125,29 +124,37 @@ void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg&
       DType in = src_dt(0);
       if (op == Op::Cast) {
         need_dtype_arg(op, dtype, arg);
-        if (in.ptr || dtype.ptr || in.is_void() || dtype.is_void()) bad(op, "cannot cast ", in.name(), " to ", dtype.name());
+        if (in.ptr || dtype.ptr || in.is_void() || dtype.is_void())
+          bad(op, "cannot cast ", in.name(), " to ", dtype.name());
         if (in.lanes != dtype.lanes) bad(op, "lane count changes: ", in.name(), " to ", dtype.name());
         break;
       }
-      if (!same_value_type(dtype, in)) bad(op, "result dtype ", dtype.name(), " differs from the source dtype ", in.name());
+      if (!same_value_type(dtype, in))
+        bad(op, "result dtype ", dtype.name(), " differs from the source dtype ", in.name());
       if ((op == Op::Recip || op == Op::Exp2 || op == Op::Log2 || op == Op::Sin || op == Op::Sqrt) && !in.is_float())
         bad(op, "needs a float source, got ", in.name());
-      if (op == Op::Not && !(in.scalar == Scalar::Bool || in.is_int())) bad(op, "needs a bool or integer source, got ", in.name());
-      if ((op == Op::Neg || op == Op::Trunc) && !(in.is_float() || in.is_int())) bad(op, "needs a numeric source, got ", in.name());
+      if (op == Op::Not && !(in.scalar == Scalar::Bool || in.is_int()))
+        bad(op, "needs a bool or integer source, got ", in.name());
+      if ((op == Op::Neg || op == Op::Trunc) && !(in.is_float() || in.is_int()))
+        bad(op, "needs a numeric source, got ", in.name());
       break;
     }
     case OpCategory::Ternary:
       if (op == Op::Where) {
         if (src_dt(0).scalar != Scalar::Bool) bad(op, "condition must be bool, got ", src_dt(0).name());
-        if (!same_value_type(src_dt(1), src_dt(2))) bad(op, "dtype mismatch: ", src_dt(1).name(), " vs ", src_dt(2).name());
-        if (!same_value_type(dtype, src_dt(1))) bad(op, "result dtype must be ", src_dt(1).name(), ", got ", dtype.name());
+        if (!same_value_type(src_dt(1), src_dt(2)))
+          bad(op, "dtype mismatch: ", src_dt(1).name(), " vs ", src_dt(2).name());
+        if (!same_value_type(dtype, src_dt(1)))
+          bad(op, "result dtype must be ", src_dt(1).name(), ", got ", dtype.name());
       } else {  // Mulacc
         for (size_t i = 1; i < 3; i++)
-          if (!same_value_type(src_dt(0), src_dt(i))) bad(op, "dtype mismatch: ", src_dt(0).name(), " vs ", src_dt(i).name());
+          if (!same_value_type(src_dt(0), src_dt(i)))
+            bad(op, "dtype mismatch: ", src_dt(0).name(), " vs ", src_dt(i).name());
         if (!same_value_type(dtype, src_dt(0))) bad(op, "result dtype must be ", src_dt(0).name());
       }
       break;
-    default: break;
+    default:
+      break;
   }
   switch (op) {
     case Op::Const: {
@@ -181,7 +188,8 @@ void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg&
       break;
     case Op::Bitcast:
       need_dtype_arg(op, dtype, arg);
-      if (dtype.ptr || src_dt(0).ptr || dtype.is_void()) bad(op, "cannot bitcast ", src_dt(0).name(), " to ", dtype.name());
+      if (dtype.ptr || src_dt(0).ptr || dtype.is_void())
+        bad(op, "cannot bitcast ", src_dt(0).name(), " to ", dtype.name());
       break;
     case Op::Reduce: {
       auto* r = std::get_if<ReduceArg>(&arg);
@@ -230,7 +238,8 @@ void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg&
     case Op::Slice:
       if (!std::holds_alternative<SliceArg>(arg)) bad(op, "arg must be (size, dtype)");
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -281,7 +290,8 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       if (s.empty()) bad(op, "a scalar cannot change size from ", src[0]->dtype.name(), " to ", dtype.name());
       Dim& last = s.back();
       if (!last.is_const()) bad(op, "cannot rescale a symbolic last axis");
-      if ((last.value * from) % to) bad(op, "last axis of ", last.value, " x ", from, " bytes is not a multiple of ", to, " bytes");
+      if ((last.value * from) % to)
+        bad(op, "last axis of ", last.value, " x ", from, " bytes is not a multiple of ", to, " bytes");
       last.value = last.value * from / to;
       return true;
     }
@@ -290,14 +300,14 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       s = as_shape(shape_operand(op, src, 1, "shape"));
       for (auto& d : s)
         if (d.is_const() && d.value < 0) bad(op, "dimension ", d.value, " is negative in ", shape_str(s));
-      if (!same_numel(in, s))
-        bad(op, "element count changes: ", shape_str(in), " to ", shape_str(s));
+      if (!same_numel(in, s)) bad(op, "element count changes: ", shape_str(in), " to ", shape_str(s));
       return true;
     }
     case Op::Expand: {
       const Shape& in = shape_of(op, src[0], 0);
       s = as_shape(shape_operand(op, src, 1, "shape"));
-      if (s.size() != in.size()) bad(op, "rank changes from ", in.size(), " to ", s.size(), " (", shape_str(in), " to ", shape_str(s), ")");
+      if (s.size() != in.size())
+        bad(op, "rank changes from ", in.size(), " to ", s.size(), " (", shape_str(in), " to ", shape_str(s), ")");
       for (size_t k = 0; k < s.size(); k++)
         if (!(in[k] == s[k]) && !(in[k].is_const() && in[k].value == 1))
           bad(op, "axis ", k, " of ", shape_str(in), " is not 1 and cannot expand to ", shape_str(s));
@@ -315,9 +325,11 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
         int64_t o = off[k].value, n = s[k].value, d = in[k].value;
         if (o < 0 || n < 0) bad(op, "axis ", k, ": negative offset ", o, " or size ", n);
         if (op == Op::Pad && o + d > n)
-          bad(op, "axis ", k, ": offset ", o, " + size ", d, " exceeds the padded size ", n, " (input ", shape_str(in), ")");
+          bad(op, "axis ", k, ": offset ", o, " + size ", d, " exceeds the padded size ", n, " (input ", shape_str(in),
+              ")");
         if (op == Op::Shrink && o + n > d)
-          bad(op, "axis ", k, ": offset ", o, " + size ", n, " exceeds the axis size ", d, " (input ", shape_str(in), ")");
+          bad(op, "axis ", k, ": offset ", o, " + size ", n, " exceeds the axis size ", d, " (input ", shape_str(in),
+              ")");
       }
       return true;
     }
@@ -346,7 +358,8 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
     }
     case Op::Replicated: {
       s = shape_of(op, src[0], 0);
-      for (auto a : norm_axes(op, std::get<std::vector<int64_t>>(arg), s.size(), "replicated")) s[size_t(a)] = Dim::of(1);
+      for (auto a : norm_axes(op, std::get<std::vector<int64_t>>(arg), s.size(), "replicated"))
+        s[size_t(a)] = Dim::of(1);
       return true;
     }
     case Op::Reduce: {
@@ -376,7 +389,8 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       const Shape& first = shape_of(op, src[0], 0);
       for (size_t i = 1; i < src.size(); i++) {
         if (!(shape_of(op, src[i], i) == first))
-          bad(op, "all shapes must match: source 0 is ", shape_str(first), ", source ", i, " is ", shape_str(*src[i]->shape()));
+          bad(op, "all shapes must match: source 0 is ", shape_str(first), ", source ", i, " is ",
+              shape_str(*src[i]->shape()));
         if (!same_value_type(src[i]->dtype, src[0]->dtype))
           bad(op, "dtype mismatch: ", src[0]->dtype.name(), " vs ", src[i]->dtype.name());
       }
@@ -394,7 +408,8 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       s = *t->src(size_t(i))->shape();
       return true;
     }
-    default: break;
+    default:
+      break;
   }
   OpCategory c = op_info(op).category;
   if (c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary) {

@@ -31,10 +31,10 @@ class Pat {
 
   // modifiers (return a copy)
   Pat named(const char* name) const;
-  Pat comm() const;                                  // also try the two sources swapped
-  Pat any_len() const;                               // extra sources beyond the listed ones are allowed
-  Pat repeat(Pat each) const;                        // every source matches `each` (any count)
-  Pat dtype(std::initializer_list<DType> dts) const; // exact dtype in the set
+  Pat comm() const;                                   // also try the two sources swapped
+  Pat any_len() const;                                // extra sources beyond the listed ones are allowed
+  Pat repeat(Pat each) const;                         // every source matches `each` (any count)
+  Pat dtype(std::initializer_list<DType> dts) const;  // exact dtype in the set
   Pat dtype_if(std::function<bool(DType)> pred) const;
   Pat arg_if(std::function<bool(const Arg&)> pred) const;
   Pat arg_eq(Arg a) const;
@@ -65,9 +65,9 @@ class Pat {
 // Captures bound by a match. Names are compared by content; at most 16 per match.
 class Captures {
  public:
-  const UOp* get(const char* name) const;  // nullptr if unbound
+  const UOp* get(const char* name) const;         // nullptr if unbound
   const UOp* operator[](const char* name) const;  // throws Error(Internal) if unbound
-  bool bind(const char* name, const UOp* u);  // false if bound to another node
+  bool bind(const char* name, const UOp* u);      // false if bound to another node
   void clear() { n_ = 0; }
   size_t size() const { return n_; }
   size_t mark() const { return n_; }
@@ -120,8 +120,8 @@ enum class RewriteOrder {
 };
 
 struct RewriteStats {
-  uint64_t visited = 0;     // nodes looked at
-  uint64_t rewrites = 0;    // successful rule applications
+  uint64_t visited = 0;   // nodes looked at
+  uint64_t rewrites = 0;  // successful rule applications
 };
 
 // Rewrite the graph under root to a fixed point with memoization. Every replacement is itself

@@ -8,7 +8,17 @@
 
 namespace sn {
 
-enum class Code : int { Ok = 0, InvalidArg = 1, Unsupported = 2, Compile = 3, Device = 4, OutOfMemory = 5, Version = 6, NotFound = 7, Internal = 99 };
+enum class Code : int {
+  Ok = 0,
+  InvalidArg = 1,
+  Unsupported = 2,
+  Compile = 3,
+  Device = 4,
+  OutOfMemory = 5,
+  Version = 6,
+  NotFound = 7,
+  Internal = 99
+};
 
 class Error : public std::exception {
  public:

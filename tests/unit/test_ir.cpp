@@ -77,7 +77,7 @@ TEST(Graph, InterningGivesPointerEquality) {
   const UOp* x = g.alu(Op::Add, a, g.cint(1));
   const UOp* y = g.alu(Op::Add, g.var("a", 0, 8), g.cint(1));
   EXPECT_EQ(x, y);
-  EXPECT_NE(x, g.alu(Op::Add, g.cint(1), a));  // order matters
+  EXPECT_NE(x, g.alu(Op::Add, g.cint(1), a));      // order matters
   EXPECT_NE(g.cint(1), g.cint(1, dtypes::int32));  // dtype matters
   EXPECT_NE(g.cfloat(0.0), g.cfloat(-0.0));        // -0.0 is its own constant
   EXPECT_EQ(g.cfloat(NAN), g.cfloat(NAN));         // NaN interns
@@ -102,7 +102,8 @@ TEST(Verify, ArityAndDtypes) {
   const UOp* i = tensor(g, dtypes::int32, {4});
   const UOp* f = tensor(g, dtypes::float32, {4});
   EXPECT_NE(error_of([&] { g.alu(Op::Add, i, f); }).find("Add: dtype mismatch: int32 vs float32"), std::string::npos);
-  EXPECT_NE(error_of([&] { g.make(Op::Add, dtypes::int32, {i}); }).find("Add: needs 2 sources, got 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.make(Op::Add, dtypes::int32, {i}); }).find("Add: needs 2 sources, got 1"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { g.alu(Op::Exp2, i); }).find("needs a float source"), std::string::npos);
   EXPECT_NE(error_of([&] { g.alu(Op::Idiv, f, f); }).find("needs integer sources"), std::string::npos);
   EXPECT_NE(error_of([&] { g.alu(Op::Where, i, f, f); }).find("condition must be bool"), std::string::npos);
@@ -118,11 +119,13 @@ TEST(Verify, MovementShapes) {
   Graph g;
   const UOp* t = tensor(g, dtypes::float32, {2, 3});
   EXPECT_EQ(shape_str(*t->shape()), "(2,3)");
-  EXPECT_NE(error_of([&] { g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 2})}); })
-                .find("Reshape: element count changes: (2,3) to (4,2)"),
+  EXPECT_NE(error_of([&] {
+              g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 2})});
+            }).find("Reshape: element count changes: (2,3) to (4,2)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { g.make(Op::Expand, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 3})}); })
-                .find("Expand: axis 0 of (2,3) is not 1"),
+  EXPECT_NE(error_of([&] {
+              g.make(Op::Expand, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{4, 3})});
+            }).find("Expand: axis 0 of (2,3) is not 1"),
             std::string::npos);
   const UOp* one = g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{2, 1, 3})});
   const UOp* ex = g.make(Op::Expand, dtypes::float32, {one, g.shape_uop(std::vector<int64_t>{2, 5, 3})});
@@ -131,28 +134,36 @@ TEST(Verify, MovementShapes) {
     return g.make(Op::Pad, dtypes::float32, {t, g.shape_uop(o), g.shape_uop(s)});
   };
   EXPECT_EQ(shape_str(*pad({1, 0}, {4, 3})->shape()), "(4,3)");
-  EXPECT_NE(error_of([&] { pad({3, 0}, {4, 3}); }).find("Pad: axis 0: offset 3 + size 2 exceeds the padded size 4"),
+  EXPECT_NE(error_of([&] {
+              pad({3, 0}, {4, 3});
+            }).find("Pad: axis 0: offset 3 + size 2 exceeds the padded size 4"),
             std::string::npos);
   auto shrink = [&](std::vector<int64_t> o, std::vector<int64_t> s) {
     return g.make(Op::Shrink, dtypes::float32, {t, g.shape_uop(o), g.shape_uop(s)});
   };
   EXPECT_EQ(shape_str(*shrink({1, 1}, {1, 2})->shape()), "(1,2)");
-  EXPECT_NE(error_of([&] { shrink({0, 2}, {2, 2}); }).find("Shrink: axis 1: offset 2 + size 2 exceeds the axis size 3"),
+  EXPECT_NE(error_of([&] {
+              shrink({0, 2}, {2, 2});
+            }).find("Shrink: axis 1: offset 2 + size 2 exceeds the axis size 3"),
             std::string::npos);
   const UOp* p = g.make(Op::Permute, dtypes::float32, {t}, std::vector<int64_t>{1, 0});
   EXPECT_EQ(shape_str(*p->shape()), "(3,2)");
-  EXPECT_NE(error_of([&] { g.make(Op::Permute, dtypes::float32, {t}, std::vector<int64_t>{0, 0}); })
-                .find("is not a permutation"),
+  EXPECT_NE(error_of([&] {
+              g.make(Op::Permute, dtypes::float32, {t}, std::vector<int64_t>{0, 0});
+            }).find("is not a permutation"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { g.make(Op::Flip, dtypes::float32, {t}, std::vector<int64_t>{1}); }).find("one flag per axis"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { g.make(Op::Flip, dtypes::float32, {t}, std::vector<int64_t>{1}); }).find("one flag per axis"),
+      std::string::npos);
   const UOp* r = g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Add, {1}});
   EXPECT_EQ(shape_str(*r->shape()), "(2,1)");
-  EXPECT_NE(error_of([&] { g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Add, {2}}); })
-                .find("Reduce: reduce axis 2 is out of range for rank 2"),
+  EXPECT_NE(error_of([&] {
+              g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Add, {2}});
+            }).find("Reduce: reduce axis 2 is out of range for rank 2"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Sub, {0}}); })
-                .find("must be Add, Max or Mul"),
+  EXPECT_NE(error_of([&] {
+              g.make(Op::Reduce, dtypes::float32, {t}, ReduceArg{Op::Sub, {0}});
+            }).find("must be Add, Max or Mul"),
             std::string::npos);
   const UOp* st = g.make(Op::Stack, dtypes::float32, {t, t, t});
   EXPECT_EQ(shape_str(*st->shape()), "(3,2,3)");
@@ -167,8 +178,9 @@ TEST(Verify, Broadcasting) {
   EXPECT_EQ(shape_str(*g.alu(Op::Add, a, b)->shape()), "(4,5,3)");
   EXPECT_EQ(shape_str(*g.alu(Op::Mul, a, g.cfloat(2))->shape()), "(4,1,3)");
   const UOp* c = tensor(g, dtypes::float32, {2, 3});
-  EXPECT_NE(error_of([&] { g.alu(Op::Add, c, tensor(g, dtypes::float32, {4, 3})); })
-                .find("Add: shapes (2,3) and (4,3) do not broadcast"),
+  EXPECT_NE(error_of([&] {
+              g.alu(Op::Add, c, tensor(g, dtypes::float32, {4, 3}));
+            }).find("Add: shapes (2,3) and (4,3) do not broadcast"),
             std::string::npos);
 }
 
@@ -181,8 +193,9 @@ TEST(Verify, SymbolicShapes) {
   EXPECT_EQ(shape_str(*p->shape()), "(n,4)");
   const UOp* r = g.make(Op::Reshape, dtypes::float32, {p, g.shape_uop(Shape{Dim::of(4), Dim{0, n}})});
   EXPECT_EQ(shape_str(*r->shape()), "(4,n)");
-  EXPECT_FALSE(error_of([&] { g.make(Op::Reshape, dtypes::float32, {p, g.shape_uop(Shape{Dim::of(8), Dim{0, n}})}); })
-                   .empty());
+  EXPECT_FALSE(error_of([&] {
+                 g.make(Op::Reshape, dtypes::float32, {p, g.shape_uop(Shape{Dim::of(8), Dim{0, n}})});
+               }).empty());
   (void)b;
 }
 
@@ -200,7 +213,8 @@ TEST(Props, MinMax) {
   EXPECT_EQ(mm(g.alu(Op::CMod, b, g.cint(4))), std::make_pair(int64_t(-3), int64_t(3)));
   EXPECT_EQ(mm(g.alu(Op::CmpLt, a, g.cint(9))), std::make_pair(int64_t(1), int64_t(1)));
   EXPECT_EQ(mm(g.alu(Op::CmpLt, a, g.cint(4))), std::make_pair(int64_t(0), int64_t(1)));
-  EXPECT_EQ(mm(g.alu(Op::Where, g.alu(Op::CmpLt, a, g.cint(4)), a, g.cint(20))), std::make_pair(int64_t(0), int64_t(20)));
+  EXPECT_EQ(mm(g.alu(Op::Where, g.alu(Op::CmpLt, a, g.cint(4)), a, g.cint(20))),
+            std::make_pair(int64_t(0), int64_t(20)));
   EXPECT_EQ(mm(g.cast(g.alu(Op::Add, a, g.cint(250)), dtypes::uint8)), std::make_pair(int64_t(0), int64_t(255)));
   EXPECT_EQ(mm(g.alu(Op::Shl, a, g.cint(2))), std::make_pair(int64_t(0), int64_t(32)));
   const UOp* r = g.make(Op::Range, dtypes::index, {g.cint(16)}, RangeArg{0, AxisType::Loop});
@@ -252,8 +266,8 @@ TEST(Print, SexprTreeDot) {
   const UOp* e = g.alu(Op::Add, g.alu(Op::Mul, a, g.cint(2)), g.cint(12));
   EXPECT_EQ(to_sexpr(e), "(add (mul a 2) 12)");
   const UOp* s = g.alu(Op::Add, a, g.cint(1));
-  EXPECT_EQ(to_sexpr(g.alu(Op::Mul, s, s)), "%" + std::to_string(s->id) + " = (add a 1)\n(mul %" + std::to_string(s->id) +
-                                                " %" + std::to_string(s->id) + ")");
+  EXPECT_EQ(to_sexpr(g.alu(Op::Mul, s, s)), "%" + std::to_string(s->id) + " = (add a 1)\n(mul %" +
+                                                std::to_string(s->id) + " %" + std::to_string(s->id) + ")");
   std::string tree = to_tree(e);
   EXPECT_NE(tree.find("range=[12,28]"), std::string::npos);
   std::string dot = to_dot(e);

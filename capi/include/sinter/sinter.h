@@ -410,15 +410,14 @@ SN_API sn_uop *sn_uop_expand(sn_graph *graph, sn_uop *x, const int64_t *shape, s
 SN_API sn_uop *sn_uop_pad(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
                           sn_error **err);
 /* Keep sizes[k] elements from offsets[k] on each axis. */
-SN_API sn_uop *sn_uop_shrink(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes,
-                             size_t ndim, sn_error **err);
+SN_API sn_uop *sn_uop_shrink(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
+                             sn_error **err);
 /* Reorder the axes: output axis k is input axis order[k]. */
 SN_API sn_uop *sn_uop_permute(sn_graph *graph, sn_uop *x, const int64_t *order, size_t ndim, sn_error **err);
 /* Reverse the axes whose flag is 1 (flags are 0 or 1, one per axis). */
 SN_API sn_uop *sn_uop_flip(sn_graph *graph, sn_uop *x, const int64_t *flags, size_t ndim, sn_error **err);
 /* Reduce `axes` with op SN_OP_ADD, SN_OP_MAX or SN_OP_MUL; reduced axes keep size 1. */
-SN_API sn_uop *sn_uop_reduce(sn_graph *graph, sn_uop *x, sn_op op, const int64_t *axes, size_t naxes,
-                             sn_error **err);
+SN_API sn_uop *sn_uop_reduce(sn_graph *graph, sn_uop *x, sn_op op, const int64_t *axes, size_t naxes, sn_error **err);
 /* Marker: force a contiguous materialization of x. */
 SN_API sn_uop *sn_uop_contiguous(sn_graph *graph, sn_uop *x, sn_error **err);
 /* Collect several roots into one void node. */
@@ -451,8 +450,7 @@ SN_API int64_t sn_uop_rank(const sn_uop *uop, sn_error **err);
 /* Dimension `index` of the shape. A constant dimension sets *value to its size and *sym (if sym is
    not NULL) to NULL. A symbolic dimension sets *value to -1 and *sym to the uop of its index
    expression. */
-SN_API SN_NODISCARD sn_code sn_uop_dim(const sn_uop *uop, size_t index, int64_t *value, sn_uop **sym,
-                                       sn_error **err);
+SN_API SN_NODISCARD sn_code sn_uop_dim(const sn_uop *uop, size_t index, int64_t *value, sn_uop **sym, sn_error **err);
 /* The device: "CPU", "(CPU:0,CPU:1)" for a multi-device tuple, "" for none (e.g. a Const). Free
    with sn_string_free. NULL on failure. */
 SN_API char *sn_uop_device(const sn_uop *uop, sn_error **err);
@@ -534,8 +532,8 @@ SN_API sn_uop *sn_tensor_softmax(sn_graph *graph, sn_uop *x, int64_t axis, sn_er
 SN_API sn_uop *sn_tensor_log_softmax(sn_graph *graph, sn_uop *x, int64_t axis, sn_error **err);
 /* Normalizes over the last `naxes` axes: (x - mean) / sqrt(var + eps), then * weight + bias when
    given (NULL = none; each has the normalized axes' shape). Float dtypes. */
-SN_API sn_uop *sn_tensor_layernorm(sn_graph *graph, sn_uop *x, int64_t naxes, sn_uop *weight, sn_uop *bias,
-                                   double eps, sn_error **err);
+SN_API sn_uop *sn_tensor_layernorm(sn_graph *graph, sn_uop *x, int64_t naxes, sn_uop *weight, sn_uop *bias, double eps,
+                                   sn_error **err);
 /* Elementwise: relu (any numeric dtype), gelu (tanh approximation), sigmoid, tanh, exp, log (floats). */
 SN_API sn_uop *sn_tensor_relu(sn_graph *graph, sn_uop *x, sn_error **err);
 SN_API sn_uop *sn_tensor_gelu(sn_graph *graph, sn_uop *x, sn_error **err);
@@ -626,14 +624,12 @@ SN_API void sn_program_release(sn_program *program);
 
 /* A new buffer of `dtype` and shape[ndim] on `device` (contents undefined). Its memory is 64-byte
    aligned. A dtype the device cannot hold is SN_E_UNSUPPORTED. */
-SN_API sn_buffer *sn_buffer_alloc(sn_device *device, sn_dtype dtype, const int64_t *shape, size_t ndim,
-                                  sn_error **err);
+SN_API sn_buffer *sn_buffer_alloc(sn_device *device, sn_dtype dtype, const int64_t *shape, size_t ndim, sn_error **err);
 SN_API sn_buffer *sn_buffer_retain(sn_buffer *buffer);
 SN_API void sn_buffer_release(sn_buffer *buffer);
 /* A view sharing the memory of `buffer`: shape[ndim] elements of its dtype starting at element
    `offset`. It keeps the memory alive after `buffer` is released. */
-SN_API sn_buffer *sn_buffer_view(sn_buffer *buffer, int64_t offset, const int64_t *shape, size_t ndim,
-                                 sn_error **err);
+SN_API sn_buffer *sn_buffer_view(sn_buffer *buffer, int64_t offset, const int64_t *shape, size_t ndim, sn_error **err);
 /* Copies exactly sn_buffer_nbytes(buffer) bytes from host memory into the buffer, or out of it. A
    different `nbytes` is SN_E_INVALID_ARG (it usually means the wrong dtype or shape). */
 SN_API SN_NODISCARD sn_code sn_buffer_copy_in(sn_buffer *buffer, const void *src, size_t nbytes, sn_error **err);
@@ -719,8 +715,8 @@ typedef struct sn_api {
   void (*graph_release)(sn_graph *graph);
   size_t (*graph_node_count)(const sn_graph *graph, sn_error **err);
   sn_code (*arg_init)(sn_arg *arg, size_t struct_size, sn_error **err);
-  sn_uop *(*uop_new)(sn_graph *graph, sn_op op, sn_dtype dtype, sn_uop *const *srcs, size_t nsrcs,
-                     const sn_arg *arg, sn_error **err);
+  sn_uop *(*uop_new)(sn_graph *graph, sn_op op, sn_dtype dtype, sn_uop *const *srcs, size_t nsrcs, const sn_arg *arg,
+                     sn_error **err);
   sn_uop *(*uop_const_int)(sn_graph *graph, sn_dtype dtype, int64_t value, sn_error **err);
   sn_uop *(*uop_const_float)(sn_graph *graph, sn_dtype dtype, double value, sn_error **err);
   sn_uop *(*uop_var)(sn_graph *graph, const char *name, int64_t min, int64_t max, sn_error **err);
