@@ -279,22 +279,8 @@ TEST(Fp8, EveryBitPatternRoundTripsInVectorCode) {
 
 // ---- fp8 tensors compiled and run against the oracle ---------------------------------------------
 
-class Fp8Test : public ::testing::Test {
+class Fp8Test : public OracleFixture<8> {
  protected:
-  Graph g;
-  Rng rng{8};
-  oracle::BufferData data;
-
-  const UOp* in(DType dt, std::vector<int64_t> shape, double lo = -3, double hi = 3) {
-    const UOp* t = input(g, dt, shape);
-    data[buffer_of(t)] = random_array(rng, dt, {numel(shape)}, lo, hi);
-    return t;
-  }
-  const UOp* in_values(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
-    const UOp* t = input(g, dt, shape);
-    data[buffer_of(t)] = Array::from_doubles(dt, {numel(shape)}, v);
-    return t;
-  }
   // rtol 0: bit-exact values (NaN matches NaN).
   void check(std::vector<const UOp*> outs, const std::string& what, double rtol = 0, double atol = 0) {
     expect_matches_oracle(g, outs, data, what, rtol, atol);

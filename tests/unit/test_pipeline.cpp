@@ -36,24 +36,8 @@ std::vector<DType> all_dtypes() {
 }
 
 // A test fixture with a graph and the data of each input it makes.
-class PipelineTest : public ::testing::Test {
+class PipelineTest : public OracleFixture<42> {
  protected:
-  Graph g;
-  Rng rng{42};
-  oracle::BufferData data;
-
-  const UOp* in(DType dt, std::vector<int64_t> shape, double lo = -3, double hi = 3) {
-    const UOp* t = input(g, dt, shape);
-    data[buffer_of(t)] = random_array(rng, dt, {numel(shape)}, lo, hi);
-    return t;
-  }
-  // An input with exactly these values.
-  const UOp* in_values(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
-    const UOp* t = input(g, dt, shape);
-    data[buffer_of(t)] = dt.is_float() ? Array::from_doubles(dt, {numel(shape)}, v)
-                                       : Array::from_ints(dt, {numel(shape)}, std::vector<int64_t>(v.begin(), v.end()));
-    return t;
-  }
   void check(std::vector<const UOp*> outs, const std::string& what, double rtol = -1, double atol = -1,
              const CompileOptions& opts = {}) {
     expect_matches_oracle(g, outs, data, what, rtol, atol, opts);

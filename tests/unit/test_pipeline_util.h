@@ -160,4 +160,27 @@ inline void expect_matches_oracle(Graph& g, const std::vector<const UOp*>& outs,
   }
 }
 
+// A test fixture: a graph, and the data of each input it makes (random from Seed, or given). check()
+// compiles outputs and compares them with the oracle.
+template <uint64_t Seed>
+class OracleFixture : public ::testing::Test {
+ protected:
+  Graph g;
+  Rng rng{Seed};
+  oracle::BufferData data;
+
+  const UOp* in(DType dt, std::vector<int64_t> shape, double lo = -3, double hi = 3) {
+    const UOp* t = input(g, dt, shape);
+    data[buffer_of(t)] = random_array(rng, dt, {numel(shape)}, lo, hi);
+    return t;
+  }
+  // An input with exactly these values.
+  const UOp* in_values(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
+    const UOp* t = input(g, dt, shape);
+    data[buffer_of(t)] = dt.is_float() ? Array::from_doubles(dt, {numel(shape)}, v)
+                                       : Array::from_ints(dt, {numel(shape)}, std::vector<int64_t>(v.begin(), v.end()));
+    return t;
+  }
+};
+
 }  // namespace sn::testrt
