@@ -287,15 +287,16 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, co
     const UOp* vec_axis = nullptr;
     int64_t vregs = 1;  // vector registers per accumulator row
     if (inner) {
-      bool reused = false, contiguous = false;
+      bool contiguous = false;
       for (const UOp* l : rloads_in(inner)) {
-        if (!open.contains(l, inner)) reused = true;
         const UOp* idx = address_index(l->src(0));
         if (idx && open.contains(l, inner))
           if (auto st = stride_of(idx, inner, env); st && *st == 1) contiguous = true;
       }
       int64_t n = const_bound(inner);
-      int64_t amt = reused && contiguous && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
+      // Without reuse (a column sum: each output reads its own column) the lanes still turn the
+      // reduce's strided walk into contiguous vector loads, one cache line for 16 outputs.
+      int64_t amt = contiguous && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
       if (amt) {
         apply({OptOp::Upcast, nloops - 1, amt});
         inner_upcast = true;
