@@ -295,3 +295,45 @@ func TestRunErrors(t *testing.T) {
 		t.Fatalf("closed buffer: %v", err)
 	}
 }
+
+func TestLaunchTimeVariables(t *testing.T) {
+	must := musts(t)
+	ctx, dev := cpu(t)
+	g, _ := ctx.NewGraph()
+	defer g.Close()
+	x := must(g.Input(Float32, []int64{4}, ""))
+	scale := must(must(g.Var("scale", 1, 100)).Cast(Float32))
+	p, err := g.Compile([]UOp{must(x.Mul(scale))}, dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	vars, err := p.Vars()
+	if err != nil || !reflect.DeepEqual(vars, []VarInfo{{Name: "scale", Min: 1, Max: 100}}) {
+		t.Fatalf("vars %v %v", vars, err)
+	}
+	xb := buffer(t, dev, []float32{1, 2, 3, -4}, 4)
+	out, err := p.AllocOutput(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	for _, s := range []int64{3, 10} {
+		if err := p.RunVars([]*Buffer{xb}, []*Buffer{out}, map[string]int64{"scale": s}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := ToSlice[float32](out)
+		f := float32(s)
+		if !reflect.DeepEqual(got, []float32{f, 2 * f, 3 * f, -4 * f}) {
+			t.Fatalf("scale %d: got %v", s, got)
+		}
+	}
+	err = p.RunVars([]*Buffer{xb}, []*Buffer{out}, map[string]int64{"scale": 0})
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeInvalidArg || !strings.Contains(se.Message, "outside its range [1, 100]") {
+		t.Fatalf("out of range: %v", err)
+	}
+	if err := p.Run([]*Buffer{xb}, []*Buffer{out}); err == nil || !strings.Contains(err.Error(), "scale is not bound") {
+		t.Fatalf("unbound: %v", err)
+	}
+}

@@ -409,6 +409,72 @@ func (p *Program) Run(inputs, outputs []*Buffer) error {
 	return err
 }
 
+// RunVars is Run with values for the program's launch-time variables (Graph.Var), by name. Every variable
+// needs a value within its bounds (Vars); the values change what runs without recompiling.
+func (p *Program) RunVars(inputs, outputs []*Buffer, vars map[string]int64) error {
+	ins, err := bufferArray(inputs)
+	if err != nil {
+		return err
+	}
+	outs, err := bufferArray(outputs)
+	if err != nil {
+		return err
+	}
+	names := make([]*C.char, 0, len(vars))
+	values := make([]C.int64_t, 0, len(vars))
+	for name, v := range vars {
+		names = append(names, C.CString(name))
+		values = append(values, C.int64_t(v))
+	}
+	defer func() {
+		for _, n := range names {
+			C.free(unsafe.Pointer(n))
+		}
+	}()
+	var namesPtr **C.char
+	var valuesPtr *C.int64_t
+	if len(names) > 0 {
+		namesPtr, valuesPtr = &names[0], &values[0]
+	}
+	err = p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		code := C.sn_program_run_vars(cp, firstOrNil(ins), C.size_t(len(ins)), firstOrNil(outs), C.size_t(len(outs)),
+			namesPtr, valuesPtr, C.size_t(len(names)), &cerr)
+		return checkCode(code, cerr)
+	})
+	runtime.KeepAlive(inputs)
+	runtime.KeepAlive(outputs)
+	return err
+}
+
+// VarInfo is a launch-time variable of a program: its name and bounds.
+type VarInfo struct {
+	Name     string
+	Min, Max int64
+}
+
+// Vars lists the launch-time variables the program reads, sorted by name.
+func (p *Program) Vars() ([]VarInfo, error) {
+	var out []VarInfo
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		n := int(C.sn_program_num_vars(cp, &cerr))
+		if err := check(cerr); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			var name *C.char
+			var lo, hi C.int64_t
+			if err := checkCode(C.sn_program_var_info(cp, C.size_t(i), &name, &lo, &hi, &cerr), cerr); err != nil {
+				return err
+			}
+			out = append(out, VarInfo{Name: C.GoString(name), Min: int64(lo), Max: int64(hi)})
+		}
+		return nil
+	})
+	return out, err
+}
+
 // AllocOutput is a new buffer shaped like output i, on the program's device.
 func (p *Program) AllocOutput(i int) (*Buffer, error) {
 	var b *C.sn_buffer

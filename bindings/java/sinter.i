@@ -155,6 +155,59 @@ SN_HANDLE(sn_program)
 %}
 %typemap(freearg) sn_buffer *const * %{ free((void *)$1); %}
 
+/* ---- launch-time variables: names in as String[], one name out as String[1] ---- */
+%typemap(jni) const char *const *names "jobjectArray"
+%typemap(jtype) const char *const *names "String[]"
+%typemap(jstype) const char *const *names "String[]"
+%typemap(javain) const char *const *names "$javainput"
+/* The jstrings are kept (local refs) so that freearg only calls Release/DeleteLocalRef, the JNI calls allowed
+   while the error typemap's exception is pending. */
+%typemap(in) const char *const *names (jsize count = 0, jstring *refs = NULL) %{
+  $1 = NULL;
+  if ($input) {
+    const char **names_ = NULL;
+    jsize i;
+    count = (*jenv)->GetArrayLength(jenv, $input);
+    names_ = (const char **)calloc((size_t)(count > 0 ? count : 1), sizeof(char *));
+    refs = (jstring *)calloc((size_t)(count > 0 ? count : 1), sizeof(jstring));
+    if (names_ == NULL || refs == NULL) {
+      free((void *)names_);
+      free(refs);
+      refs = NULL;
+      (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"), "sinter: names");
+      return $null;
+    }
+    for (i = 0; i < count; i++) {
+      refs[i] = (jstring)(*jenv)->GetObjectArrayElement(jenv, $input, i);
+      names_[i] = refs[i] ? (*jenv)->GetStringUTFChars(jenv, refs[i], NULL) : NULL; /* NULL: the C API reports it */
+    }
+    $1 = ($1_ltype)names_;
+  }
+%}
+%typemap(freearg) const char *const *names %{
+  if ($1) {
+    jsize i;
+    for (i = 0; i < count$argnum; i++)
+      if (refs$argnum[i]) {
+        if ($1[i]) (*jenv)->ReleaseStringUTFChars(jenv, refs$argnum[i], $1[i]);
+        (*jenv)->DeleteLocalRef(jenv, refs$argnum[i]);
+      }
+    free((void *)$1);
+    free(refs$argnum);
+  }
+%}
+%typemap(jni) const char **name "jobjectArray"
+%typemap(jtype) const char **name "String[]"
+%typemap(jstype) const char **name "String[]"
+%typemap(javain) const char **name "$javainput"
+%typemap(in) const char **name (const char *tmp = NULL) %{ $1 = ($1_ltype)&tmp; %}
+%typemap(argout) const char **name %{
+  if ($input != NULL && tmp$argnum != NULL && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    jstring s = (*jenv)->NewStringUTF(jenv, tmp$argnum);
+    if (s) (*jenv)->SetObjectArrayElement(jenv, $input, 0, s);
+  }
+%}
+
 /* ---- typed host arrays for buffer copies: (const T *in_data, size_t in_count) and (T *out_data,
    size_t out_count) as Java primitive arrays; counts are elements ---- */
 %define SN_JARRAY(CT, JNIARRAY, JT, JELEM, GETTER, RELEASER)

@@ -135,6 +135,9 @@ constexpr sn_api kApi = {
     .program_arena_bytes = sn_program_arena_bytes,
     .buffer_to_dlpack = sn_buffer_to_dlpack,
     .buffer_from_dlpack = sn_buffer_from_dlpack,
+    .program_num_vars = sn_program_num_vars,
+    .program_var_info = sn_program_var_info,
+    .program_run_vars = sn_program_run_vars,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -265,11 +268,15 @@ SN_CHECK_ENTRY(program_stage, 118);
 SN_CHECK_ENTRY(program_arena_bytes, 119);
 SN_CHECK_ENTRY(buffer_to_dlpack, 120);
 SN_CHECK_ENTRY(buffer_from_dlpack, 121);
+SN_CHECK_ENTRY(program_num_vars, 122);
+SN_CHECK_ENTRY(program_var_info, 123);
+SN_CHECK_ENTRY(program_run_vars, 124);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV2 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV3 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.

@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -82,20 +83,25 @@ template <class... T>
 }
 
 // Runs `body` and turns every exception into a reported error plus `fail_value`. Every exported
-// function that can fail is one call to this.
+// function that can fail is one call to this. A function returning sn_code returns the code of the
+// error it reported (the same as the error object's), not `fail_value`.
 template <class R, class F>
 R guard(const char* fn, sn_error** err, R fail_value, F&& body) noexcept {
+  sn_code code = SN_E_INTERNAL;
   try {
     return body();
   } catch (const Error& e) {
-    report(err, to_code(e.code()), fn, e.message());
+    code = to_code(e.code());
+    report(err, code, fn, e.message());
   } catch (const std::bad_alloc&) {
+    code = SN_E_OUT_OF_MEMORY;
     report_oom(err);
   } catch (const std::exception& e) {
     report(err, SN_E_INTERNAL, fn, std::string("internal error: ") + e.what());
   } catch (...) {
     report(err, SN_E_INTERNAL, fn, "internal error: unknown exception");
   }
+  if constexpr (std::is_same_v<R, sn_code>) return code;
   return fail_value;
 }
 

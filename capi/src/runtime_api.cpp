@@ -568,6 +568,47 @@ sn_code sn_program_run(sn_program* program, sn_buffer* const* inputs, size_t nin
   });
 }
 
+sn_code sn_program_run_vars(sn_program* program, sn_buffer* const* inputs, size_t ninputs, sn_buffer* const* outputs,
+                            size_t noutputs, const char* const* names, const int64_t* values, size_t nvars,
+                            sn_error** err) {
+  return guard("sn_program_run_vars", err, SN_E_INTERNAL, [&] {
+    sn_program* p = live_program(program, "program");
+    if (ninputs > 0 && inputs == nullptr) invalid("inputs is NULL but ninputs is ", ninputs);
+    if (noutputs > 0 && outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
+    if (nvars > 0 && (names == nullptr || values == nullptr))
+      invalid(names == nullptr ? "names" : "values", " is NULL but nvars is ", nvars);
+    std::vector<std::pair<std::string, int64_t>> vars;
+    for (size_t i = 0; i < nvars; i++) {
+      if (names[i] == nullptr) invalid("names[", i, "] is NULL");
+      for (const auto& v : vars)
+        if (v.first == names[i]) invalid("variable '", names[i], "' is given twice");
+      vars.emplace_back(names[i], values[i]);
+    }
+    std::vector<std::shared_ptr<Buffer>> ins, outs;
+    for (size_t i = 0; i < ninputs; i++) ins.push_back(live_buffer(inputs[i], cat("inputs[", i, "]").c_str())->buf);
+    for (size_t i = 0; i < noutputs; i++) outs.push_back(live_buffer(outputs[i], cat("outputs[", i, "]").c_str())->buf);
+    p->prog->run(ins, outs, vars);
+    return SN_OK;
+  });
+}
+
+size_t sn_program_num_vars(const sn_program* program, sn_error** err) {
+  return guard("sn_program_num_vars", err, size_t{0},
+               [&] { return live_program(program, "program")->prog->vars.size(); });
+}
+
+sn_code sn_program_var_info(const sn_program* program, size_t index, const char** name, int64_t* min, int64_t* max,
+                            sn_error** err) {
+  return guard("sn_program_var_info", err, SN_E_INTERNAL, [&] {
+    const auto& vars = live_program(program, "program")->prog->vars;
+    if (index >= vars.size()) invalid("index ", index, " is out of range: the program has ", vars.size(), " variables");
+    if (name) *name = vars[index].name.c_str();
+    if (min) *min = vars[index].min;
+    if (max) *max = vars[index].max;
+    return SN_OK;
+  });
+}
+
 sn_buffer* sn_program_alloc_output(sn_program* program, size_t index, sn_error** err) {
   return guard("sn_program_alloc_output", err, static_cast<sn_buffer*>(nullptr), [&] {
     sn_program* p = live_program(program, "program");

@@ -860,6 +860,72 @@ static void test_program_cache(void) {
   sn_context_release(ctx);
 }
 
+/* Launch-time variables: y = x * scale + shift, with scale and shift given at each run. */
+static void test_launch_vars(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, NULL, &e);
+  int64_t n = 8, mn = 0, mx = 0;
+  float data[8] = {0, 1, 2, 3, -1, -2, 0.5f, 10}, r[8];
+  sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+  sn_uop *scale = sn_uop_cast(g, sn_uop_var(g, "scale", 1, 100, &e), SN_DTYPE_FLOAT32, &e);
+  sn_uop *shift = sn_uop_cast(g, sn_uop_var(g, "shift", -10, 10, &e), SN_DTYPE_FLOAT32, &e);
+  sn_uop *y = sn_uop_binary(g, SN_OP_ADD, sn_uop_binary(g, SN_OP_MUL, x, scale, &e), shift, &e);
+  sn_program *p = sn_compile(g, &y, 1, cpu, NULL, &e);
+  sn_buffer *in = buffer_f32(cpu, &n, 1, data, 8), *out = sn_program_alloc_output(p, 0, &e);
+  const char *names[2] = {"shift", "scale"}, *name = NULL;
+  int64_t values[2] = {-2, 3};
+  const sn_api *api = sn_get_api(3);
+  int i, ok = 1;
+  EXPECT_OK(e);
+  CHECK(sn_program_num_vars(p, &e) == 2);
+  CHECK(sn_program_var_info(p, 0, &name, &mn, &mx, &e) == SN_OK);
+  CHECK(name != NULL && strcmp(name, "scale") == 0 && mn == 1 && mx == 100);
+  CHECK(sn_program_var_info(p, 1, &name, NULL, NULL, &e) == SN_OK);
+  CHECK(name != NULL && strcmp(name, "shift") == 0);
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(out, r, sizeof r, &e) == SN_OK);
+  for (i = 0; i < 8; i++) ok = ok && r[i] == data[i] * 3 - 2;
+  CHECK(ok);
+  /* new values, no recompile; through the version-3 table */
+  values[0] = 10;
+  values[1] = 100;
+  CHECK(api != NULL && api->api_version >= 3 && api->program_run_vars == sn_program_run_vars);
+  if (api != NULL) CHECK(api->program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(out, r, sizeof r, &e) == SN_OK);
+  for (i = 0, ok = 1; i < 8; i++) ok = ok && r[i] == data[i] * 100 + 10;
+  CHECK(ok);
+  EXPECT_OK(e);
+  /* errors name the variable */
+  CHECK(sn_program_run(p, &in, 1, &out, 1, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "is not bound");
+  values[1] = 0;
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "scale = 0 is outside its range [1, 100]");
+  names[1] = "scael";
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "no variable named 'scael'");
+  names[1] = "shift";
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "'shift' is given twice");
+  names[1] = NULL;
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "names[1] is NULL");
+  CHECK(sn_program_run_vars(p, &in, 1, &out, 1, NULL, values, 2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "names is NULL");
+  CHECK(sn_program_var_info(p, 2, &name, NULL, NULL, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "has 2 variables");
+  CHECK(sn_program_num_vars(NULL, &e) == 0);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "program");
+  sn_buffer_release(in);
+  sn_buffer_release(out);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -868,6 +934,7 @@ int main(void) {
   test_dlpack();
   test_api_table();
   test_program_cache();
+  test_launch_vars();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

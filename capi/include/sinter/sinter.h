@@ -18,8 +18,8 @@
  *     address a newer handle of the same kind reuses cannot be told apart from it.)
  *
  * Errors. Every call that can fail takes a trailing `sn_error **err`.
- *   - On failure a handle-returning call returns NULL, a call returning sn_code returns a code other
- *     than SN_OK, and a query returns the sentinel its documentation names.
+ *   - On failure a handle-returning call returns NULL, a call returning sn_code returns the error's
+ *     code (never SN_OK), and a query returns the sentinel its documentation names.
  *   - If `err` is not NULL, `*err` must be NULL or hold an earlier error. If it is NULL, it receives
  *     a new error that the caller owns and frees with sn_error_free. If it already holds an error,
  *     that first error is kept (the new one only becomes the last error below). On success `*err`
@@ -94,7 +94,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 2u
+#define SN_API_VERSION 3u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -658,6 +658,18 @@ SN_API SN_NODISCARD sn_code sn_program_run(sn_program *program, sn_buffer *const
                                            sn_buffer *const *outputs, size_t noutputs, sn_error **err);
 /* A new buffer with the dtype and shape of output i, on the program's device. */
 SN_API sn_buffer *sn_program_alloc_output(sn_program *program, size_t index, sn_error **err);
+/* Launch-time variables: the variables (sn_uop_var) the program's kernels read, sorted by name, and
+   sn_program_run with a value for each (names[i] takes values[i], in any order). Every variable needs
+   a value within its [min, max]; a missing variable, a name the program does not have and a value out
+   of bounds are SN_E_INVALID_ARG naming the variable. Values change what runs (loop bounds, scalars)
+   without recompiling. sn_program_var_info writes variable `index`'s name (owned by the program) and
+   bounds; each output pointer may be NULL. (API version 3.) */
+SN_API size_t sn_program_num_vars(const sn_program *program, sn_error **err);
+SN_API SN_NODISCARD sn_code sn_program_var_info(const sn_program *program, size_t index, const char **name,
+                                                int64_t *min, int64_t *max, sn_error **err);
+SN_API SN_NODISCARD sn_code sn_program_run_vars(sn_program *program, sn_buffer *const *inputs, size_t ninputs,
+                                                sn_buffer *const *outputs, size_t noutputs, const char *const *names,
+                                                const int64_t *values, size_t nvars, sn_error **err);
 
 /* ---- inspect ---- */
 
@@ -834,7 +846,14 @@ typedef struct sn_api {
   /* DLPack (declared in sinter/sinter_dlpack.h) */
   struct sn_dlpack_tensor *(*buffer_to_dlpack)(sn_buffer *buffer, sn_error **err);
   sn_buffer *(*buffer_from_dlpack)(sn_device *device, struct sn_dlpack_tensor *tensor, sn_error **err);
-  /* ---- version 3 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 3 ---- */
+  size_t (*program_num_vars)(const sn_program *program, sn_error **err);
+  sn_code (*program_var_info)(const sn_program *program, size_t index, const char **name, int64_t *min, int64_t *max,
+                              sn_error **err);
+  sn_code (*program_run_vars)(sn_program *program, sn_buffer *const *inputs, size_t ninputs, sn_buffer *const *outputs,
+                              size_t noutputs, const char *const *names, const int64_t *values, size_t nvars,
+                              sn_error **err);
+  /* ---- version 4 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

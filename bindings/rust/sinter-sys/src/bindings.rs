@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 2;
+pub const SN_API_VERSION: u32 = 3;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -1134,6 +1134,34 @@ extern "C" {
     pub fn sn_program_alloc_output(program: *mut sn_program, index: usize, err: *mut *mut sn_error) -> *mut sn_buffer;
 }
 extern "C" {
+    pub fn sn_program_num_vars(program: *const sn_program, err: *mut *mut sn_error) -> usize;
+}
+extern "C" {
+    #[must_use]
+    pub fn sn_program_var_info(
+        program: *const sn_program,
+        index: usize,
+        name: *mut *const ::std::os::raw::c_char,
+        min: *mut i64,
+        max: *mut i64,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
+extern "C" {
+    #[must_use]
+    pub fn sn_program_run_vars(
+        program: *mut sn_program,
+        inputs: *const *mut sn_buffer,
+        ninputs: usize,
+        outputs: *const *mut sn_buffer,
+        noutputs: usize,
+        names: *const *const ::std::os::raw::c_char,
+        values: *const i64,
+        nvars: usize,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
+extern "C" {
     pub fn sn_program_num_inputs(program: *const sn_program, err: *mut *mut sn_error) -> usize;
 }
 extern "C" {
@@ -1788,6 +1816,31 @@ pub struct sn_api {
             tensor: *mut sn_dlpack_tensor,
             err: *mut *mut sn_error,
         ) -> *mut sn_buffer,
+    >,
+    pub program_num_vars:
+        ::std::option::Option<unsafe extern "C" fn(program: *const sn_program, err: *mut *mut sn_error) -> usize>,
+    pub program_var_info: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *const sn_program,
+            index: usize,
+            name: *mut *const ::std::os::raw::c_char,
+            min: *mut i64,
+            max: *mut i64,
+            err: *mut *mut sn_error,
+        ) -> sn_code,
+    >,
+    pub program_run_vars: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *mut sn_program,
+            inputs: *const *mut sn_buffer,
+            ninputs: usize,
+            outputs: *const *mut sn_buffer,
+            noutputs: usize,
+            names: *const *const ::std::os::raw::c_char,
+            values: *const i64,
+            nvars: usize,
+            err: *mut *mut sn_error,
+        ) -> sn_code,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

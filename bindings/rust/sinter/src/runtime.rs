@@ -341,6 +341,45 @@ impl Program {
         })
     }
 
+    /// [`Program::run`] with values for the program's launch-time variables ([`Graph::var`]): each
+    /// `(name, value)` binds one; every variable needs a value within its bounds ([`Program::vars`]).
+    pub fn run_with_vars(&self, inputs: &[&Buffer], outputs: &mut [&mut Buffer], vars: &[(&str, i64)]) -> Result<()> {
+        let ins: Vec<*mut sys::sn_buffer> = inputs.iter().map(|b| b.ptr.as_ptr()).collect();
+        let outs: Vec<*mut sys::sn_buffer> = outputs.iter().map(|b| b.ptr.as_ptr()).collect();
+        let names = vars.iter().map(|(n, _)| c_string("Program::run_with_vars", n)).collect::<Result<Vec<_>>>()?;
+        let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let values: Vec<i64> = vars.iter().map(|(_, v)| *v).collect();
+        // SAFETY: every handle is live for the call (borrowed); the name strings outlive it.
+        call_code(|e| unsafe {
+            sys::sn_program_run_vars(
+                self.ptr.as_ptr(),
+                ins.as_ptr(),
+                ins.len(),
+                outs.as_ptr(),
+                outs.len(),
+                name_ptrs.as_ptr(),
+                values.as_ptr(),
+                values.len(),
+                e,
+            )
+        })
+    }
+
+    /// The launch-time variables the program reads, sorted by name: `(name, min, max)`.
+    pub fn vars(&self) -> Result<Vec<(String, i64, i64)>> {
+        // SAFETY: self is live.
+        let n = call(|e| unsafe { sys::sn_program_num_vars(self.ptr.as_ptr(), e) })?;
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let (mut name, mut min, mut max): (*const c_char, i64, i64) = (ptr::null(), 0, 0);
+            // SAFETY: self is live; the out-pointers are valid; the name is owned by the program.
+            call_code(|e| unsafe { sys::sn_program_var_info(self.ptr.as_ptr(), i, &mut name, &mut min, &mut max, e) })?;
+            // SAFETY: a NUL-terminated string owned by the live program.
+            out.push((unsafe { borrowed_str(name) }, min, max));
+        }
+        Ok(out)
+    }
+
     /// A new buffer shaped like output `index`, on the program's device.
     pub fn alloc_output(&self, index: usize) -> Result<Buffer> {
         // SAFETY: self is live.

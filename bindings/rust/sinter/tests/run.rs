@@ -204,3 +204,26 @@ fn compile_errors() {
     let y = other.input(DType::FLOAT32, &[2], None).unwrap();
     assert!(g.compile(&[y], None, &CompileOptions::default()).unwrap_err().message().contains("another graph"));
 }
+
+#[test]
+fn launch_time_variables() {
+    let ctx = Context::new().unwrap();
+    let dev = cpu(&ctx);
+    let g = ctx.graph().unwrap();
+    let x = g.input(DType::FLOAT32, &[4], None).unwrap();
+    let scale = g.var("scale", 1, 100).unwrap().cast(DType::FLOAT32).unwrap();
+    let y = (x * scale).unwrap();
+    let p = g.compile(&[y], Some(&dev), &CompileOptions::default()).unwrap();
+    assert_eq!(p.vars().unwrap(), vec![("scale".to_string(), 1, 100)]);
+    let xb = dev.buffer_from(&[4], &[1f32, 2., 3., -4.]).unwrap();
+    let mut out = p.alloc_output(0).unwrap();
+    p.run_with_vars(&[&xb], &mut [&mut out], &[("scale", 3)]).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![3.0, 6.0, 9.0, -12.0]);
+    p.run_with_vars(&[&xb], &mut [&mut out], &[("scale", 10)]).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![10.0, 20.0, 30.0, -40.0]);
+    let err = p.run_with_vars(&[&xb], &mut [&mut out], &[("scale", 0)]).unwrap_err();
+    assert_eq!(err.code(), Code::INVALID_ARG);
+    assert!(err.message().contains("outside its range [1, 100]"), "{}", err.message());
+    let err = p.run(&[&xb], &mut [&mut out]).unwrap_err();
+    assert!(err.message().contains("scale is not bound"), "{}", err.message());
+}

@@ -45,6 +45,51 @@ public final class Program implements AutoCloseable {
     }
   }
 
+  /**
+   * {@link #run(Buffer[], Buffer[])} with values for the program's launch-time variables ({@link
+   * Graph#var}), by name. Every variable needs a value within its bounds ({@link #vars()}); the values
+   * change what runs without recompiling.
+   */
+  public void run(Buffer[] inputs, Buffer[] outputs, java.util.Map<String, Long> vars) {
+    long[] in = handles(inputs);
+    long[] out = handles(outputs);
+    String[] names = new String[vars.size()];
+    long[] values = new long[vars.size()];
+    int i = 0;
+    for (java.util.Map.Entry<String, Long> e : vars.entrySet()) {
+      if (e.getKey() == null || e.getValue() == null) throw new IllegalArgumentException("null variable name or value");
+      names[i] = e.getKey();
+      values[i++] = e.getValue();
+    }
+    try {
+      SinterNative.sn_program_run_vars(ptr(), in, in.length, out, out.length, names, values, names.length);
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(inputs);
+      Reference.reachabilityFence(outputs);
+    }
+  }
+
+  /** A launch-time variable of a program: its name and bounds. */
+  public record Var(String name, long min, long max) {}
+
+  /** The launch-time variables the program reads, sorted by name. */
+  public List<Var> vars() {
+    try {
+      long n = SinterNative.sn_program_num_vars(ptr());
+      List<Var> out = new ArrayList<>();
+      for (long i = 0; i < n; i++) {
+        String[] name = new String[1];
+        long[] min = new long[1], max = new long[1];
+        SinterNative.sn_program_var_info(ptr(), i, name, min, max);
+        out.add(new Var(name[0], min[0], max[0]));
+      }
+      return out;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
   /** Allocates every output, runs, and returns the outputs (close them when done). */
   public List<Buffer> run(Buffer... inputs) {
     Buffer[] outs = new Buffer[(int) numOutputs()];

@@ -190,4 +190,25 @@ class RunTest {
     p.close();
     assertThrows(IllegalStateException.class, () -> p.run());
   }
+
+  @Test
+  void launchTimeVariables() {
+    UOp x = g.input(DType.FLOAT32, 4);
+    UOp y = x.mul(g.var("scale", 1, 100).cast(DType.FLOAT32));
+    try (Program p = g.compile(cpu, y);
+        Buffer xb = cpu.buffer(new float[] {1, 2, 3, -4}, 4);
+        Buffer out = p.allocOutput(0)) {
+      assertEquals(List.of(new Program.Var("scale", 1, 100)), p.vars());
+      for (long s : new long[] {3, 10}) {
+        p.run(new Buffer[] {xb}, new Buffer[] {out}, java.util.Map.of("scale", s));
+        assertArrayEquals(new float[] {s, 2 * s, 3 * s, -4 * s}, out.toFloatArray());
+      }
+      SinterException e =
+          assertThrows(SinterException.class, () -> p.run(new Buffer[] {xb}, new Buffer[] {out}, java.util.Map.of("scale", 0L)));
+      assertEquals(Code.INVALID_ARG, e.code());
+      assertTrue(e.getMessage().contains("outside its range [1, 100]"), e.getMessage());
+      e = assertThrows(SinterException.class, () -> p.run(new Buffer[] {xb}, new Buffer[] {out}));
+      assertTrue(e.getMessage().contains("scale is not bound"), e.getMessage());
+    }
+  }
 }
