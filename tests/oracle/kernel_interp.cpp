@@ -6,11 +6,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tests/oracle/scalar_ops.h"
+
 namespace sn::oracle {
 
 namespace {
 
-using u128 = unsigned __int128;
+using namespace scalar;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -36,118 +38,6 @@ bool is_kernel_op(Op op) {
     default:
       return is_elementwise(op);
   }
-}
-
-i128 wrap_mul(DType dt, i128 a, i128 b) { return wrap_int(dt, i128(u128(a) * u128(b))); }
-
-template <class T>
-bool compare(Op op, T a, T b) {
-  switch (op) {
-    case Op::CmpLt:
-      return a < b;
-    case Op::CmpNe:
-      return a != b;
-    case Op::CmpGt:
-      return b < a;
-    case Op::CmpGe:
-      return !(a < b);  // the spec's decompositions decide the NaN cases
-    case Op::CmpLe:
-      return !(b < a);
-    case Op::CmpEq:
-      return !(a != b);
-    default:
-      fail(Code::Internal, "kernel interp: ", op_name(op), " is not a comparison");
-  }
-}
-
-double float_op(Op op, const Val* x) {
-  switch (op) {
-    case Op::Add:
-      return x[0].f + x[1].f;
-    case Op::Sub:
-      return x[0].f - x[1].f;
-    case Op::Mul:
-      return x[0].f * x[1].f;
-    case Op::Div:
-      return x[0].f / x[1].f;
-    case Op::Max:
-      return std::isnan(x[0].f) || std::isnan(x[1].f) ? kNaN : std::max(x[0].f, x[1].f);
-    case Op::Neg:
-      return -x[0].f;
-    case Op::Recip:
-      return 1.0 / x[0].f;
-    case Op::Trunc:
-      return std::trunc(x[0].f);
-    case Op::Exp2:
-      return std::exp2(x[0].f);
-    case Op::Log2:
-      return std::log2(x[0].f);
-    case Op::Sin:
-      return std::sin(x[0].f);
-    case Op::Sqrt:
-      return std::sqrt(x[0].f);
-    case Op::Pow:
-      return std::pow(x[0].f, x[1].f);
-    case Op::Mulacc:
-      return x[0].f * x[1].f + x[2].f;
-    default:
-      fail(Code::Unsupported, "kernel interp: ", op_name(op), " is not defined on floats");
-  }
-}
-
-i128 int_op(Op op, const Val* v, DType dt) {
-  i128 x[3] = {v[0].i, v[1].i, v[2].i};
-  switch (op) {
-    case Op::Add:
-      return wrap_int(dt, x[0] + x[1]);
-    case Op::Sub:
-      return wrap_int(dt, x[0] - x[1]);
-    case Op::Mul:
-      return wrap_mul(dt, x[0], x[1]);
-    case Op::Max:
-      return std::max(x[0], x[1]);
-    case Op::Neg:
-      return wrap_int(dt, -x[0]);
-    case Op::Trunc:
-      return x[0];
-    case Op::Mulacc:
-      return wrap_int(dt, wrap_mul(dt, x[0], x[1]) + x[2]);
-    case Op::Not:
-      return dt.is_bool() ? i128(x[0] == 0) : wrap_int(dt, ~x[0]);
-    case Op::Xor:
-      return wrap_int(dt, x[0] ^ x[1]);
-    case Op::Or:
-      return wrap_int(dt, x[0] | x[1]);
-    case Op::And:
-      return wrap_int(dt, x[0] & x[1]);
-    case Op::Idiv:
-    case Op::Mod:
-    case Op::CDiv:
-    case Op::CMod: {
-      if (x[1] == 0) fail(Code::InvalidArg, "kernel interp: ", op_name(op), " by zero (", dt.name(), ")");
-      i128 q = x[0] / x[1], r = x[0] % x[1];  // truncating
-      if ((op == Op::Idiv || op == Op::Mod) && r != 0 && ((r < 0) != (x[1] < 0))) {
-        q -= 1;  // floor
-        r += x[1];
-      }
-      return wrap_int(dt, op == Op::Idiv || op == Op::CDiv ? q : r);
-    }
-    case Op::Shl:
-    case Op::Shr: {
-      if (x[1] < 0) fail(Code::InvalidArg, "kernel interp: ", op_name(op), " by a negative amount");
-      if (x[1] >= dt.bits()) return op == Op::Shr && x[0] < 0 ? -1 : 0;
-      int s = int(x[1]);
-      return wrap_int(dt, op == Op::Shl ? i128(u128(x[0]) << s) : x[0] >> s);
-    }
-    default:
-      fail(Code::Unsupported, "kernel interp: ", op_name(op), " is not defined on ", dt.name());
-  }
-}
-
-double int_to_float(DType to, i128 v) {
-  if (to.scalar == Scalar::Float32) return double(static_cast<float>(v));
-  if (to.scalar == Scalar::Float64) return static_cast<double>(v);
-  return round_float(to, static_cast<double>(v));
 }
 
 Val cast_val(DType from, DType to, Val x) {
@@ -416,9 +306,11 @@ class KernelRunner {
     if (is_comparison(u->op)) {
       r.i = in.is_float() ? compare(u->op, x[0].f, x[1].f) : compare(u->op, x[0].i, x[1].i);
     } else if (u->dtype.is_float()) {
-      r.f = round_float(u->dtype, float_op(u->op, x));
+      double f[3] = {x[0].f, x[1].f, x[2].f};
+      r.f = round_float(u->dtype, float_op(u->op, f));
     } else {
-      r.i = int_op(u->op, x, u->dtype);
+      i128 i[3] = {x[0].i, x[1].i, x[2].i};
+      r.i = int_op(u->op, i, u->dtype);
     }
     return r;
   }
