@@ -120,6 +120,28 @@ class Rewriter {
     stack_.push_back(Frame{n, a, b, stage, chain});
   }
   // Push the sources of u that still need work, the first source on top.
+  // Frame f's node (reached as a) rewrites to `next`: reuse next's final form when it is known,
+  // else rewrite next first and record its result for f.n and a (stage 2, finish).
+  void continue_with(const Frame& f, const UOp* a, const UOp* next) {
+    const UOp* known = memo_.get(next);
+    if (known == kBusy) cycle_reentered(next);
+    if (known != nullptr) {
+      memo_.set(f.n, known);
+      if (a != f.n) memo_.set(a, known);
+      return;
+    }
+    if (f.chain + 1 > kMaxSuccessiveRewrites) cycle_too_long(next);
+    push(f.n, a, next, 2, f.chain);
+    push(next, nullptr, nullptr, 0, f.chain + 1);
+  }
+
+  // Stage 2: the replacement f.b is final; it is the result of f.n and f.a too.
+  void finish(const Frame& f) {
+    const UOp* fin = memo_.get(f.b);
+    memo_.set(f.n, fin);
+    if (f.a != f.n) memo_.set(f.a, fin);
+  }
+
   void push_sources(const UOp* u) {
     auto src = u->src();
     for (size_t i = src.size(); i-- > 0;) {
@@ -189,20 +211,9 @@ const UOp* Rewriter::children_first(const UOp* root) {
         if (n2 != f.n) memo_.set(n2, n2);
         continue;
       }
-      const UOp* known = memo_.get(r);
-      if (known == kBusy) cycle_reentered(r);
-      if (known != nullptr) {
-        memo_.set(f.n, known);
-        if (n2 != f.n) memo_.set(n2, known);
-        continue;
-      }
-      if (f.chain + 1 > kMaxSuccessiveRewrites) cycle_too_long(r);
-      push(f.n, n2, r, 2, f.chain);
-      push(r, nullptr, nullptr, 0, f.chain + 1);
+      continue_with(f, n2, r);
     } else {
-      const UOp* fin = memo_.get(f.b);
-      memo_.set(f.n, fin);
-      if (f.a != f.n) memo_.set(f.a, fin);
+      finish(f);
     }
   }
   return memo_.get(root);
@@ -246,20 +257,9 @@ const UOp* Rewriter::parent_first(const UOp* root) {
         continue;
       }
       // New sources can enable rules on the node again, so it goes through stage 0 anew.
-      const UOp* known = memo_.get(rebuilt);
-      if (known == kBusy) cycle_reentered(rebuilt);
-      if (known != nullptr) {
-        memo_.set(f.n, known);
-        if (f.a != f.n) memo_.set(f.a, known);
-        continue;
-      }
-      if (f.chain + 1 > kMaxSuccessiveRewrites) cycle_too_long(rebuilt);
-      push(f.n, f.a, rebuilt, 2, f.chain);
-      push(rebuilt, nullptr, nullptr, 0, f.chain + 1);
+      continue_with(f, f.a, rebuilt);
     } else {
-      const UOp* fin = memo_.get(f.b);
-      memo_.set(f.n, fin);
-      if (f.a != f.n) memo_.set(f.a, fin);
+      finish(f);
     }
   }
   return memo_.get(root);
