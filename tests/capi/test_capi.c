@@ -6,52 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "sinter/sinter.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-static void check(int ok, const char *what, int line) {
-  if (ok) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: %s\n", line, what);
-  }
-}
-#define CHECK(cond) check((cond) ? 1 : 0, #cond, __LINE__)
-
-static int contains(const char *s, const char *sub) { return s != NULL && strstr(s, sub) != NULL; }
-
-/* Checks that `e` is an error of `code` whose message contains `sub`, then frees it. */
-static void expect_error(sn_error *e, sn_code code, const char *sub, int line) {
-  if (e == NULL) {
-    g_failed++;
-    printf("FAIL line %d: expected an error (code %d, \"%s\"), got none\n", line, (int)code, sub);
-    return;
-  }
-  if (sn_error_code(e) == code && sn_error_message(e)[0] != '\0' && contains(sn_error_message(e), sub)) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: expected code %d containing \"%s\", got code %d: %s\n", line, (int)code, sub,
-           (int)sn_error_code(e), sn_error_message(e));
-  }
-  sn_error_free(e);
-}
-#define EXPECT_ERROR(e, code, sub) expect_error((e), (code), (sub), __LINE__)
-
-/* Checks a string result against a substring, then frees it. */
-static void expect_text(char *s, const char *sub, int line) {
-  if (contains(s, sub)) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: expected text containing \"%s\", got: %s\n", line, sub, s ? s : "(null)");
-  }
-  sn_string_free(s);
-}
-#define EXPECT_TEXT(s, sub) expect_text((s), (sub), __LINE__)
 
 /* Shape of u as "(d0,d1,...)", or "none"; symbolic dims print as "?". */
 static const char *shape_of(const sn_uop *u, char *buf) {
@@ -288,7 +244,6 @@ static void test_build_and_query(void) {
   CHECK(e == NULL);
   CHECK(sn_uop_dim(sink, 0, &v, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "has no shape");
-  e = NULL;
 
   /* device */
   dev = sn_uop_device(out, &e);
@@ -325,7 +280,6 @@ static void test_build_and_query(void) {
   CHECK(sn_uop_min_max_float(two, &flo, &fhi, &e) == SN_OK && flo == 2.0 && fhi == 2.0);
   CHECK(sn_uop_min_max_int(two, &lo, &hi, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "sn_uop_min_max_float");
-  e = NULL;
   t = sn_uop_const_int(g, SN_DTYPE_INT8, 100, &e);
   clamped = 7;
   CHECK(sn_uop_min_max_int(t, &lo, &hi, &clamped, &e) == SN_OK && lo == 100 && hi == 100 && clamped == 0);
@@ -508,13 +462,10 @@ static void test_devices(void) {
 
   sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "(CPU:0", &e);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "closing");
-  e = NULL;
   sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "(CPU:0,,CPU:1)", &e);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "empty or malformed");
-  e = NULL;
   sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "CPU,GPU", &e);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "is not a name or a tuple");
-  e = NULL;
   sn_graph_release(g);
 }
 
@@ -541,80 +492,56 @@ static void test_errors(void) {
   /* NULL handles */
   CHECK(sn_graph_create(NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "ctx is NULL");
-  e = NULL;
   CHECK(sn_uop_const_int(NULL, SN_DTYPE_INT32, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph is NULL");
-  e = NULL;
   CHECK(sn_graph_node_count(NULL, &e) == 0);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph is NULL");
-  e = NULL;
   CHECK(sn_uop_op(NULL, &e) == SN_OP_INVALID);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "uop is NULL");
-  e = NULL;
   CHECK(sn_uop_dtype(NULL, &e) == SN_DTYPE_INVALID);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "uop is NULL");
-  e = NULL;
   CHECK(sn_uop_cast(g, NULL, SN_DTYPE_INT32, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "x is NULL");
-  e = NULL;
   CHECK(sn_uop_binary(g, SN_OP_ADD, a, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "srcs[1] is NULL");
-  e = NULL;
   CHECK(sn_uop_to_string(NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "uop is NULL");
-  e = NULL;
   CHECK(sn_graph_simplify(g, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "root is NULL");
-  e = NULL;
   CHECK(sn_uop_sink(g, NULL, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "srcs is NULL but nsrcs is 2");
-  e = NULL;
   CHECK(sn_uop_reshape(g, a, NULL, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "shape is NULL");
-  e = NULL;
   CHECK(sn_uop_var(g, NULL, 0, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "name is NULL");
-  e = NULL;
 
   /* NULL out pointers */
   CHECK(sn_uop_arg(a, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "out is NULL");
-  e = NULL;
   CHECK(sn_uop_dim(a, 0, NULL, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "value is NULL");
-  e = NULL;
   CHECK(sn_uop_min_max_int(bi, NULL, &v, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "min is NULL");
-  e = NULL;
   CHECK(sn_uop_min_max_float(bi, &d, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "max is NULL");
-  e = NULL;
   CHECK(sn_arg_init(NULL, sizeof arg, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "arg is NULL");
-  e = NULL;
 
   /* foreign and stale handles */
   CHECK(sn_uop_const_int((sn_graph *)&not_a_handle, SN_DTYPE_INT32, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph handle is not a live sn_graph");
-  e = NULL;
   CHECK(sn_uop_const_int((sn_graph *)ctx, SN_DTYPE_INT32, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph handle is not a live sn_graph");
-  e = NULL;
   CHECK(sn_graph_create((sn_context *)g, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "context handle is not a live sn_context");
-  e = NULL;
   CHECK(sn_uop_op((sn_uop *)&not_a_handle, &e) == SN_OP_INVALID);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_uop");
-  e = NULL;
   CHECK(sn_uop_binary(g, SN_OP_ADD, a, foreign, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "srcs[1]: uop does not belong to this graph");
-  e = NULL;
   CHECK(sn_uop_reshape(g, (sn_uop *)&not_a_handle, shape23, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "uop does not belong to this graph");
-  e = NULL;
   CHECK(sn_graph_simplify(g, foreign, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "root: uop does not belong to this graph");
-  e = NULL;
   CHECK(sn_uop_op(foreign, &e) == SN_OP_CONST); /* queries accept a uop of any live graph */
   /* a released graph: its handle and its uops are rejected, not dereferenced */
   dead = sn_graph_create(ctx, &e);
@@ -623,13 +550,10 @@ static void test_errors(void) {
   sn_graph_release(dead);
   CHECK(sn_uop_const_int(dead, SN_DTYPE_INT32, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph handle is not a live sn_graph");
-  e = NULL;
   CHECK(sn_uop_op(dead_uop, &e) == SN_OP_INVALID);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_uop");
-  e = NULL;
   CHECK(sn_graph_node_count(dead, &e) == 0);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_graph");
-  e = NULL;
   sn_clear_last_error();
   sn_graph_release(dead); /* a second release is ignored and reported */
   CHECK(sn_last_error_code() == SN_E_INVALID_ARG && contains(sn_last_error_message(), "sn_graph_release"));
@@ -638,49 +562,38 @@ static void test_errors(void) {
   /* unknown enum values */
   CHECK(sn_uop_new(g, (sn_op)9999, SN_DTYPE_INT32, NULL, 0, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_op value 9999");
-  e = NULL;
   CHECK(sn_uop_new(g, SN_OP_INVALID, SN_DTYPE_INT32, NULL, 0, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_op value 0");
-  e = NULL;
   CHECK(sn_uop_const_int(g, (sn_dtype)777, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_dtype value 777");
-  e = NULL;
   CHECK(sn_uop_const_int(g, SN_DTYPE_INVALID, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_dtype value 0");
-  e = NULL;
   CHECK(sn_uop_cast(g, a, (sn_dtype)-3, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_dtype value -3");
-  e = NULL;
   CHECK(sn_uop_binary(g, (sn_op)12345, a, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_op value 12345");
-  e = NULL;
   CHECK(sn_uop_reduce(g, a, (sn_op)500, NULL, 0, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_op value 500");
-  e = NULL;
   CHECK(sn_arg_init(&arg, sizeof arg, &e) == SN_OK);
   arg.kind = (sn_arg_kind)77;
   CHECK(sn_uop_new(g, SN_OP_ADD, SN_DTYPE_FLOAT32, NULL, 0, NULL, &e) == NULL); /* arity first */
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Add takes 2 sources, got 0");
-  e = NULL;
   srcs[0] = a;
   srcs[1] = a;
   CHECK(sn_uop_new(g, SN_OP_ADD, SN_DTYPE_FLOAT32, srcs, 2, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_arg_kind value 77");
-  e = NULL;
   CHECK(sn_arg_init(&arg, sizeof arg, &e) == SN_OK);
   arg.kind = SN_ARG_RANGE;
   arg.axis_type = (sn_axis_type)99;
   srcs[0] = sn_uop_const_int(g, SN_DTYPE_INDEX, 4, &e);
   CHECK(sn_uop_new(g, SN_OP_RANGE, SN_DTYPE_INDEX, srcs, 1, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_axis_type value 99");
-  e = NULL;
   CHECK(sn_arg_init(&arg, sizeof arg, &e) == SN_OK);
   arg.kind = SN_ARG_BUFFER;
   arg.size = 4;
   arg.addrspace = (sn_addrspace)9;
   CHECK(sn_uop_new(g, SN_OP_BUFFER, SN_DTYPE_INT32, NULL, 0, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown sn_addrspace value 9");
-  e = NULL;
 
   /* arg kind that does not fit the op */
   CHECK(sn_arg_init(&arg, sizeof arg, &e) == SN_OK);
@@ -688,47 +601,38 @@ static void test_errors(void) {
   arg.int_value = 3;
   CHECK(sn_uop_new(g, SN_OP_ADD, SN_DTYPE_FLOAT32, srcs + 0, 0, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Add takes 2 sources");
-  e = NULL;
   srcs[0] = a;
   srcs[1] = a;
   CHECK(sn_uop_new(g, SN_OP_ADD, SN_DTYPE_FLOAT32, srcs, 2, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Add takes an arg of kind SN_ARG_NONE, got SN_ARG_INT");
-  e = NULL;
   CHECK(sn_uop_new(g, SN_OP_CONST, SN_DTYPE_INT32, NULL, 0, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Const takes an arg of kind SN_ARG_INT or SN_ARG_FLOAT, got SN_ARG_NONE");
-  e = NULL;
   arg.kind = SN_ARG_FLOAT;
   arg.float_value = 1.5;
   CHECK(sn_uop_new(g, SN_OP_CONST, SN_DTYPE_INT32, NULL, 0, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "needs an integer value");
-  e = NULL;
   arg.kind = SN_ARG_INTS;
   arg.ints = NULL;
   arg.nints = 2;
   srcs[0] = a;
   CHECK(sn_uop_new(g, SN_OP_PERMUTE, SN_DTYPE_FLOAT32, srcs, 1, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "arg->ints is NULL");
-  e = NULL;
   arg.kind = SN_ARG_REDUCE;
   arg.reduce_op = SN_OP_SUB;
   arg.nints = 0;
   CHECK(sn_uop_new(g, SN_OP_REDUCE, SN_DTYPE_FLOAT32, srcs, 1, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Reduce op must be Add, Max or Mul, got Sub");
-  e = NULL;
 
   /* struct_size too small */
   CHECK(sn_arg_init(&arg, 8, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "struct_size 8 is smaller than sizeof(sn_arg)");
-  e = NULL;
   CHECK(sn_arg_init(&arg, sizeof arg, &e) == SN_OK);
   arg.struct_size = 8;
   arg.kind = SN_ARG_NONE;
   CHECK(sn_uop_new(g, SN_OP_CONTIGUOUS, SN_DTYPE_FLOAT32, srcs, 1, &arg, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "arg->struct_size is 8");
-  e = NULL;
   CHECK(sn_uop_arg(a, &arg, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "out->struct_size is 8");
-  e = NULL;
   /* a larger struct (a newer header) is fine */
   {
     struct {
@@ -746,50 +650,36 @@ static void test_errors(void) {
   srcs[0] = a;
   CHECK(sn_uop_alu(g, SN_OP_ADD, srcs, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Add takes 2 sources, got 1");
-  e = NULL;
   srcs[1] = a;
   CHECK(sn_uop_new(g, SN_OP_WHERE, SN_DTYPE_FLOAT32, srcs, 2, NULL, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Where takes 3 sources, got 2");
-  e = NULL;
   CHECK(sn_uop_unary(g, SN_OP_ADD, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Add takes 2 sources, got 1");
-  e = NULL;
   CHECK(sn_uop_binary(g, SN_OP_RESHAPE, a, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "Reshape is not an elementwise op");
-  e = NULL;
   CHECK(sn_uop_unary(g, SN_OP_CAST, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "use sn_uop_cast");
-  e = NULL;
   CHECK(sn_uop_src(a, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "source index 2 is out of range");
-  e = NULL;
   CHECK(sn_uop_dim(a, 2, &v, NULL, &e) == SN_E_INVALID_ARG);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "dimension index 2 is out of range (rank 2)");
-  e = NULL;
 
   /* dtype rules (the core's verifier; messages name the op, the rule and the values) */
   x = sn_uop_reshape(g, bi, shape23, 2, &e);
   CHECK(sn_uop_binary(g, SN_OP_ADD, x, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "dtype mismatch: int32 vs float32");
-  e = NULL;
   CHECK(sn_uop_binary(g, SN_OP_IDIV, a, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "needs integer sources, got float32");
-  e = NULL;
   CHECK(sn_uop_ternary(g, SN_OP_WHERE, a, a, a, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "condition must be bool");
-  e = NULL;
   CHECK(sn_uop_const_float(g, SN_DTYPE_INT32, 1.5, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "int32 is not a float dtype");
-  e = NULL;
   CHECK(sn_uop_const_int(g, SN_DTYPE_VOID, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "void is not a value dtype");
-  e = NULL;
   CHECK(sn_uop_var(g, "k", 5, 1, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "min 5 > max 1");
-  e = NULL;
   CHECK(sn_uop_buffer(g, SN_DTYPE_FLOAT32, -1, "CPU", &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "size -1 is negative");
-  e = NULL;
 
   /* shape rules */
   {
@@ -798,34 +688,24 @@ static void test_errors(void) {
     sn_uop *v2 = sn_uop_reshape(g, sn_uop_buffer(g, SN_DTYPE_FLOAT32, 2, "CPU", &e), s2, 1, &e);
     CHECK(sn_uop_binary(g, SN_OP_ADD, a, v2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "do not broadcast");
-    e = NULL;
     CHECK(sn_uop_reshape(g, a, s42, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "element count changes");
-    e = NULL;
     CHECK(sn_uop_expand(g, a, s43, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "is not 1 and cannot expand");
-    e = NULL;
     CHECK(sn_uop_expand(g, a, s2, 1, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "rank changes");
-    e = NULL;
     CHECK(sn_uop_pad(g, a, off, sz, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "exceeds the padded size");
-    e = NULL;
     CHECK(sn_uop_shrink(g, a, off, sz, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "exceeds the axis size");
-    e = NULL;
     CHECK(sn_uop_permute(g, a, bad_perm, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "is not a permutation");
-    e = NULL;
     CHECK(sn_uop_reduce(g, a, SN_OP_ADD, ax5, 1, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "axis 5 is out of range for rank 2");
-    e = NULL;
     CHECK(sn_uop_reduce(g, a, SN_OP_SUB, s2, 1, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "Reduce op must be Add, Max or Mul");
-    e = NULL;
     CHECK(sn_uop_flip(g, a, flags, 2, &e) == NULL);
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "flags must be 0 or 1");
-    e = NULL;
   }
 
   /* the first error wins: a chain of calls sharing one err reports its root cause, and the later
@@ -835,13 +715,11 @@ static void test_errors(void) {
     CHECK(sn_uop_binary(g, SN_OP_ADD, sn_uop_reshape(g, a, s42, 2, &e), a, &e) == NULL);
     CHECK(contains(sn_last_error_message(), "sn_uop_binary: srcs[0] is NULL"));
     EXPECT_ERROR(e, SN_E_INVALID_ARG, "sn_uop_reshape: Reshape: element count changes");
-    e = NULL;
   }
 
   /* the function name leads every message */
   CHECK(sn_uop_permute(g, a, NULL, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "sn_uop_permute: order is NULL");
-  e = NULL;
 
   /* err == NULL: the per-thread last error is set, and also when err is given */
   sn_clear_last_error();
@@ -855,7 +733,6 @@ static void test_errors(void) {
   CHECK(sn_uop_op(NULL, &e) == SN_OP_INVALID);
   CHECK(contains(sn_last_error_message(), "sn_uop_op: uop is NULL"));
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "sn_uop_op: uop is NULL");
-  e = NULL;
   sn_clear_last_error();
   CHECK(sn_last_error_code() == SN_OK);
 
@@ -871,7 +748,6 @@ static void test_errors(void) {
   /* the context is gone now too */
   CHECK(sn_graph_create(ctx, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "context handle is not a live sn_context");
-  e = NULL;
 }
 
 int main(void) {
@@ -882,6 +758,5 @@ int main(void) {
   test_symbolic();
   test_devices();
   test_errors();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return sn_test_report();
 }

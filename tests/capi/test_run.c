@@ -6,66 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "sinter/sinter.h"
 #include "sinter/sinter_dlpack.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-static void check(int ok, const char *what, int line) {
-  if (ok) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: %s\n", line, what);
-  }
-}
-#define CHECK(cond) check((cond) ? 1 : 0, #cond, __LINE__)
-
-static int contains(const char *s, const char *sub) { return s != NULL && strstr(s, sub) != NULL; }
-
-/* Checks that `*e` is an error of `code` whose message contains `sub`, frees it and resets *e. */
-static void expect_error(sn_error **e, sn_code code, const char *sub, int line) {
-  if (*e == NULL) {
-    g_failed++;
-    printf("FAIL line %d: expected an error (code %d, \"%s\"), got none\n", line, (int)code, sub);
-    return;
-  }
-  if (sn_error_code(*e) == code && contains(sn_error_message(*e), sub)) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: expected code %d containing \"%s\", got code %d: %s\n", line, (int)code, sub,
-           (int)sn_error_code(*e), sn_error_message(*e));
-  }
-  sn_error_free(*e);
-  *e = NULL;
-}
-#define EXPECT_ERROR(e, code, sub) expect_error(&(e), (code), (sub), __LINE__)
-
-/* No error so far; prints it (and resets it) otherwise. */
-static void expect_ok(sn_error **e, int line) {
-  if (*e == NULL) {
-    g_passed++;
-    return;
-  }
-  g_failed++;
-  printf("FAIL line %d: unexpected error %d: %s\n", line, (int)sn_error_code(*e), sn_error_message(*e));
-  sn_error_free(*e);
-  *e = NULL;
-}
-#define EXPECT_OK(e) expect_ok(&(e), __LINE__)
-
-static void expect_text(char *s, const char *sub, int line) {
-  if (contains(s, sub)) {
-    g_passed++;
-  } else {
-    g_failed++;
-    printf("FAIL line %d: expected text containing \"%s\", got: %.200s\n", line, sub, s ? s : "(null)");
-  }
-  sn_string_free(s);
-}
-#define EXPECT_TEXT(s, sub) expect_text((s), (sub), __LINE__)
 
 /* Reference math without libm (C programs here link only libsinter): exp by range reduction and a
    Taylor series, log by Newton's method on it. Accurate to ~1e-12 over the ranges used. */
@@ -935,6 +878,5 @@ int main(void) {
   test_api_table();
   test_program_cache();
   test_launch_vars();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return sn_test_report();
 }
