@@ -4,69 +4,38 @@
 #include <gtest/gtest.h>
 
 #if SN_BACKEND_CPU
-#include <cmath>
-#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "tests/oracle/program.h"
 #include "tests/unit/test_pipeline_util.h"
-#include "tests/util/json.h"
 #include "tests/util/ops_case.h"
 
 namespace sn {
 namespace {
 
-using oracle::Array;
-using testutil::Json;
-
-using testutil::json_tensor;
-using testutil::mismatch;
-
 TEST(CompiledOps, EveryConformanceCaseCompilesAndMatchesNumpy) {
-  auto cases = testutil::read_jsonl(SN_SHARED_DIR "/conformance/ops.jsonl");
-  ASSERT_EQ(cases.size(), 118u);
   auto dev = testrt::runtime().device("CPU");
-  int passed = 0;
-  for (const auto& [line, c] : cases) {
-    std::string name = c.has("name") ? c["name"].as_string() : "line " + std::to_string(line);
-    try {
-      Graph g;
-      std::map<std::string, oracle::InputSpec> specs;
-      std::map<std::string, Array> data;
-      for (const auto& [input_name, t] : c["inputs"].as_object()) {
-        Array a = json_tensor(t);
-        specs[input_name] = oracle::InputSpec{a.dtype, a.shape};
-        data.emplace(input_name, std::move(a));
-      }
-      oracle::Program prog = oracle::build_program(g, c["program"].as_string(), specs);
-      // Inputs in the order the program names them (sorted by name), each with the case's shape.
-      CompileOptions opts;
-      std::vector<std::string> names;
-      for (const auto& [input_name, buf] : prog.buffers) {
-        names.push_back(input_name);
-        opts.inputs.push_back(buf);
-      }
-      auto p = compile_program(testrt::runtime(), g, std::vector<const UOp*>{prog.root}, dev, opts);
-      std::vector<std::shared_ptr<Buffer>> ins, outs;
-      for (size_t i = 0; i < names.size(); i++) {
-        Array a = data.at(names[i]);
-        a.shape = p->inputs[i].shape;  // the program views the flat Buffer with the case's shape
-        ins.push_back(testrt::to_buffer(dev, a));
-      }
-      outs.push_back(p->allocate_output(0));
-      p->run(ins, outs);
-      Array got = testrt::from_buffer(*outs[0]);
-      std::string why = mismatch(got, json_tensor(c["output"]), c["rtol"].as_double(), c["atol"].as_double());
-      if (why.empty())
-        passed++;
-      else
-        ADD_FAILURE() << name << ": " << why << "\n  program: " << c["program"].as_string();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << name << ": threw: " << e.what() << "\n  program: " << c["program"].as_string();
+  int passed = testutil::run_ops_cases([&](Graph& g, const testutil::OpsCase& c) {
+    // Inputs in the order the program names them (sorted by name), each with the case's shape.
+    CompileOptions opts;
+    std::vector<std::string> names;
+    for (const auto& [input_name, buf] : c.program.buffers) {
+      names.push_back(input_name);
+      opts.inputs.push_back(buf);
     }
-  }
-  EXPECT_EQ(passed, int(cases.size()));
+    auto p = compile_program(testrt::runtime(), g, std::vector<const UOp*>{c.program.root}, dev, opts);
+    std::vector<std::shared_ptr<Buffer>> ins, outs;
+    for (size_t i = 0; i < names.size(); i++) {
+      oracle::Array a = c.data.at(names[i]);
+      a.shape = p->inputs[i].shape;  // the program views the flat Buffer with the case's shape
+      ins.push_back(testrt::to_buffer(dev, a));
+    }
+    outs.push_back(p->allocate_output(0));
+    p->run(ins, outs);
+    return testrt::from_buffer(*outs[0]);
+  });
+  EXPECT_EQ(passed, testutil::kOpsCases);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // Reading ../shared/conformance/ops.jsonl cases: tensors from JSON and numpy's comparison rule.
 // Shared by the three runners (oracle, scheduler + kernel interpreter, compiled CPU path).
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tests/oracle/interp.h"
+#include "tests/oracle/program.h"
 #include "tests/util/json.h"
 
 namespace sn::testutil {
@@ -69,5 +73,45 @@ inline std::string mismatch(const oracle::Array& got, const oracle::Array& want,
   }
   return bad ? cat(bad, " of ", want.numel(), " elements differ:", first) : "";
 }
+
+// One case, parsed: its program built in a graph, and the data of each named input.
+struct OpsCase {
+  oracle::Program program;
+  std::map<std::string, oracle::Array> data;
+};
+
+// Runs every case of ops.jsonl through `run(graph, case) -> the output Array` and compares it with
+// numpy's under the case's tolerances. Reports each mismatch or exception (naming the case and its
+// program) as a test failure and returns how many cases matched.
+template <class F>
+int run_ops_cases(F&& run) {
+  int passed = 0;
+  for (const auto& [line, c] : read_jsonl(SN_SHARED_DIR "/conformance/ops.jsonl")) {
+    std::string name = c.has("name") ? c["name"].as_string() : "line " + std::to_string(line);
+    try {
+      Graph g;
+      OpsCase oc;
+      std::map<std::string, oracle::InputSpec> specs;
+      for (const auto& [input_name, t] : c["inputs"].as_object()) {
+        oracle::Array a = json_tensor(t);
+        specs[input_name] = oracle::InputSpec{a.dtype, a.shape};
+        oc.data.emplace(input_name, std::move(a));
+      }
+      oc.program = oracle::build_program(g, c["program"].as_string(), specs);
+      oracle::Array got = run(g, oc);
+      std::string why = mismatch(got, json_tensor(c["output"]), c["rtol"].as_double(), c["atol"].as_double());
+      if (why.empty())
+        passed++;
+      else
+        ADD_FAILURE() << name << ": " << why << "\n  program: " << c["program"].as_string();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << name << ": threw: " << e.what() << "\n  program: " << c["program"].as_string();
+    }
+  }
+  return passed;
+}
+
+// The number of cases in ops.jsonl (each runner checks it ran them all).
+constexpr int kOpsCases = 118;
 
 }  // namespace sn::testutil
