@@ -4,18 +4,12 @@
 #include <cmath>
 
 #include "core/ir/graph.h"
+#include "tests/util/test_helpers.h"
 
 namespace sn {
 namespace {
 
-std::string error_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.message();
-  }
-  return "";
-}
+using testutil::error_of;
 
 const UOp* tensor(Graph& g, DType dt, std::vector<int64_t> shape) {
   int64_t n = 1;

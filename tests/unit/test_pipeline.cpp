@@ -13,9 +13,12 @@
 
 #include "core/tensor/compose.h"
 #include "tests/unit/test_pipeline_util.h"
+#include "tests/util/test_helpers.h"
 
 namespace sn {
 namespace {
+
+using testutil::error_of;
 
 using namespace testrt;
 
@@ -564,16 +567,6 @@ TEST_F(PipelineTest, DebugLevelsPrintToStderr) {
 }
 
 // ---- errors -------------------------------------------------------------------------------------
-
-std::string error_of(const std::function<void()>& f, Code* code = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (code) *code = e.code();
-    return e.message();
-  }
-  return "";
-}
 
 TEST_F(PipelineTest, ErrorsAreClear) {
   Code code = Code::Ok;

@@ -15,8 +15,11 @@
 #include "core/runtime/runtime.h"
 #include "core/tensor/tensor.h"
 #include "tests/oracle/interp.h"
+#include "tests/util/test_helpers.h"
 
 namespace sn::testrt {
+
+using testutil::Rng;
 
 using oracle::Array;
 
@@ -26,21 +29,6 @@ inline Runtime& runtime() {
   static Runtime rt(RuntimeOptions{.debug = -1, .threads = 0, .program_cache_size = 4096});
   return rt;
 }
-
-// Deterministic test data (xorshift).
-struct Rng {
-  uint64_t s = 0x9e3779b97f4a7c15ull;
-  explicit Rng(uint64_t seed = 0x9e3779b97f4a7c15ull) : s(seed ? seed : 1) {}
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) / double(1ull << 53); }
-  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-  bool coin(double p = 0.5) { return uniform(0, 1) < p; }
-};
 
 // Random data of `dtype`: floats uniform in [lo, hi]; integers uniform in [lo, hi] clamped to the
 // dtype; bools 0/1.

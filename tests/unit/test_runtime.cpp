@@ -12,20 +12,13 @@
 
 #if SN_BACKEND_CPU
 #include "tests/unit/test_pipeline_util.h"
+#include "tests/util/test_helpers.h"
 #endif
 
 namespace sn {
 namespace {
 
-std::string error_of(const std::function<void()>& f, Code* code = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (code) *code = e.code();
-    return e.message();
-  }
-  return "";
-}
+using testutil::error_of;
 
 TEST(DeviceNames, Canonical) {
   EXPECT_EQ(canonical_device_name("cpu"), "CPU");

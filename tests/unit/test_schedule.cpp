@@ -12,24 +12,14 @@
 #include "core/tensor/tensor.h"
 #include "tests/oracle/interp.h"
 #include "tests/oracle/kernel_interp.h"
+#include "tests/util/test_helpers.h"
 
 namespace sn {
 namespace {
 
-using oracle::Array;
+using testutil::Rng;
 
-// Deterministic test data.
-struct Rng {
-  uint64_t s = 0x9e3779b97f4a7c15ull;
-  uint64_t next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * double(next() >> 11) / double(1ull << 53); }
-  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-};
+using oracle::Array;
 
 class ScheduleTest : public ::testing::Test {
  protected:

@@ -7,26 +7,16 @@
 
 #include "core/ir/graph.h"
 #include "core/tensor/tensor.h"
+#include "tests/util/test_helpers.h"
 
 namespace sn {
 namespace {
 
+using testutil::expect_invalid;
+
 using Dims = std::vector<int64_t>;
 
 Dims dims(const UOp* t) { return static_shape(t); }
-
-// `fn` throws sn::Error(InvalidArg) whose message contains every one of `parts`.
-void expect_invalid(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Code::InvalidArg) << e.message();
-    for (const std::string& p : parts)
-      EXPECT_NE(e.message().find(p), std::string::npos) << "'" << p << "' not in: " << e.message();
-    return;
-  }
-  ADD_FAILURE() << "no sn::Error thrown";
-}
 
 class TensorFront : public ::testing::Test {
  protected:
