@@ -108,9 +108,9 @@ class Vectorizer {
   // k lanes). Not every vector does: a vector accumulator of another reduce, read through Geps
   // as scalars, may even be the same node as a vector load made here.
   bool vec(const UOp* x) const { return varying_.count(x) != 0; }
-  // Marks the node being rebuilt (cur_) as varying; returns its rebuilt form.
-  const UOp* varies(const UOp* rebuilt) {
-    varying_.insert(cur_);
+  // Records that the original node x varies along the lanes; returns its rebuilt form.
+  const UOp* varies(const UOp* x, const UOp* rebuilt) {
+    varying_.insert(x);
     return rebuilt;
   }
   // The rebuilt form of the original node x as a k-lane vector.
@@ -123,7 +123,7 @@ class Vectorizer {
   const UOp* per_lane(const UOp* x) {
     std::vector<const UOp*> lanes;
     for (int c = 0; c < k_; c++) lanes.push_back(lane(x, c));
-    return varies(g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes));
+    return varies(x, g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes));
   }
   const UOp* vector_address(const UOp* index) {
     const UOp* base = lane(index->src(1), 0);
@@ -132,11 +132,10 @@ class Vectorizer {
   }
 
   const UOp* rebuild(const UOp* x, std::span<const UOp* const> s) {
-    cur_ = x;
     if (x == u_) {
       std::vector<const UOp*> lanes;
       for (int c = 0; c < k_; c++) lanes.push_back(g_.cint(c, u_->dtype));
-      return varies(g_.make(Op::Vectorize, u_->dtype.vec(uint16_t(k_)), lanes));
+      return varies(x, g_.make(Op::Vectorize, u_->dtype.vec(uint16_t(k_)), lanes));
     }
     bool any = false;
     for (const UOp* y : x->src()) any = any || vec(y);
@@ -156,7 +155,7 @@ class Vectorizer {
           src.push_back(bcast(x->src(1), s[1]));
           src.push_back(s[2]);
         }
-        return varies(g_.make(Op::Load, vdt, src, x->arg, x->tag));
+        return varies(x, g_.make(Op::Load, vdt, src, x->arg, x->tag));
       }
       case Op::Store: {
         std::vector<const UOp*> src{vector_address(x->src(0)), bcast(x->src(1), s[1])};
@@ -164,10 +163,10 @@ class Vectorizer {
         return g_.make(Op::Store, x->dtype, src, x->arg, x->tag);
       }
       case Op::Reduce:
-        return varies(g_.make(Op::Reduce, s[0]->dtype, s, x->arg, x->tag));
+        return varies(x, g_.make(Op::Reduce, s[0]->dtype, s, x->arg, x->tag));
       case Op::Cast:
       case Op::Bitcast:
-        return varies(g_.make(x->op, vdt, {s[0]}, vdt));
+        return varies(x, g_.make(x->op, vdt, {s[0]}, vdt));
       case Op::Threefry:
         return per_lane(x);  // scalar-only composition
       default:
@@ -176,7 +175,7 @@ class Vectorizer {
     if (!is_elementwise(x->op)) fail(Code::Internal, "vectorize: ", op_name(x->op), " depends on the vector axis");
     std::vector<const UOp*> src;
     for (size_t i = 0; i < s.size(); i++) src.push_back(bcast(x->src(i), s[i]));
-    return varies(g_.make(x->op, vdt, src, x->arg, x->tag));
+    return varies(x, g_.make(x->op, vdt, src, x->arg, x->tag));
   }
 
   Graph& g_;
@@ -184,7 +183,6 @@ class Vectorizer {
   int k_;
   Rebuilder rb_;
   std::unordered_set<const UOp*> varying_;  // original nodes
-  const UOp* cur_ = nullptr;                // the original node rebuild() is working on
 };
 
 // Whether a reduced value can take range r (an UNROLL range) as vector lanes with vector loads:

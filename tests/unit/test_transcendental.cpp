@@ -91,17 +91,6 @@ double ulp_err(T got, long double ref) {
   return double(std::fabs((long double)got - ref) / ulp);
 }
 
-struct Row {
-  std::string fn, dt, range;
-  double max_ulp;
-  long double worst_x, worst_y;
-  size_t instructions;  // non-Const instructions of the scalar kernel (with its load, store, loop)
-};
-std::vector<Row>& table() {
-  static std::vector<Row> t;
-  return t;
-}
-
 template <class T, class Ref>
 double check(const char* fn, const char* range, Op op, const std::vector<T>& a, const std::vector<T>& b, Ref ref,
              double bound) {
@@ -127,7 +116,9 @@ double check(const char* fn, const char* range, Op op, const std::vector<T>& a, 
                       << " want " << double(r) << " (" << e << " ulp)";
     }
   }
-  table().push_back({fn, sizeof(T) == 4 ? "f32" : "f64", range, worst, wx, wy, ninst});
+  // The measured accuracy, one line per sweep (fn, dtype, range, max ulp, instructions, worst input).
+  std::printf("accuracy %-5s %-4s %-34s %8.3f ulp %6zu insts  x=%.9Lg y=%.9Lg\n", fn, sizeof(T) == 4 ? "f32" : "f64",
+              range, worst, ninst, wx, wy);
   return worst;
 }
 
@@ -373,14 +364,6 @@ TEST(Transcendental, CacheKeyDiffers) {
   // The host target follows SN_CPU_NATIVE_MATH (read once).
   const char* env = std::getenv("SN_CPU_NATIVE_MATH");
   EXPECT_EQ(jit().target().native_math, !(env && std::string(env) == "0"));
-}
-
-// Runs last in this file (gtest keeps declaration order): the measured errors.
-TEST(Transcendental, PrintTable) {
-  std::printf("%-5s %-4s %-34s %8s %6s  %s\n", "fn", "dt", "range", "max ulp", "insts", "worst at");
-  for (const Row& r : table())
-    std::printf("%-5s %-4s %-34s %8.3f %6zu  x=%.9Lg y=%.9Lg\n", r.fn.c_str(), r.dt.c_str(), r.range.c_str(), r.max_ulp,
-                r.instructions, r.worst_x, r.worst_y);
 }
 
 }  // namespace
