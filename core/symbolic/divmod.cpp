@@ -158,12 +158,7 @@ const UOp* fold_common_factor(Graph& g, bool is_div, DType dt, const Lin& L, i12
   for (i128 f : cands) {
     if (f <= 1) break;
     Lin big, rest;
-    for (const Term& t : L.terms) {
-      if (t.coef % f == 0)
-        big.add(t.atom, t.coef / f);
-      else
-        rest.add(t.atom, t.coef);
-    }
+    split_by_factor(L, f, &big, &rest);
     if (big.terms.empty()) continue;
     rest.k = L.k;
     i128 lo = rest.lo(), hi = rest.hi(), kq;

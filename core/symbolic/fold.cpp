@@ -412,12 +412,7 @@ const UOp* lt_const_right(Graph& g, const UOp* root, const UOp* x, i128 c) {
   for (i128 f : cands) {
     if (f <= 1) break;
     Lin big, rest;
-    for (const Term& t : L.terms) {
-      if (t.coef % f == 0)
-        big.add(t.atom, t.coef / f);
-      else
-        rest.add(t.atom, t.coef);
-    }
+    split_by_factor(L, f, &big, &rest);
     if (big.terms.empty() || rest.lo() < 0 || rest.hi() >= f) continue;
     return mk(big, c / f);
   }

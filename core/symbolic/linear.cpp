@@ -74,6 +74,15 @@ void Lin::remove(const UOp* atom) {
   if (i >= 0) erase_at(size_t(i));
 }
 
+void split_by_factor(const Lin& l, i128 f, Lin* big, Lin* rest) {
+  for (const Term& t : l.terms) {
+    if (t.coef % f == 0)
+      big->add(t.atom, t.coef / f);
+    else
+      rest->add(t.atom, t.coef);
+  }
+}
+
 i128 Lin::lo() const {
   i128 s = k;
   for (const Term& t : terms) s += t.coef > 0 ? t.coef * vmin(t.atom) : t.coef * vmax(t.atom);

@@ -79,6 +79,11 @@ struct Lin {
   std::unordered_map<const UOp*, size_t> index_;
 };
 
+// Splits the terms of `l` (not its constant) by a factor f > 1: the terms whose coefficient f
+// divides go to `big` with that coefficient / f, the others to `rest` unchanged; so
+// l = f * big + rest + l.k.
+void split_by_factor(const Lin& l, i128 f, Lin* big, Lin* rest);
+
 // The linear form of an integer scalar node (looks through Add, Sub, Neg and Mul by a constant).
 Lin lin_of(const UOp* u);
 // Builds the canonical node of a linear form: terms in atom order, left-nested, constant last.
