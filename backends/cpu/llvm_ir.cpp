@@ -339,23 +339,42 @@ class IrWriter {
     return emit(str("trunc ", it, " ", sel, " to ", reg_type(dtypes::int16.vec(uint16_t(lanes)))));
   }
 
+  // The int32/float32/bool vector types of `lanes` lanes and the two helpers of the bit-level
+  // conversions below: an int32 constant (splat) and an int32 select.
+  struct Lanes32 {
+    IrWriter& w;
+    uint16_t n;
+    DType i32, f32;
+    std::string it, ft, bt;
+    Lanes32(IrWriter& w_, int lanes)
+        : w(w_),
+          n(uint16_t(lanes)),
+          i32(dtypes::int32.vec(n)),
+          f32(dtypes::float32.vec(n)),
+          it(reg_type(i32)),
+          ft(reg_type(f32)),
+          bt(reg_type(dtypes::bool_.vec(n))) {}
+    std::string k(int64_t c) const { return splat(i32, std::to_string(c)); }
+    std::string sel(const std::string& c, const std::string& a, const std::string& b) const {
+      return w.emit(str("select ", bt, " ", c, ", ", it, " ", a, ", ", it, " ", b));
+    }
+  };
+
   // fp8 bits -> float32 (exact). Normal values move their exponent and mantissa into place and
   // rebias; subnormals are mantissa * 2^(emin - mbits); inf and NaN are selected.
   std::string fp8_to_f32(const std::string& x, Scalar s, int lanes) {
     Fp8Format f = fp8_format(s);
-    uint16_t n = uint16_t(lanes);
-    DType i32 = dtypes::int32.vec(n), f32 = dtypes::float32.vec(n);
-    std::string it = reg_type(i32), ft = reg_type(f32), bt = reg_type(dtypes::bool_.vec(n));
-    auto k = [&](int64_t c) { return splat(i32, std::to_string(c)); };
-    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) {
-      return emit(str("select ", bt, " ", c, ", ", it, " ", a, ", ", it, " ", b));
-    };
+    Lanes32 L(*this, lanes);
+    const std::string &it = L.it, &ft = L.ft;
+    uint16_t n = L.n;
+    auto k = [&](int64_t c) { return L.k(c); };
+    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) { return L.sel(c, a, b); };
     std::string w = emit(str("zext ", reg_type(dtypes::int8.vec(n)), " ", x, " to ", it));
     std::string sign = emit(str("shl ", it, " ", emit(str("and ", it, " ", w, ", ", k(0x80))), ", ", k(24)));
     std::string m = emit(str("and ", it, " ", w, ", ", k(0x7f)));
     std::string nb = emit(str("add ", it, " ", emit(str("shl ", it, " ", m, ", ", k(23 - f.mbits))), ", ",
                               k(int64_t(127 - f.bias) << 23)));
-    std::string q = splat(f32, literal(dtypes::float32, std::ldexp(1.0, 1 - f.bias - f.mbits), 0, true));
+    std::string q = splat(L.f32, literal(dtypes::float32, std::ldexp(1.0, 1 - f.bias - f.mbits), 0, true));
     std::string sf = emit(str("fmul ", ft, " ", emit(str("uitofp ", it, " ", m, " to ", ft)), ", ", q));
     std::string sb = emit(str("bitcast ", ft, " ", sf, " to ", it));
     std::string mag = sel(emit(str("icmp ult ", it, " ", m, ", ", k(1 << f.mbits))), sb, nb);
@@ -376,13 +395,11 @@ class IrWriter {
   // round_float); NaN -> the canonical NaN; the sign is kept (also of zero).
   std::string f32_to_fp8(const std::string& x, Scalar s, int lanes) {
     Fp8Format f = fp8_format(s);
-    uint16_t n = uint16_t(lanes);
-    DType i32 = dtypes::int32.vec(n), f32 = dtypes::float32.vec(n);
-    std::string it = reg_type(i32), ft = reg_type(f32), bt = reg_type(dtypes::bool_.vec(n));
-    auto k = [&](int64_t c) { return splat(i32, std::to_string(c)); };
-    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) {
-      return emit(str("select ", bt, " ", c, ", ", it, " ", a, ", ", it, " ", b));
-    };
+    Lanes32 L(*this, lanes);
+    const std::string &it = L.it, &ft = L.ft;
+    uint16_t n = L.n;
+    auto k = [&](int64_t c) { return L.k(c); };
+    auto sel = [&](const std::string& c, const std::string& a, const std::string& b) { return L.sel(c, a, b); };
     int sh = 23 - f.mbits, emin = 1 - f.bias;
     std::string b = emit(str("bitcast ", ft, " ", x, " to ", it));
     std::string sign = emit(str("and ", it, " ", emit(str("lshr ", it, " ", b, ", ", k(24))), ", ", k(0x80)));
@@ -393,19 +410,19 @@ class IrWriter {
         str("sub ", it, " ", emit(str("lshr ", it, " ", r, ", ", k(sh))), ", ", k(int64_t(127 - f.bias) << f.mbits)));
     double magic = std::ldexp(1.0, emin - f.mbits + 23);
     std::string af = emit(str("bitcast ", it, " ", a, " to ", ft));
-    std::string sum = emit(str("fadd ", ft, " ", af, ", ", splat(f32, literal(dtypes::float32, magic, 0, true))));
+    std::string sum = emit(str("fadd ", ft, " ", af, ", ", splat(L.f32, literal(dtypes::float32, magic, 0, true))));
     std::string cs = emit(str("sub ", it, " ", emit(str("bitcast ", ft, " ", sum, " to ", it)), ", ",
                               k(std::bit_cast<uint32_t>(float(magic)))));
     std::string code = sel(emit(str("icmp ult ", it, " ", a, ", ", k(int64_t(emin + 127) << 23))), cs, cn);
     std::string over = emit(str("icmp ugt ", it, " ", code, ", ", k(f.max_code)));
-    std::string nan = emit(str("fcmp uno ", ft, " ", x, ", ", splat(f32, "0.0")));
+    std::string nan = emit(str("fcmp uno ", ft, " ", x, ", ", splat(L.f32, "0.0")));
     std::string out;
     if (f.ieee) {
       std::string fin = emit(str("or ", it, " ", sign, ", ", code));
       std::string inf = emit(str("or ", it, " ", sign, ", ", k(f.max_code + 1)));
       out = sel(nan, k(f.nan_code), sel(over, inf, fin));
     } else {
-      std::string bad = emit(str("or ", bt, " ", nan, ", ", over));
+      std::string bad = emit(str("or ", L.bt, " ", nan, ", ", over));
       out = sel(bad, k(f.nan_code), emit(str("or ", it, " ", sign, ", ", code)));
     }
     return emit(str("trunc ", it, " ", out, " to ", reg_type(dtypes::int8.vec(n))));
