@@ -193,12 +193,13 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r) {
   if (k < 2 || k > 64 || value->dtype.lanes != 1) return false;
   std::vector<const UOp*> order = toposort(value);
   OpenRanges open(order);
+  Vectorizer lanes(g, r, int(k));
   bool any_load = false;
   for (const UOp* x : order) {
     if (is_type(x, AxisType::Upcast)) return false;  // a register tile: its stores take the lanes
     if (x == r || !open.contains(x, r)) continue;
     if (x->op == Op::Load) {
-      if (!Vectorizer(g, r, int(k)).contiguous(x->src(0)->src(1))) return false;
+      if (!lanes.contiguous(x->src(0)->src(1))) return false;
       any_load = true;
     } else if (!is_elementwise(x->op) && x->op != Op::Index && x->op != Op::Cast) {
       return false;
