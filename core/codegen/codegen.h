@@ -35,6 +35,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -140,7 +141,9 @@ const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulato
 const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target = {});
 // Exp2/Log2/Sin/Sqrt/Pow on float32/float64 values -> ops every renderer emits (polynomials
 // with range reduction; see transcendental.cpp for the algorithms and their accuracy).
-const UOp* decompose_transcendentals(Graph& g, const UOp* sink, bool exp2_only = false);
+// Decomposes the listed ops (of Exp2, Log2, Sin, Sqrt, Pow) into polynomials and bit manipulation.
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink,
+                                     std::initializer_list<Op> ops = {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow});
 const UOp* linearize(Graph& g, const UOp* sink);  // -> Linear
 
 }  // namespace sn

@@ -116,7 +116,7 @@ const PatternMatcher& isel_rules() {
 const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target) {
   const UOp* out = graph_rewrite(g, sink, isel_rules());
   if (!target.native_math) return decompose_transcendentals(g, out);
-  return target.inline_exp2 ? decompose_transcendentals(g, out, /*exp2_only=*/true) : out;
+  return target.inline_exp2 ? decompose_transcendentals(g, out, {Op::Exp2}) : out;
 }
 
 }  // namespace sn

@@ -30,6 +30,7 @@
 //            exp2   log2   sqrt   sin    pow
 //   float32  0.81   0.50   0.50   0.50   0.50
 //   float64  0.85   0.51   0.50   0.69   2.1 (results near the overflow threshold; 0.9 for |y log2 x| < 100)
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -419,12 +420,16 @@ const UOp* decompose(const Match& mt) {
 
 }  // namespace
 
-const UOp* decompose_transcendentals(Graph& g, const UOp* sink, bool exp2_only) {
-  static const PatternMatcher all({
-      {Pat::ops({Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow}), decompose, "transcendental"},
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::initializer_list<Op> ops) {
+  static const PatternMatcher pm({
+      {Pat::ops({Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow}),
+       [](const Match& m) -> const UOp* {
+         const auto& wanted = *static_cast<const std::initializer_list<Op>*>(m.ctx);
+         return std::find(wanted.begin(), wanted.end(), m.root->op) != wanted.end() ? decompose(m) : nullptr;
+       },
+       "transcendental"},
   });
-  static const PatternMatcher exp2({{Pat::op(Op::Exp2), decompose, "exp2"}});
-  return graph_rewrite(g, sink, exp2_only ? exp2 : all);
+  return graph_rewrite(g, sink, pm, const_cast<std::initializer_list<Op>*>(&ops));
 }
 
 }  // namespace sn
