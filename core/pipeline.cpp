@@ -81,7 +81,7 @@ void check_graph(std::span<const UOp* const> outputs, const ComputeDevice& devic
     if (u->op == Op::Buffer) {
       const Device& bd = u->as<BufferArg>().device;
       if (bd.null()) continue;  // a buffer with no device runs wherever the program does
-      if (bd.tuple || canonical_device_name(bd.names[0]) != device.name())
+      if (bd.tuple || canonical_device_name(bd.names[0]) != canonical_device_name(device.name()))
         fail(Code::Device, "compile: input Buffer %", u->id, " lives on ", bd.str(), ", the program is compiled for ",
              device.name());
     }
@@ -274,7 +274,6 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   LowerOptions lo;
   lo.optimize = options.optimize;
   lo.allow_threads = options.allow_threads;
-  std::vector<std::string> opts_applied(s.kernels.size(), "cached");
   for (size_t k = 0; k < s.kernels.size(); k++) {
     const ScheduledKernel& sk = s.kernels[k];
     std::shared_ptr<const DeviceKernel> kernel;
@@ -283,10 +282,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       LowerOptions klo = lo;
       if (dump.wants_graphs())
         klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
-      LoweredKernel lk = lower_kernel(g, sk.ast, device->target(), klo);
-      opts_applied[k].clear();
-      for (const std::string& o : lk.applied_opts) opts_applied[k] += (opts_applied[k].empty() ? "" : " ") + o;
-      kernel = device->compile(lk);
+      kernel = device->compile(lower_kernel(g, sk.ast, device->target(), klo));
     }
     dump.text("source", int(k), kernel->source, debug >= 4);
     Launch launch;
@@ -322,9 +318,10 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
                                                                     : "tmp";
         bufs += cat(bufs.empty() ? "" : " ", role, pb.index);
       }
+      std::string opts;
+      for (const Opt& o : l.kernel->opts) opts += (opts.empty() ? "" : " ") + opt_str(o);
       std::fprintf(stderr, "sn: %4zu %-32s threads %3lld  [%s]  {%s}  %.2f ms\n", k, l.kernel->name.c_str(),
-                   static_cast<long long>(l.kernel->threads), bufs.c_str(), opts_applied[k].c_str(),
-                   l.kernel->compile_ms);
+                   static_cast<long long>(l.kernel->threads), bufs.c_str(), opts.c_str(), l.kernel->compile_ms);
     }
   }
   if (options.use_cache) rt.store_program(key, p);

@@ -25,7 +25,7 @@ struct CompileOptions {
   // creation order.
   std::vector<const UOp*> inputs;
   // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
-  // kernel "ast", "optimized", "expanded", "reduce", "isel", "linear". Not called for kernels or
+  // kernel "ast", "optimized", "expanded", "reduce", "parallel", "isel", "linear". Not called for kernels or
   // programs answered from a cache.
   std::function<void(std::string_view stage, int kernel, const UOp* root)> on_stage;
 };

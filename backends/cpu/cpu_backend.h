@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/codegen/codegen.h"
+#include "core/runtime/device.h"
 #include "core/runtime/thread_pool.h"
 
 namespace sn {
@@ -21,20 +22,17 @@ namespace sn {
 // LLVM IR text of a lowered kernel; `symbol` is the name of the exported entry point.
 std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol);
 
-// The host CPU as LLVM sees it (name, features), all cores.
-CpuTarget host_cpu_target();
+// The host CPU as LLVM sees it (name, features, vector width), THREAD axes over all cores, the
+// math it renders natively (SN_CPU_NATIVE_MATH=0: none).
+Target host_cpu_target();
 
-struct CompiledKernel {
+// A kernel in the JIT. DeviceKernel::source is the LLVM IR as rendered (before optimization),
+// compile_ms LLVM's parse + optimize + codegen time.
+struct CpuKernel final : DeviceKernel {
   using Fn = void (*)(void* const* bufs, const int64_t* vars, int64_t core_id, int64_t ncores);
-  std::string name;    // readable kernel name
   std::string symbol;  // unique entry point in the JIT
-  std::string source;  // LLVM IR as rendered (before optimization)
   Fn fn = nullptr;
-  int64_t threads = 1;
-  std::vector<KernelParam> params;
-  std::vector<KernelVar> vars;
-  double compile_ms = 0;  // LLVM parse + optimize + codegen of this kernel
-  double opt_ms = 0;      // of which the optimization pipeline
+  double opt_ms = 0;  // of compile_ms, the optimization pipeline
 };
 
 struct CpuCompilerStats {
@@ -53,21 +51,21 @@ class CpuCompiler {
   CpuCompiler(const CpuCompiler&) = delete;
   CpuCompiler& operator=(const CpuCompiler&) = delete;
 
-  const CpuTarget& target() const;
+  const Target& target() const;
 
-  std::shared_ptr<const CompiledKernel> compile(const LoweredKernel& k);
+  std::shared_ptr<const CpuKernel> compile(const LoweredKernel& k);
   // Lowers (unless cached) and compiles a kernel AST for this compiler's target.
-  std::shared_ptr<const CompiledKernel> compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts = {});
+  std::shared_ptr<const CpuKernel> compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts = {});
   // A kernel compiled before under lowered-kernel key `key`, or nullptr.
-  std::shared_ptr<const CompiledKernel> find(uint64_t key) const;
+  std::shared_ptr<const CpuKernel> find(uint64_t key) const;
 
   // Runs the kernel: one call per THREAD index, spread over the pool. `vars` may be null when
   // the kernel has no variables. Throws Error(InvalidArg) when a variable is out of its range
   // or written buffers overlap.
-  void run(const CompiledKernel& k, void* const* bufs, const int64_t* vars = nullptr);
+  void run(const CpuKernel& k, void* const* bufs, const int64_t* vars = nullptr);
 
   // Optimized LLVM IR of a kernel (for SN_DEBUG dumps); compiles nothing.
-  std::string optimized_ir(const CompiledKernel& k);
+  std::string optimized_ir(const CpuKernel& k);
 
   CpuCompilerStats stats() const;
   ThreadPool& pool();

@@ -509,8 +509,14 @@ class IrWriter {
         return;
       }
       case Op::Special:
+        if (u->as<std::string>() != "core_id")
+          fail(Code::Unsupported, "llvm: the CPU has no ", u->as<std::string>(), " (GPU work-group index)");
         val_[u] = "%core_id";
         return;
+      case Op::If:
+        return open_if(u);
+      case Op::Endif:
+        return close_if(u);
       case Op::Buffer: {
         const BufferArg& b = u->as<BufferArg>();
         std::string n = str("%acc", nacc_++);
@@ -651,7 +657,7 @@ class IrWriter {
       line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ptr ", v(addr), ", align ", align));
     };
     if (u->nsrc() < 3) return write();
-    const UOp* gate = u->src(2);
+    const UOp* gate = u->src(2);  // a scalar gate is an If block around the store (linearize)
     if (gate->dtype.lanes > 1) {
       std::string name = str("llvm.masked.store.", "v", p.lanes, mem_scalar(p), ".p0");
       decls_.insert(str("declare void @", name, "(", mt, ", ptr, i32, ", reg_type(gate->dtype), ")"));
@@ -659,12 +665,21 @@ class IrWriter {
                ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ")"));
       return;
     }
+    fail(Code::Internal, "llvm: a store with a scalar gate outside an If block");
+  }
+
+  // If(gate) ... Endif: a branch around the block.
+  void open_if(const UOp* u) {
     int n = nlabel_++;
-    line(str("br i1 ", v(gate), ", label %st", n, ", label %st", n, ".j"));
-    label(str("st", n));
-    write();
-    line(str("br label %st", n, ".j"));
-    label(str("st", n, ".j"));
+    line(str("br i1 ", v(u->src(0)), ", label %if", n, ", label %if", n, ".end"));
+    label(str("if", n));
+    ifs_[u] = n;
+  }
+  void close_if(const UOp* u) {
+    auto it = ifs_.find(u->src(0));
+    if (it == ifs_.end()) fail(Code::Internal, "llvm: Endif of an If that is not open");
+    line(str("br label %if", it->second, ".end"));
+    label(str("if", it->second, ".end"));
   }
 
   struct Loop {
@@ -953,6 +968,7 @@ class IrWriter {
   std::unordered_map<const UOp*, std::string> val_;
   std::unordered_map<std::string, size_t> var_index_;
   std::unordered_map<const UOp*, Loop> loops_;
+  std::unordered_map<const UOp*, int> ifs_;  // open If -> its label number
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
   std::vector<std::string> tile_loops_;       // loop metadata

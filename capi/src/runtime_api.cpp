@@ -548,7 +548,7 @@ const char* sn_buffer_device(const sn_buffer* buffer, sn_error** err) {
 void* sn_buffer_host_pointer(sn_buffer* buffer, sn_error** err) {
   return guard("sn_buffer_host_pointer", err, static_cast<void*>(nullptr), [&]() -> void* {
     sn_buffer* b = live_buffer(buffer, "buffer");
-    return b->buf->device().name() == "CPU" ? b->buf->data() : nullptr;
+    return b->buf->host_data();
   });
 }
 
@@ -659,8 +659,8 @@ char* sn_program_stage(const sn_program* program, const char* stage, sn_error** 
   return guard("sn_program_stage", err, static_cast<char*>(nullptr), [&] {
     const Program& p = *live_program(program, "program")->prog;
     if (stage == nullptr) invalid("stage is NULL");
-    static const char* const kStages[] = {"tensor", "schedule", "ast",    "optimized", "expanded",
-                                          "reduce", "isel",     "linear", "source",    "plan"};
+    static const char* const kStages[] = {"tensor", "schedule", "ast",  "optimized", "expanded", "simplified",
+                                          "reduce", "parallel", "isel", "linear",    "source",   "plan"};
     std::string s = stage, known;
     for (const char* k : kStages) known += (known.empty() ? "" : ", ") + std::string(k);
     if (std::find(std::begin(kStages), std::end(kStages), s) == std::end(kStages))
@@ -697,7 +697,7 @@ sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
     t.version = {SN_DLPACK_MAJOR_VERSION, SN_DLPACK_MINOR_VERSION};
     t.deleter = dlpack_export_deleter;
     t.flags = 0;
-    t.dl_tensor.data = buf.data();
+    t.dl_tensor.data = buf.host_data();
     t.dl_tensor.device = {SN_DLPACK_DEVICE_CPU, 0};
     t.dl_tensor.ndim = int32_t(buf.shape().size());
     t.dl_tensor.dtype = to_dlpack_dtype(buf.dtype());
@@ -748,7 +748,7 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
           strides[k] = t.strides ? t.strides[k] : int64_t(st);
           st *= size_t(shape[k]);
         }
-        gather_strided(static_cast<char*>(buf->data()), data, shape, strides, numel, dt.itemsize());
+        gather_strided(static_cast<char*>(buf->host_data()), data, shape, strides, numel, dt.itemsize());
       }
       sn_buffer* h = new_buffer(d, std::move(buf));
       if (tensor->deleter) tensor->deleter(tensor);

@@ -11,11 +11,6 @@
 
 namespace sn {
 
-std::string CpuTarget::key() const {
-  return cat(triple, "|", cpu, "|", features, "|", cores, "|", vector_bits, "|", has_f16c, "|", vector_math, "|",
-             native_math, "|", inline_exp2);
-}
-
 namespace {
 
 uint64_t fnv1a(std::string_view s) {
@@ -82,7 +77,7 @@ void check_kernel_ast(const UOp* ast) {
   }
 }
 
-std::string kernel_name(const UOp* sink, const std::vector<Opt>& applied) {
+std::string kernel_name(const UOp* sink) {
   if (sink->holds<std::string>() && !sink->as<std::string>().empty()) return sink->as<std::string>();
   std::vector<const UOp*> loops, reduces;
   classify_ranges(sink, &loops, &reduces);
@@ -90,17 +85,22 @@ std::string kernel_name(const UOp* sink, const std::vector<Opt>& applied) {
   auto rank = [](AxisType t) {
     switch (t) {
       case AxisType::Thread:
+      case AxisType::Global:
         return 0;
-      case AxisType::Loop:
+      case AxisType::Local:
         return 1;
-      case AxisType::Reduce:
-        return 3;
-      case AxisType::Upcast:
+      case AxisType::Loop:
         return 2;
-      case AxisType::Unroll:
-        return 4;
-      default:
+      case AxisType::GroupReduce:
+        return 3;
+      case AxisType::Reduce:
         return 5;
+      case AxisType::Upcast:
+        return 4;
+      case AxisType::Unroll:
+        return 6;
+      default:
+        return 7;
     }
   };
   std::vector<const UOp*> all = loops;
@@ -115,23 +115,21 @@ std::string kernel_name(const UOp* sink, const std::vector<Opt>& applied) {
     int64_t n = const_bound(r);
     name += n >= 0 ? cat("_", n) : "_n";
   }
-  (void)applied;
   return name;
 }
 
 }  // namespace
 
-uint64_t kernel_key(const UOp* ast, const CpuTarget& target, const LowerOptions& opts) {
+uint64_t kernel_key(const UOp* ast, const Target& target, const LowerOptions& opts) {
   uint64_t h = hash_combine(ast->content_hash(), fnv1a(target.key()));
   h = hash_combine(h, uint64_t(opts.optimize) | uint64_t(opts.allow_threads) << 1 | uint64_t(bool(opts.opts)) << 2 |
                           uint64_t(opts.simplify) << 3);
   if (opts.opts)
-    for (const Opt& o : *opts.opts)
-      h = hash_combine(h, hash_combine(uint64_t(o.op), hash_combine(uint64_t(o.axis), uint64_t(o.amount))));
+    for (const Opt& o : *opts.opts) h = hash_combine(h, fnv1a(opt_str(o)));
   return hash_combine(h, uint64_t(opts.min_ops_per_thread));
 }
 
-LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, const LowerOptions& opts) {
+LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const LowerOptions& opts) {
   check_kernel_ast(ast);
   LoweredKernel k;
   k.ast = ast;
@@ -144,9 +142,8 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
   stage("ast", ast);
   OptResult o = optimize_kernel(g, ast, target, opts);
   stage("optimized", o.sink);
-  k.threads = o.threads;
-  for (const Opt& op : o.applied) k.applied_opts.push_back(opt_str(op));
-  k.name = kernel_name(o.sink, o.applied);
+  k.opts = o.applied;
+  k.name = kernel_name(o.sink);
   const UOp* s = expand_kernel(g, o.sink);
   stage("expanded", s);
   if (opts.simplify) {
@@ -155,6 +152,10 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
   }
   s = lower_reduces(g, s);
   stage("reduce", s);
+  ParallelDims dims;
+  s = index_parallel_axes(g, s, target, &dims);
+  stage("parallel", s);
+  k.threads = dims.threads;
   s = select_instructions(g, s, target);
   stage("isel", s);
   k.linear = linearize(g, s);
@@ -180,10 +181,27 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const CpuTarget& target, co
                u->src(0)->src(0)->op == Op::Param) {
       KernelParam& p = params[u->src(0)->src(0)->as<ParamArg>().slot];
       (u->op == Op::Load ? p.read : p.written) = true;
+    } else if (u->op == Op::Special) {
+      const std::string& n = u->as<std::string>();
+      k.features.local_axes = k.features.local_axes || n.rfind("lidx", 0) == 0;
+    } else if (u->op == Op::Buffer && u->as<BufferArg>().addrspace == AddrSpace::Local) {
+      k.features.local_bytes += u->as<BufferArg>().size * u->dtype.itemsize();
+      k.features.group_reduce = true;  // local memory holds group-reduce partials only
+    } else if (u->op == Op::Barrier) {
+      k.features.barriers++;
+    } else if (u->op == Op::If) {
+      k.features.gated_blocks++;
     }
   }
   for (auto& [slot, p] : params) k.params.push_back(p);
   for (auto& [name, v] : vars) k.vars.push_back(v);
+  if (k.features.local_bytes > target.local_memory_bytes)
+    fail(Code::InvalidArg, "lower_kernel: ", k.name, " needs ", k.features.local_bytes,
+         " bytes of local memory, the target has ", target.local_memory_bytes);
+  for (size_t d = 0; d < 3; d++) {
+    k.dims.local[d] = dims.local[d];
+    if (dims.global[d]) k.dims.global[d] = LaunchExpr::of(dims.global[d], k.vars);
+  }
   return k;
 }
 

@@ -1,4 +1,4 @@
-// Expand: UPCAST and UNROLL ranges become unrolled code, THREAD ranges become the core index.
+// Expand: UPCAST and UNROLL ranges become unrolled code.
 //  - One UPCAST range per store along which the store is contiguous becomes vector lanes: every
 //    node that depends on it gets a vector dtype (<k x T>); loads along it become vector loads
 //    (masked where a pad's gate differs per lane), other loads one scalar load per lane.
@@ -265,19 +265,12 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
   }
   sink = g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
 
-  // 3. THREAD: the range is the core index of the launch.
-  std::unordered_map<const UOp*, const UOp*> threads;
   for (const UOp* r : ranges_of(sink)) {
     AxisType t = r->as<RangeArg>().type;
-    if (t == AxisType::Thread) threads[r] = g.make(Op::Special, dtypes::index, {r->src(0)}, std::string("core_id"));
     if (t == AxisType::Upcast || t == AxisType::Unroll)
       fail(Code::InvalidArg, "expand: ", axis_type_name(t), " range ", r->as<RangeArg>().id,
            " is not where it can be expanded (upcast: a loop axis of stores, unroll: a reduce axis)");
-    if (t == AxisType::Global || t == AxisType::Local || t == AxisType::Warp || t == AxisType::GroupReduce)
-      fail(Code::Unsupported, "expand: ", axis_type_name(t), " ranges are GPU axes; the CPU backend has none");
   }
-  if (threads.size() > 1) fail(Code::Unsupported, "expand: more than one THREAD range");
-  if (!threads.empty()) sink = substitute_nodes(g, sink, threads);
   return sink;
 }
 

@@ -6,8 +6,8 @@
 //    The renderer converts fp8 (stored as bytes) to and from float32 with integer ops.
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
 //  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
-//  - without target.native_math: Exp2/Log2/Sin/Sqrt/Pow -> decompose_transcendentals; with it,
-//    Exp2 alone when target.inline_exp2 (faster than a call).
+//  - Exp2/Log2/Sin/Sqrt/Pow that the target does not list as native -> decompose_transcendentals.
+//  - targets without vector types (vector_bits = 0) get every vector split into lanes first.
 #include <unordered_set>
 
 #include "core/codegen/codegen.h"
@@ -113,10 +113,13 @@ const PatternMatcher& isel_rules() {
 
 }  // namespace
 
-const UOp* select_instructions(Graph& g, const UOp* sink, const CpuTarget& target) {
+const UOp* select_instructions(Graph& g, const UOp* sink, const Target& target) {
+  if (target.vector_bits == 0) sink = devectorize(g, sink);
   const UOp* out = graph_rewrite(g, sink, isel_rules());
-  if (!target.native_math) return decompose_transcendentals(g, out);
-  return target.inline_exp2 ? decompose_transcendentals(g, out, {Op::Exp2}) : out;
+  std::vector<Op> decompose;
+  for (Op op : kTranscendentals)
+    if (!target.has_native(op)) decompose.push_back(op);
+  return decompose.empty() ? out : decompose_transcendentals(g, out, decompose);
 }
 
 }  // namespace sn

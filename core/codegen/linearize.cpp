@@ -9,7 +9,8 @@
 // Placement. A node goes to the deepest loop of its open set, so loop-invariant work sits
 // outside the loops it does not depend on. Inside a loop, nodes and child loops (as one item
 // each) are emitted in dependency order, preferring the original toposort position; a child
-// loop emits Range, its body, then its End.
+// loop emits Range, its body, then its End. Finally, stores with a scalar gate go inside
+// If(gate) ... Endif blocks.
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -49,7 +50,7 @@ class Linearizer {
     place();
     emit_block(nullptr);
     check_order();
-    return g_.make(Op::Linear, dtypes::void_, out_);
+    return g_.make(Op::Linear, dtypes::void_, gate_stores());
   }
 
  private:
@@ -263,6 +264,33 @@ class Linearizer {
     std::sort(stores.begin(), stores.end(), [&](const UOp* a, const UOp* b) { return pos_[a->id] < pos_[b->id]; });
     const UOp* body = stores.empty() ? r : stores.size() == 1 ? stores[0] : g_.make(Op::Group, dtypes::void_, stores);
     return g_.make(Op::End, dtypes::void_, {body, r});
+  }
+
+  // A store with a scalar gate runs inside If(gate) ... Endif; consecutive stores under the same
+  // gate share one block. (A gate with lanes masks a vector store; it stays on the store.)
+  std::vector<const UOp*> gate_stores() {
+    std::vector<const UOp*> out;
+    const UOp* open_if = nullptr;
+    auto close = [&] {
+      if (open_if) out.push_back(g_.make(Op::Endif, dtypes::void_, {open_if}));
+      open_if = nullptr;
+    };
+    for (const UOp* u : out_) {
+      bool gated = u->op == Op::Store && u->nsrc() == 3 && u->src(2)->dtype.lanes == 1;
+      if (!gated) {
+        close();
+        out.push_back(u);
+        continue;
+      }
+      if (!open_if || open_if->src(0) != u->src(2)) {
+        close();
+        open_if = g_.make(Op::If, dtypes::void_, {u->src(2)});
+        out.push_back(open_if);
+      }
+      out.push_back(g_.make(Op::Store, dtypes::void_, {u->src(0), u->src(1)}, u->arg, u->tag));
+    }
+    close();
+    return out;
   }
 
   void check_order() const {

@@ -7,6 +7,9 @@
 // the outer ranges only, the update on the reduce ranges, the result on the closed loop.
 // Reduces with the same ranges and the same outer loops that do not feed each other share one
 // loop (the copies of an upcast register tile): one End closes a Group of their updates.
+// GROUP_REDUCE ranges are not looped over: each work-item of a group accumulates its share, then
+// the partials meet in local memory (a Buffer(Local) slot per work-item, a Barrier) and every
+// work-item reduces its group's partials; the kernel's stores are gated to the first work-item.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -73,33 +76,17 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
 
   std::unordered_set<const UOp*> claimed;             // ranges already looped over by a lowered group
   std::unordered_map<const UOp*, const UOp*> result;  // original Reduce -> its accumulator read
+  std::vector<const UOp*> group_axes;                 // GROUP_REDUCE ranges of the kernel
   Rebuilder* self = nullptr;
 
-  auto lower_group = [&](Group& gr) {
-    gr.lowered = true;
-    std::vector<const UOp*> values;
-    for (const UOp* m : gr.members) values.push_back(self->get(m->src(0)));
-    // A range already looped over by another group is cloned: each loop needs its own Range.
-    std::vector<const UOp*> ranges;
-    std::unordered_map<const UOp*, const UOp*> clone;
-    for (const UOp* r : gr.ranges) {
-      const UOp* nr = r;
-      if (!claimed.insert(r).second) {
-        nr = g.make(Op::Range, r->dtype, {self->get(r->src(0))}, RangeArg{next_range++, r->as<RangeArg>().type});
-        clone[r] = nr;
-      }
-      ranges.push_back(nr);
-    }
-    if (!clone.empty())
-      for (auto& v : values) v = substitute_nodes(g, v, clone);
-    std::vector<const UOp*> outer;
-    for (const UOp* o : gr.outer) outer.push_back(self->get(o));
-
-    std::vector<const UOp*> accs, updates;
-    for (size_t i = 0; i < gr.members.size(); i++) {
-      const UOp* m = gr.members[i];
-      Op op = m->as<ReduceArg>().op;
-      DType dt = m->dtype;
+  // One accumulator per value, all updated in one loop nest over `ranges` (serial REDUCE ranges,
+  // outer to inner) inside the loops `outer`; returns the read of each after the loops.
+  auto accumulate = [&](std::vector<const UOp*> values, const std::vector<const UOp*>& ranges,
+                        const std::vector<const UOp*>& outer, const std::vector<Op>& ops) {
+    std::vector<const UOp*> accs, updates, reads;
+    for (size_t i = 0; i < values.size(); i++) {
+      Op op = ops[i];
+      DType dt = values[i]->dtype;
       DType acc_dt = is_half(dt) ? dtypes::float32.vec(dt.lanes) : dt;  // half sums accumulate in float32
       const UOp* v = values[i];
       if (acc_dt != dt) v = g.cast(v, acc_dt);
@@ -124,14 +111,99 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     }
     const UOp* body = updates.size() == 1 ? updates[0] : g.make(Op::Group, dtypes::void_, updates);
     for (size_t k = ranges.size(); k-- > 0;) body = g.make(Op::End, dtypes::void_, {body, ranges[k]});
-    for (size_t i = 0; i < gr.members.size(); i++) {
+    for (size_t i = 0; i < values.size(); i++) {
       const UOp* acc = accs[i];
       const UOp* read = g.make(Op::Load, acc->dtype,
                                {g.make(Op::Index, acc->dtype.as_ptr(AddrSpace::Reg),
                                        {g.make(Op::After, acc->dtype, {acc, body}), g.cint(0)})});
-      if (read->dtype != gr.members[i]->dtype) read = g.cast(read, gr.members[i]->dtype);
-      result[gr.members[i]] = read;
+      if (read->dtype != values[i]->dtype) read = g.cast(read, values[i]->dtype);
+      reads.push_back(read);
     }
+    return reads;
+  };
+
+  // The second stage of a GROUP_REDUCE: every work-item stores its partial in local memory at its
+  // own slot (over all LOCAL and GROUP_REDUCE axes of the kernel), a barrier, then every
+  // work-item reduces the partials of its group along the `group` axes.
+  std::vector<const UOp*> local_axes;
+  for (const UOp* r : ranges_of(sink))
+    if (r->as<RangeArg>().type == AxisType::Local || r->as<RangeArg>().type == AxisType::GroupReduce)
+      local_axes.push_back(r);
+  auto combine_group = [&](std::vector<const UOp*> partials, const std::vector<const UOp*>& group,
+                           const std::vector<const UOp*>& outer, const std::vector<Op>& ops) {
+    std::vector<const UOp*> stores, lbufs;
+    const UOp* slot = g.cint(0);
+    int64_t size = 1;
+    for (const UOp* r : local_axes) {
+      slot = g.alu(Op::Add, g.alu(Op::Mul, slot, r->src(0)), r);
+      size *= const_bound(r);
+    }
+    // A vector partial (lanes of an UNROLL) takes `lanes` consecutive scalars per slot.
+    auto at = [&](const UOp* lb, DType dt, const UOp* idx) {
+      if (dt.lanes > 1) idx = g.alu(Op::Mul, idx, g.cint(dt.lanes));
+      return g.make(Op::Index, dt.as_ptr(AddrSpace::Local), {lb, idx});
+    };
+    for (const UOp* p : partials) {
+      const UOp* lb = g.make(Op::Buffer, p->dtype.base(), {},
+                             BufferArg{next_buf++, size * p->dtype.lanes, Device{}, AddrSpace::Local});
+      stores.push_back(g.make(Op::Store, dtypes::void_, {at(lb, p->dtype, slot), p}));
+      lbufs.push_back(lb);
+    }
+    const UOp* barrier = g.make(Op::Barrier, dtypes::void_, stores);
+    std::unordered_map<const UOp*, const UOp*> to_loop;
+    std::vector<const UOp*> loops;
+    for (const UOp* r : group) {
+      const UOp* l = g.make(Op::Range, r->dtype, {r->src(0)}, RangeArg{next_range++, AxisType::Reduce});
+      to_loop[r] = l;
+      loops.push_back(l);
+    }
+    const UOp* other = substitute_nodes(g, slot, to_loop);
+    std::vector<const UOp*> values;
+    for (size_t i = 0; i < lbufs.size(); i++)
+      values.push_back(
+          g.make(Op::Load, partials[i]->dtype,
+                 {at(g.make(Op::After, lbufs[i]->dtype, {lbufs[i], barrier}), partials[i]->dtype, other)}));
+    std::vector<const UOp*> reads = accumulate(values, loops, outer, ops);
+    if (!outer.empty()) {
+      // Inside a serial loop the next iteration writes the same slots: everyone reads first.
+      const UOp* done = g.make(Op::Barrier, dtypes::void_, reads);
+      for (auto& r : reads) r = g.make(Op::After, r->dtype, {r, done});
+    }
+    return reads;
+  };
+
+  auto lower_group = [&](Group& gr) {
+    gr.lowered = true;
+    std::vector<const UOp*> values;
+    std::vector<Op> ops;
+    for (const UOp* m : gr.members) {
+      values.push_back(self->get(m->src(0)));
+      ops.push_back(m->as<ReduceArg>().op);
+    }
+    // A range already looped over by another group is cloned: each loop needs its own Range.
+    // GROUP_REDUCE ranges are not loops: they are the work-items of a group.
+    std::vector<const UOp*> ranges, group;
+    std::unordered_map<const UOp*, const UOp*> clone;
+    for (const UOp* r : gr.ranges) {
+      if (r->as<RangeArg>().type == AxisType::GroupReduce) {
+        group.push_back(r);
+        if (std::find(group_axes.begin(), group_axes.end(), r) == group_axes.end()) group_axes.push_back(r);
+        continue;
+      }
+      const UOp* nr = r;
+      if (!claimed.insert(r).second) {
+        nr = g.make(Op::Range, r->dtype, {self->get(r->src(0))}, RangeArg{next_range++, r->as<RangeArg>().type});
+        clone[r] = nr;
+      }
+      ranges.push_back(nr);
+    }
+    if (!clone.empty())
+      for (auto& v : values) v = substitute_nodes(g, v, clone);
+    std::vector<const UOp*> outer;
+    for (const UOp* o : gr.outer) outer.push_back(self->get(o));
+    std::vector<const UOp*> reads = accumulate(values, ranges, outer, ops);
+    if (!group.empty()) reads = combine_group(reads, group, outer, ops);
+    for (size_t i = 0; i < gr.members.size(); i++) result[gr.members[i]] = reads[i];
   };
 
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
@@ -142,7 +214,23 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     return result.at(u);
   });
   self = &rb;
-  return rb.get(sink);
+  const UOp* out = rb.get(sink);
+  if (group_axes.empty()) return out;
+  // After a group reduce every work-item of the group holds the result: the first one stores it
+  // (a store that moves along a GROUP_REDUCE axis is the kernel's own, per work-item).
+  std::vector<const UOp*> stores;
+  for (const UOp* st : out->src()) {
+    const UOp* gate = nullptr;
+    std::vector<const UOp*> addr = st->op == Op::Store ? toposort(st->src(0)) : std::vector<const UOp*>{};
+    for (const UOp* r : group_axes)
+      if (st->op == Op::Store && std::find(addr.begin(), addr.end(), r) == addr.end()) {
+        const UOp* first = g.alu(Op::CmpLt, r, g.cint(1));
+        gate = gate ? g.alu(Op::And, gate, first) : first;
+      }
+    if (gate && st->nsrc() == 3) gate = g.alu(Op::And, st->src(2), gate);
+    stores.push_back(gate ? g.make(Op::Store, st->dtype, {st->src(0), st->src(1), gate}, st->arg, st->tag) : st);
+  }
+  return g.make(Op::Sink, out->dtype, stores, out->arg, out->tag);
 }
 
 }  // namespace sn

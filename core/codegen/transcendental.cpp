@@ -1,7 +1,7 @@
 // Transcendental decompositions: Exp2, Log2, Sin, Sqrt and Pow on float32/float64 values
 // (scalar or vector) rewritten into the ops every renderer emits (Add Mul Mulacc Sub Div Neg,
 // comparisons, Where, Trunc, Cast, Bitcast and integer Shl/Shr/And/Add). For targets without
-// native math (CpuTarget::native_math = false; GPUs later).
+// those ops natively (Target::native_math; SN_CPU_NATIVE_MATH=0 on the CPU).
 //
 // No fast-math is assumed: the rounding tricks ((x + 1.5*2^p) - 1.5*2^p, Dekker splits, TwoSum)
 // need IEEE evaluation of every op as written. FMA contraction (Mulacc) is only used in
@@ -420,16 +420,16 @@ const UOp* decompose(const Match& mt) {
 
 }  // namespace
 
-const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::initializer_list<Op> ops) {
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const Op> ops) {
   static const PatternMatcher pm({
       {Pat::ops({Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow}),
        [](const Match& m) -> const UOp* {
-         const auto& wanted = *static_cast<const std::initializer_list<Op>*>(m.ctx);
+         const auto& wanted = *static_cast<const std::span<const Op>*>(m.ctx);
          return std::find(wanted.begin(), wanted.end(), m.root->op) != wanted.end() ? decompose(m) : nullptr;
        },
        "transcendental"},
   });
-  return graph_rewrite(g, sink, pm, const_cast<std::initializer_list<Op>*>(&ops));
+  return graph_rewrite(g, sink, pm, const_cast<std::span<const Op>*>(&ops));
 }
 
 }  // namespace sn

@@ -1,12 +1,24 @@
-// Kernel optimizations (the spec's OptOps, CPU subset): each splits one Range of a kernel AST
-// into two, giving one part a new AxisType. The part that stays keeps the range's id, so the
-// loop order (Range ids, outer to inner) survives every split.
-//   THREAD(axis, n)  top split: axis = t * (N/n) + rest, t in [0, n) runs on core t
-//   UPCAST(axis, n)  inner split of a Loop axis: n unrolled copies of every store (codegen expand)
-//   UNROLL(axis, n)  inner split of a Reduce axis: n unrolled copies of the reduced value
-// The heuristic first orders the loops (the axis a store walks contiguously innermost), then
-// upcasts axes that let loads be reused across copies (matmul-like register tiles), then
-// splits the outermost Loop axis across the cores when there is enough work.
+// Kernel optimization: the spec's OptOps (core/opt/opt_op.h) applied to a kernel AST, and the
+// hand-coded heuristics that choose them per target. Every choice a heuristic makes is an Opt, so
+// the list it returns replays exactly the same kernel (LowerOptions::opts).
+//
+//   Split(axis, k, type[, top])  a Range of bound n becomes rest*k + part (part inner) or
+//                                part*(n/k) + rest (part outer, "top"); rest keeps the id, type
+//                                and loop position, part gets the next free id and `type`:
+//                                  UPCAST   unrolled copies / vector lanes of a loop axis (expand)
+//                                  UNROLL   unrolled copies / vector lanes of a reduce axis
+//                                  THREAD   the CPU core index (outer; uneven chunks allowed)
+//                                  LOCAL    a work-item index inside a work-group (GPU)
+//                                  GROUP_REDUCE  a reduce axis split across the work-items of a
+//                                           group, combined through local memory
+//   Padto(axis, m)               the bound rounds up to a multiple of m; the extra iterations
+//                                load nothing, store nothing and add the reduce's identity
+//   Swap(a, b)                   ranges a and b exchange ids, i.e. loop positions (loops at the
+//                                same depth nest by id, outer to inner)
+//   Nolocals                     no LOCAL or GROUP_REDUCE splits afterwards
+//
+// Before any opt, a target with GLOBAL/LOCAL axes turns every LOOP range into a GLOBAL one (the
+// grid); on CPUs loops stay LOOP. The same start and the same opts give the same kernel.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,17 +28,19 @@
 
 namespace sn {
 
-std::string opt_str(const Opt& o);
+// A kernel AST under optimization: its current Sink and the opts applied so far.
+struct OptState {
+  const UOp* sink = nullptr;
+  std::vector<Opt> applied;
+  bool nolocals = false;
+};
 
-// Applies one opt. Throws Error(InvalidArg) when the axis does not exist, the bound is not a
-// constant multiple of the amount, or the axis type does not allow the opt.
-const UOp* apply_opt(Graph& g, const UOp* sink, const Opt& opt);
+// The starting point of optimization for `target` (LOOP -> GLOBAL on GPU targets).
+OptState start_optimization(Graph& g, const UOp* sink, const Target& target);
 
-// Gives the Loop ranges ids 0..L-1 in the order `loops` (outer to inner) and the Reduce ranges
-// the following ids in the order `reduces`; ranges in neither keep their relative order after
-// those. Returns the new sink.
-const UOp* renumber_ranges(Graph& g, const UOp* sink, const std::vector<const UOp*>& loops,
-                           const std::vector<const UOp*>& reduces);
+// Applies one opt and records it. Throws Error(InvalidArg) naming the opt and the rule when the
+// axis does not exist, the amount does not fit, or the target or axis type does not allow it.
+void apply_opt(Graph& g, OptState& k, const Opt& opt, const Target& target);
 
 struct OptResult {
   const UOp* sink = nullptr;
@@ -34,10 +48,22 @@ struct OptResult {
   int64_t threads = 1;
 };
 
-// The heuristic (hand-coded) optimizer for CPU targets.
-OptResult optimize_kernel(Graph& g, const UOp* sink, const CpuTarget& target, const LowerOptions& opts);
+// Forced opts (opts.opts), else the hand-coded heuristic of the target, else nothing
+// (opts.optimize = false).
+OptResult optimize_kernel(Graph& g, const UOp* sink, const Target& target, const LowerOptions& opts);
+
+// The heuristics: each applies its choices to `k` (core/opt/heuristic_cpu.cpp, heuristic_gpu.cpp).
+void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts);
+void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts);
+
+// ---- helpers for the heuristics ----------------------------------------------------------------
 
 // Ranges closed by some Reduce (reduce axes) and the others (loop axes), both by id.
 void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vector<const UOp*>* reduces);
+// The Range with this id, or nullptr.
+const UOp* range_with_id(const UOp* sink, int64_t id);
+// Swaps that give the listed ranges (ids, in the wanted order) the ascending ids they hold now
+// between them: after them, order[i] sits at the i-th smallest of those ids.
+void reorder_ranges(Graph& g, OptState& k, const std::vector<int64_t>& order, const Target& target);
 
 }  // namespace sn

@@ -78,6 +78,11 @@ bool Buffer::overlaps(const Buffer& other) const {
   return offset_ < other.offset_ + other.nbytes() && other.offset_ < offset_ + nbytes();
 }
 
+void* Buffer::host_data() const {
+  void* p = device().host_pointer(*storage_);
+  return p ? static_cast<char*>(p) + offset_ : nullptr;
+}
+
 std::string Buffer::str() const { return cat(dtype_.name(), format_dims(shape_), " on ", device().name()); }
 
 }  // namespace sn

@@ -19,6 +19,13 @@ class ComputeDevice;
 // Alignment of every CPU allocation: a cache line, and the widest SIMD load (AVX-512).
 inline constexpr size_t kBufferAlignment = 64;
 
+// A position in device memory: a Storage's handle (a host pointer on the CPU, a cl_mem on
+// OpenCL) and a byte offset into it.
+struct DevicePtr {
+  void* base;
+  size_t offset;
+};
+
 // One allocation. Created by ComputeDevice::allocate; freed when the last reference goes.
 class Storage {
  public:
@@ -33,7 +40,8 @@ class Storage {
 
   ComputeDevice& device() const { return *device_; }
   const std::shared_ptr<ComputeDevice>& device_ptr() const { return device_; }
-  // ComputeDevice address of byte 0 (a host pointer on the CPU). Never null, even for 0 bytes.
+  // The device's handle of the allocation (a host pointer on the CPU, a cl_mem on OpenCL). Never
+  // null, even for 0 bytes.
   void* ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
 
@@ -61,8 +69,11 @@ class Buffer {
   size_t byte_offset() const { return offset_; }
   ComputeDevice& device() const { return storage_->device(); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
-  // ComputeDevice address of element 0.
-  void* data() const { return static_cast<char*>(storage_->ptr()) + offset_; }
+  // Where element 0 is, for a launch.
+  DevicePtr address() const { return {storage_->ptr(), offset_}; }
+  // The host address of element 0 when the host can read and write the memory directly (CPU),
+  // else nullptr.
+  void* host_data() const;
 
   // Copies `bytes` host bytes into the buffer / out of it. The size must be exactly nbytes().
   void copy_in(const void* src, size_t bytes);

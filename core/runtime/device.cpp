@@ -1,11 +1,83 @@
 #include "core/runtime/device.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 
-#include "core/runtime/cpu_device.h"
 #include "core/util/error.h"
 
 namespace sn {
+
+void DeviceKernel::describe(const LoweredKernel& k) {
+  name = k.name;
+  params = k.params;
+  vars = k.vars;
+  threads = k.threads;
+  dims = k.dims;
+  features = k.features;
+  opts = k.opts;
+}
+
+void ComputeDevice::copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) {
+  std::vector<char> host(bytes);
+  copy_out(src, src_offset, host.data(), bytes);
+  copy_in(dst, dst_offset, host.data(), bytes);
+}
+
+void* ComputeDevice::host_pointer(const Storage&) const { return nullptr; }
+
+std::string ComputeDevice::export_c(const Program&, const std::string&) const {
+  fail(Code::Unsupported, "export_c: the program is compiled for ", name_,
+       "; compile it for device \"C\" to export it as C source");
+}
+
+void copy_buffer(Buffer& dst, const Buffer& src) {
+  if (dst.dtype() != src.dtype() || dst.numel() != src.numel())
+    fail(Code::InvalidArg, "buffer copy: ", src.str(), " does not fit ", dst.str(), " (same dtype and size needed)");
+  if (src.nbytes() == 0) return;
+  if (&dst.device() == &src.device()) {
+    if (dst.overlaps(src)) fail(Code::InvalidArg, "buffer copy: ", src.str(), " overlaps the destination");
+    dst.device().copy(*dst.storage(), dst.byte_offset(), *src.storage(), src.byte_offset(), src.nbytes());
+    return;
+  }
+  std::vector<char> host(src.nbytes());
+  src.copy_out(host.data(), host.size());
+  dst.copy_in(host.data(), host.size());
+}
+
+// ---- backends -----------------------------------------------------------------------------------
+
+namespace {
+
+// Written only while static initializers run (register_backend), read afterwards.
+std::vector<Backend>& backend_list() {
+  static std::vector<Backend> list;
+  return list;
+}
+std::mutex& backend_mu() {
+  static std::mutex mu;
+  return mu;
+}
+
+void insert_sorted(std::vector<Backend>& list, Backend b) {
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const Backend& x) { return x.name == b.name; }), list.end());
+  auto at = std::upper_bound(list.begin(), list.end(), b.preference,
+                             [](int p, const Backend& x) { return p < x.preference; });
+  list.insert(at, std::move(b));
+}
+
+}  // namespace
+
+bool register_backend(Backend backend) {
+  std::lock_guard<std::mutex> lk(backend_mu());
+  insert_sorted(backend_list(), std::move(backend));
+  return true;
+}
+
+std::vector<Backend> registered_backends() {
+  std::lock_guard<std::mutex> lk(backend_mu());
+  return backend_list();
+}
 
 std::string canonical_device_name(std::string_view name) {
   std::string s;
@@ -21,48 +93,79 @@ std::string canonical_device_name(std::string_view name) {
     for (char c : idx) ok = ok && std::isdigit(static_cast<unsigned char>(c));
     if (ok && std::stol(idx) == 0) return base;  // "CPU:0" is "CPU"
   }
-  if (!ok) fail(Code::Device, "malformed device name '", std::string(name), "' (expected e.g. \"CPU\" or \"CUDA:1\")");
+  if (!ok) fail(Code::Device, "malformed device name '", std::string(name), "' (expected e.g. \"CPU\" or \"CL:1\")");
   return s;
 }
 
-DeviceRegistry::DeviceRegistry(DeviceOptions options) : options_(options) {
-  if (cpu_backend_available()) add("CPU", make_cpu_device);
+DeviceRegistry::DeviceRegistry(DeviceOptions options) : options_(options), backends_(registered_backends()) {}
+
+void DeviceRegistry::add(Backend backend) {
+  std::lock_guard<std::mutex> lk(mu_);
+  insert_sorted(backends_, std::move(backend));
 }
 
 void DeviceRegistry::add(const std::string& name, Factory factory) {
-  std::lock_guard<std::mutex> lk(mu_);
-  for (auto& [n, f] : factories_)
-    if (n == name) {
-      f = std::move(factory);
-      return;
-    }
-  factories_.emplace_back(name, std::move(factory));
+  int preference = 1000;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (const Backend* b = find(name)) preference = b->preference;
+  }
+  add(Backend{
+      name, preference, [](std::string*) { return 1; },
+      [factory = std::move(factory)](const std::string& n, int, const DeviceOptions& o) { return factory(n, o); }});
+}
+
+const Backend* DeviceRegistry::find(const std::string& base) const {
+  for (const Backend& b : backends_)
+    if (b.name == base) return &b;
+  return nullptr;
 }
 
 std::vector<std::string> DeviceRegistry::names() const {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<std::string> out;
-  for (const auto& [n, f] : factories_) out.push_back(n);
+  for (const Backend& b : backends_) out.push_back(b.name);
   return out;
+}
+
+int DeviceRegistry::count(std::string_view backend, std::string* why) {
+  std::string base = canonical_device_name(backend);
+  std::lock_guard<std::mutex> lk(mu_);
+  const Backend* b = find(base);
+  if (!b) {
+    std::string available;
+    for (const Backend& x : backends_) available += (available.empty() ? "" : ", ") + x.name;
+    fail(Code::NotFound, "no ", base, " backend in this build (backends: ", available.empty() ? "none" : available,
+         ")");
+  }
+  std::string reason;
+  int n = 0;
+  try {
+    n = b->count(&reason);
+  } catch (const Error& e) {
+    reason = e.message();
+  }
+  if (why) *why = reason;
+  return n;
 }
 
 std::shared_ptr<ComputeDevice> DeviceRegistry::open(std::string_view name) {
   std::string canon = canonical_device_name(name);
   std::lock_guard<std::mutex> lk(mu_);
   if (auto it = open_.find(canon); it != open_.end()) return it->second;
-  std::string available;
-  for (const auto& [n, f] : factories_) available += (available.empty() ? "" : ", ") + n;
-  if (available.empty()) available = "none";
-  std::string base = canon.substr(0, canon.find(':'));
-  const Factory* factory = nullptr;
-  for (const auto& [n, f] : factories_)
-    if (n == base) factory = &f;
-  if (!factory)
+  size_t colon = canon.find(':');
+  std::string base = canon.substr(0, colon);
+  int index = colon == std::string::npos ? 0 : std::stoi(canon.substr(colon + 1));
+  const Backend* backend = find(base);
+  if (!backend) {
+    std::string available;
+    for (const Backend& b : backends_) available += (available.empty() ? "" : ", ") + b.name;
     fail(Code::Device, "device '", std::string(name), "' is not available: no ", base,
-         " backend in this build (available: ", available, ")");
+         " backend in this build (available: ", available.empty() ? "none" : available, ")");
+  }
   std::shared_ptr<ComputeDevice> dev;
   try {
-    dev = (*factory)(canon, options_);
+    dev = backend->open(canon, index, options_);
   } catch (const Error& e) {
     if (e.code() == Code::Device) throw;
     fail(Code::Device, "device ", canon, " failed to open: ", e.message());
@@ -73,13 +176,23 @@ std::shared_ptr<ComputeDevice> DeviceRegistry::open(std::string_view name) {
 }
 
 std::shared_ptr<ComputeDevice> DeviceRegistry::default_device() {
-  std::string first;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (factories_.empty()) fail(Code::Device, "no device is available: this build has no backend");
-    first = factories_.front().first;
+  std::vector<std::string> candidates = names();
+  std::string reasons;
+  for (const std::string& n : candidates) {
+    std::string why;
+    if (count(n, &why) <= 0) {
+      reasons += cat("; ", n, ": ", why.empty() ? "no device" : why);
+      continue;
+    }
+    try {
+      auto dev = open(n);
+      if (dev->cannot_run().empty()) return dev;
+    } catch (const Error& e) {
+      reasons += cat("; ", n, ": ", e.message());
+    }
   }
-  return open(first);
+  fail(Code::Device, "no device is available to run kernels",
+       candidates.empty() ? ": this build has no backend" : reasons);
 }
 
 }  // namespace sn

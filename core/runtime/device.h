@@ -1,14 +1,19 @@
-// Devices: where buffers live and kernels run. A ComputeDevice allocates Storage, lowers kernel ASTs for its
-// target, compiles them (cached by content) and launches them. A DeviceRegistry maps names ("CPU")
-// to factories and opens each device once; the runtime context owns one registry, so there is no
-// process-wide device state. Backends that are not built in, or whose driver is missing, are a
-// clear Error(Device) when opened.
+// Devices: where buffers live and kernels run. A ComputeDevice is a Target (what its compiler can
+// generate) plus an allocator, a compiler (kernels cached by content) and a queue: launches carry
+// their grid, run asynchronously in order, and synchronize() waits for them. Copies to and from the
+// host wait for the queue first; copies between devices go through the host.
+//
+// Backends register themselves (register_backend, from a static initializer in backends/): core/
+// never names one. A DeviceRegistry (one per runtime context) opens each device once by name:
+// "CPU", "CL", "CL:1" (the second OpenCL device), "C" (compile-only: C source for export).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,16 +24,30 @@
 
 namespace sn {
 
-// A compiled kernel as the runtime sees it: what to bind (params, vars), how wide it runs, and its
+class Program;
+
+// A compiled kernel as the runtime sees it: what to bind (params, vars), how it launches, and its
 // source for inspection. Backends derive from it to keep their own handle.
 struct DeviceKernel {
   virtual ~DeviceKernel() = default;
   std::string name;    // readable kernel name (not unique)
-  std::string source;  // rendered source (LLVM IR on the CPU)
+  std::string source;  // rendered source (LLVM IR on the CPU, OpenCL C on CL, C on C)
   std::vector<KernelParam> params;
   std::vector<KernelVar> vars;
-  int64_t threads = 1;
+  int64_t threads = 1;  // THREAD launches (CPU)
+  LaunchDims dims;      // the grid (GPU-style targets)
+  KernelFeatures features;
+  std::vector<Opt> opts;  // the optimizer's choices
   double compile_ms = 0;  // backend compile time (0 for a cache hit)
+
+  // The fields every backend copies from the lowered kernel (all but source and compile_ms).
+  void describe(const LoweredKernel& k);
+};
+
+// The grid of one launch: work-groups per dimension and work-items per group.
+struct LaunchSize {
+  std::array<int64_t, 3> global{1, 1, 1};
+  std::array<int64_t, 3> local{1, 1, 1};
 };
 
 struct DeviceOptions {
@@ -37,35 +56,54 @@ struct DeviceOptions {
 
 class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
  public:
-  explicit ComputeDevice(std::string name) : name_(std::move(name)) {}
+  ComputeDevice(std::string name, Target target) : name_(std::move(name)), target_(std::move(target)) {}
   virtual ~ComputeDevice() = default;
   ComputeDevice(const ComputeDevice&) = delete;
   ComputeDevice& operator=(const ComputeDevice&) = delete;
 
-  // Canonical name ("CPU").
+  // Canonical name ("CPU", "CL:1").
   const std::string& name() const { return name_; }
+  // What its compiler generates code for, as the optimizer and the renderer see it.
+  const Target& target() const { return target_; }
+  // A human-readable description ("pthread-haswell-AMD EPYC (Portable Computing Language)").
+  virtual std::string description() const { return name_; }
 
   // Why this device cannot store or compute `dtype` ("" when it can).
-  virtual std::string unsupported_dtype(DType dtype) const = 0;
+  virtual std::string unsupported_dtype(DType dtype) const { return target_.unsupported_dtype(dtype); }
 
-  // A new allocation of `bytes` (Error(OutOfMemory) when it fails). Never returns a null address,
+  // ---- memory ---------------------------------------------------------------------------------
+  // A new allocation of `bytes` (Error(OutOfMemory) when it fails). Never returns a null handle,
   // even for 0 bytes.
   virtual std::shared_ptr<Storage> allocate(size_t bytes) = 0;
-  // Host <-> device copies of `bytes` at `offset` bytes into `dst` / `src` (range checked by Buffer).
+  // Host <-> device copies of `bytes` at `offset` bytes into `dst` / `src` (range checked by
+  // Buffer). They wait for the launches queued before them.
   virtual void copy_in(Storage& dst, size_t offset, const void* src, size_t bytes) = 0;
   virtual void copy_out(const Storage& src, size_t offset, void* dst, size_t bytes) = 0;
+  // A copy between two storages of this device (through the host unless the backend does better).
+  virtual void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes);
+  // The host address of a storage when the host can read and write it directly, else nullptr.
+  virtual void* host_pointer(const Storage& s) const;
 
-  // Codegen target, as the optimizer and the renderer see it.
-  virtual const CpuTarget& target() const = 0;
+  // ---- compiler -------------------------------------------------------------------------------
   // A kernel compiled before for this lowered-kernel cache key, or nullptr.
   virtual std::shared_ptr<const DeviceKernel> find(uint64_t key) const = 0;
   // Renders and compiles a lowered kernel (cached by content: the same kernel compiles once).
   virtual std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) = 0;
-  // Runs the kernel with bufs[slot] = device address of Param slot `slot` and vars[i] = the value of
-  // k.vars[i]. Blocks until the kernel finished.
-  virtual void launch(const DeviceKernel& k, void* const* bufs, const int64_t* vars) = 0;
   // The compiled form after backend optimization, for debug dumps (LLVM IR after O3 on the CPU).
-  virtual std::string optimized_source(const DeviceKernel& k) = 0;
+  virtual std::string optimized_source(const DeviceKernel& k) { return k.source; }
+  // A whole program as one standalone C file (sn_program_export_c); only source devices can.
+  virtual std::string export_c(const Program& program, const std::string& name) const;
+
+  // ---- queue ----------------------------------------------------------------------------------
+  // "" when kernels can run here; else why not (a compile-only device).
+  virtual std::string cannot_run() const { return ""; }
+  // Queues the kernel with bufs[slot] = the buffer of Param slot `slot` and vars[i] = the value of
+  // k.vars[i], on `size` (the kernel's grid for these vars). Returns before it finishes when the
+  // backend can; errors of the launch itself are thrown here or by synchronize().
+  virtual void launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+                      const LaunchSize& size) = 0;
+  // Waits until every queued launch has finished.
+  virtual void synchronize() = 0;
 
   struct Stats {
     uint64_t compiled = 0;    // kernels given to the backend compiler
@@ -76,7 +114,29 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
 
  private:
   std::string name_;
+  Target target_;
 };
+
+// Copies the contents of `src` into `dst` (same dtype and element count), on one device or
+// between two (through the host).
+void copy_buffer(Buffer& dst, const Buffer& src);
+
+// ---- backends -----------------------------------------------------------------------------------
+
+struct Backend {
+  std::string name;  // upper case: "CPU", "CL", "C"
+  int preference;    // the default device is the available runnable one with the lowest
+  // How many devices there are; 0 (with the reason in *why) when its driver or hardware is missing.
+  std::function<int(std::string* why)> count;
+  // Opens device `index` under its canonical name ("CL:1"); throws Error(Device) naming the reason.
+  std::function<std::shared_ptr<ComputeDevice>(const std::string& name, int index, const DeviceOptions&)> open;
+};
+
+// Adds a backend to the process-wide list (backends call it from a static initializer, so every
+// build has exactly the backends it links). Returns true, for use in an initializer.
+bool register_backend(Backend backend);
+// The backends registered so far, by preference.
+std::vector<Backend> registered_backends();
 
 class DeviceRegistry {
  public:
@@ -84,28 +144,34 @@ class DeviceRegistry {
   // backend does not have or a driver that is missing.
   using Factory = std::function<std::shared_ptr<ComputeDevice>(const std::string& name, const DeviceOptions&)>;
 
-  // Registers the backends compiled into this build (CPU when LLVM is available).
+  // Knows every registered backend.
   explicit DeviceRegistry(DeviceOptions options = {});
 
-  // Adds (or replaces) a backend under `name` (upper case, e.g. "CUDA"). Devices already opened
-  // under that name stay open.
+  // Adds (or replaces) a backend under `name` (upper case, e.g. "CUDA") with one device (for
+  // tests and embedders). Devices already opened under that name stay open.
   void add(const std::string& name, Factory factory);
+  void add(Backend backend);
 
-  // The device called `name` ("CPU", "cpu", "CPU:0"), opened on first use and shared afterwards.
-  // Throws Error(Device) naming the device and the available ones when it is unknown, has an
-  // index this backend does not have, or its factory fails.
+  // The device called `name` ("CPU", "cpu", "CPU:0", "CL:1"), opened on first use and shared
+  // afterwards. Throws Error(Device) naming the device and the available ones when it is unknown,
+  // has an index this backend does not have, or fails to open.
   std::shared_ptr<ComputeDevice> open(std::string_view name);
 
-  // The default device: the first registered (CPU).
+  // The default device: the runnable backend with the lowest preference that has a device (CPU).
   std::shared_ptr<ComputeDevice> default_device();
 
-  // Names of the registered backends, in registration order.
+  // How many devices backend `name` has (0 when its driver is missing; *why says why). Throws
+  // Error(NotFound) for a backend this build does not have.
+  int count(std::string_view backend, std::string* why = nullptr);
+
+  // Names of the known backends, by preference.
   std::vector<std::string> names() const;
 
  private:
+  const Backend* find(const std::string& base) const;
   mutable std::mutex mu_;
   DeviceOptions options_;
-  std::vector<std::pair<std::string, Factory>> factories_;
+  std::vector<Backend> backends_;
   std::map<std::string, std::shared_ptr<ComputeDevice>> open_;
 };
 

@@ -49,8 +49,9 @@ void check_binding(const Program& p, const char* what, size_t i, const TensorSpe
   if (b->shape() != spec.shape)
     fail(Code::InvalidArg, what, " ", i, ": expected shape ", format_dims(spec.shape), " (", spec.str(),
          "), got a buffer of shape ", format_dims(b->shape()));
-  if (b->device().name() != p.device->name())
-    fail(Code::InvalidArg, what, " ", i, ": the buffer is on ", b->device().name(), ", the program runs on ",
+  if (&b->device() != p.device.get())
+    fail(Code::InvalidArg, what, " ", i, ": the buffer is on ", b->device().name(),
+         b->device().name() == p.device->name() ? " of another context" : "", ", the program runs on ",
          p.device->name());
 }
 
@@ -68,6 +69,8 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     fail(Code::InvalidArg, "the program takes ", p.inputs.size(), " inputs, got ", inputs.size());
   if (outputs.size() != p.outputs.size())
     fail(Code::InvalidArg, "the program has ", p.outputs.size(), " outputs, got ", outputs.size());
+  if (std::string why = p.device->cannot_run(); !why.empty())
+    fail(Code::Device, "the program is compiled for ", p.device->name(), ", which cannot run kernels: ", why);
   for (size_t i = 0; i < inputs.size(); i++) check_binding(p, "input", i, p.inputs[i], inputs[i]);
   for (size_t i = 0; i < outputs.size(); i++) check_binding(p, "output", i, p.outputs[i], outputs[i]);
   // A kernel writing an output must never change what a later kernel reads.
@@ -83,42 +86,49 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     check_var(p, v, vars[v]);
   }
 
-  // ComputeDevice address of every program buffer.
-  std::vector<void*> addr(p.buffers.size(), nullptr);
+  // Device address of every program buffer.
+  std::vector<DevicePtr> addr(p.buffers.size(), DevicePtr{nullptr, 0});
   for (size_t i = 0; i < inputs.size(); i++) {
     if (p.input_slots[i] < 0) continue;  // listed by the caller, unused by the outputs
     for (size_t b = 0; b < p.buffers.size(); b++)
       if (p.buffers[b].role == ProgramBuffer::Role::Input && p.buffers[b].index == p.input_slots[i])
-        addr[b] = inputs[i]->data();
+        addr[b] = inputs[i]->address();
   }
   for (size_t b = 0; b < p.buffers.size(); b++) {
     const ProgramBuffer& pb = p.buffers[b];
-    if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->data();
+    if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->address();
     if (pb.role == ProgramBuffer::Role::Intermediate) {
       if (!arena) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
-      addr[b] = static_cast<char*>(arena->ptr()) + pb.arena_offset;
+      addr[b] = DevicePtr{arena->ptr(), pb.arena_offset};
     }
   }
 
   if (timings) timings->assign(p.launches.size(), 0.0);
-  std::vector<void*> bufs;
+  std::vector<DevicePtr> bufs;
   std::vector<int64_t> kvars;
   double total_ms = 0;
   for (size_t l = 0; l < p.launches.size(); l++) {
     const Launch& launch = p.launches[l];
-    bufs.assign(launch.buffers.size(), nullptr);
+    const DeviceKernel& k = *launch.kernel;
+    bufs.assign(launch.buffers.size(), DevicePtr{nullptr, 0});
     for (size_t s = 0; s < launch.buffers.size(); s++) {
       bufs[s] = addr[size_t(launch.buffers[s])];
-      if (!bufs[s]) fail(Code::Internal, "program: launch ", l, " slot ", s, " has no buffer");
+      if (!bufs[s].base) fail(Code::Internal, "program: launch ", l, " slot ", s, " has no buffer");
     }
     kvars.clear();
     for (int v : launch.var_index) kvars.push_back(vars[size_t(v)]);
+    LaunchSize size;
+    for (size_t d = 0; d < 3; d++) {
+      size.global[d] = k.dims.global[d].eval(kvars.data());
+      size.local[d] = k.dims.local[d];
+    }
     if (!timings) {
-      p.device->launch(*launch.kernel, bufs.data(), kvars.empty() ? nullptr : kvars.data());
+      p.device->launch(k, bufs, kvars, size);
       continue;
     }
     auto t0 = std::chrono::steady_clock::now();
-    p.device->launch(*launch.kernel, bufs.data(), kvars.empty() ? nullptr : kvars.data());
+    p.device->launch(k, bufs, kvars, size);
+    p.device->synchronize();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     (*timings)[l] = ms;
     total_ms += ms;
@@ -126,6 +136,7 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
       std::fprintf(stderr, "sn: %-4s %4zu %-32s threads %3lld  %10.3f ms\n", p.device->name().c_str(), l,
                    launch.kernel->name.c_str(), static_cast<long long>(launch.kernel->threads), ms);
   }
+  p.device->synchronize();
   if (timings && p.debug >= 1)
     std::fprintf(stderr, "sn: %-4s ran %zu kernels in %.3f ms\n", p.device->name().c_str(), p.launches.size(),
                  total_ms);

@@ -33,9 +33,10 @@ struct Interp {
     auto code = linear->src();
     std::unordered_map<const UOp*, size_t> at;
     for (size_t pc = 0; pc < code.size(); pc++) at[code[pc]] = pc;
-    std::unordered_map<const UOp*, size_t> end_of;  // Range -> its End
+    std::unordered_map<const UOp*, size_t> end_of;  // Range -> its End, If -> its Endif
     for (size_t pc = 0; pc < code.size(); pc++)
-      if (code[pc]->op == Op::End) end_of[code[pc]->src(1)] = pc;
+      if (code[pc]->op == Op::End || code[pc]->op == Op::Endif)
+        end_of[code[pc]->src(code[pc]->op == Op::End ? 1 : 0)] = pc;
     for (size_t pc = 0; pc < code.size(); pc++) {
       const UOp* u = code[pc];
       switch (u->op) {
@@ -56,6 +57,11 @@ struct Interp {
           }
           break;
         }
+        case Op::If:
+          if (s(u->src(0)) == 0) pc = end_of.at(u);
+          break;
+        case Op::Endif:
+          break;
         case Op::Store: {
           std::vector<double> x = val(u->src(1)), gate = u->nsrc() == 3 ? val(u->src(2)) : std::vector<double>{1};
           for (size_t l = 0; l < x.size(); l++)
@@ -200,8 +206,9 @@ struct Interp {
   std::unordered_map<const UOp*, std::vector<double>> regs_;
 };
 
-CpuTarget test_target(int cores = 2) {
-  CpuTarget t;
+Target test_target(int cores = 2) {
+  Target t;
+  t.has_threads = true;
   t.cores = cores;
   t.vector_bits = 512;
   return t;
@@ -278,8 +285,8 @@ TEST(Codegen, MatmulUnoptimizedLinear) {
   // Each stage was recorded, in order.
   std::vector<std::string> names;
   for (auto& [n, u] : k.stages) names.push_back(n);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"ast", "optimized", "expanded", "simplified", "reduce", "isel", "linear"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ast", "optimized", "expanded", "simplified", "reduce", "parallel", "isel",
+                                             "linear"}));
 }
 
 TEST(Codegen, MatmulRegisterTileAndThreads) {
@@ -290,14 +297,14 @@ TEST(Codegen, MatmulRegisterTileAndThreads) {
   size_t vector_accs = 0;
   for (const UOp* u : k.linear->src()) vector_accs += u->op == Op::Buffer && u->dtype == dtypes::float32.vec(32);
   EXPECT_EQ(vector_accs, 8u) << k.name;
-  ASSERT_FALSE(k.applied_opts.empty());
+  ASSERT_FALSE(k.opts.empty());
   mm.check(k);
 }
 
 TEST(Codegen, ForcedOptsUnrollAndUpcast) {
   Matmul mm(6, 8, 12);
   LowerOptions o;
-  o.opts = std::vector<Opt>{{OptOp::Unroll, 2, 4}, {OptOp::Upcast, 1, 2}, {OptOp::Thread, 0, 3}};
+  o.opts = std::vector<Opt>{Opt::unroll(2, 4), Opt::upcast(1, 2), Opt::thread(0, 3)};
   LoweredKernel k = lower_kernel(mm.g, mm.sink, test_target(), o);
   EXPECT_EQ(k.threads, 3);
   ASSERT_EQ(count(k.linear, Op::Buffer), 1u);  // the upcast axis became 2 vector lanes
@@ -306,11 +313,11 @@ TEST(Codegen, ForcedOptsUnrollAndUpcast) {
   EXPECT_EQ(count(k.linear, Op::Special), 1u);
   mm.check(k);
   // Bad opts name the problem.
-  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 5}};
+  o.opts = std::vector<Opt>{Opt::upcast(1, 5)};
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
-  o.opts = std::vector<Opt>{{OptOp::Unroll, 0, 2}};  // not a reduce axis
+  o.opts = std::vector<Opt>{Opt::unroll(0, 2)};  // not a reduce axis
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
-  o.opts = std::vector<Opt>{{OptOp::Thread, 9, 2}};  // no such axis
+  o.opts = std::vector<Opt>{Opt::thread(9, 2)};  // no such axis
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
 }
 
@@ -328,7 +335,7 @@ TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
   auto* v = b.add(b.load(A, b.add(b.mul(i, b.c(J)), x), g.cfloat(0.0), valid), b.load(B, b.add(b.mul(j, b.c(3)), k)));
   auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Add, v, {k}))});
   LowerOptions o;
-  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 8}};
+  o.opts = std::vector<Opt>{Opt::upcast(1, 8)};
   LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
   size_t masked = 0, lane_loads = 0;
   for (const UOp* u : lk.linear->src()) {
@@ -455,14 +462,14 @@ TEST(Codegen, IselFloorDivision) {
   auto* i = b.range(10, 0);
   auto* x = g.var("x", -5, 5);
   // non-negative operands: plain CDiv/CMod
-  const UOp* s1 = select_instructions(g, g.alu(Op::Idiv, i, b.c(3)));
+  const UOp* s1 = select_instructions(g, g.alu(Op::Idiv, i, b.c(3)), test_target());
   EXPECT_EQ(s1->op, Op::CDiv);
-  const UOp* s2 = select_instructions(g, g.alu(Op::Mod, i, b.c(3)));
+  const UOp* s2 = select_instructions(g, g.alu(Op::Mod, i, b.c(3)), test_target());
   EXPECT_EQ(s2->op, Op::CMod);
   // maybe-negative numerator: corrected toward -inf; check every value
   for (Op op : {Op::Idiv, Op::Mod}) {
     for (int64_t d : {3, -3}) {
-      const UOp* e = select_instructions(g, g.alu(op, x, b.c(d)));
+      const UOp* e = select_instructions(g, g.alu(op, x, b.c(d)), test_target());
       bool has_floor = false;
       for (const UOp* u : toposort(e)) has_floor = has_floor || u->op == Op::Idiv || u->op == Op::Mod;
       EXPECT_FALSE(has_floor);
@@ -482,7 +489,7 @@ TEST(Codegen, HalfMathIsComputedInFloat) {
   auto* A = b.param(0, dtypes::float16, 4);
   auto* i = b.range(4, 0);
   auto* x = b.load(A, i);
-  const UOp* e = select_instructions(g, g.alu(Op::Add, x, x));
+  const UOp* e = select_instructions(g, g.alu(Op::Add, x, x), test_target());
   ASSERT_EQ(e->op, Op::Cast);
   EXPECT_EQ(e->dtype, dtypes::float16);
   EXPECT_EQ(e->src(0)->op, Op::Add);

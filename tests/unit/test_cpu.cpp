@@ -25,8 +25,8 @@ CpuCompiler& jit() {
   return c;
 }
 
-std::shared_ptr<const CompiledKernel> run_kernel(Graph& g, const UOp* sink, std::vector<void*> bufs,
-                                                 std::vector<int64_t> vars = {}, LowerOptions opts = {}) {
+std::shared_ptr<const CpuKernel> run_kernel(Graph& g, const UOp* sink, std::vector<void*> bufs,
+                                            std::vector<int64_t> vars = {}, LowerOptions opts = {}) {
   LoweredKernel k = lower_kernel(g, sink, jit().target(), opts);
   auto ck = jit().compile(k);
   jit().run(*ck, bufs.data(), vars.empty() ? nullptr : vars.data());
@@ -355,7 +355,7 @@ TEST(CpuBackend, VectorLanesAcrossDtypes) {
     }
     auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(red, v, {k}))});
     LowerOptions o;
-    o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 16}};
+    o.opts = std::vector<Opt>{Opt::upcast(1, 16)};
     Buf a(dt, I * K), bb(dt, K * J), out(dt, I * J);
     for (int64_t q = 0; q < I * K; q++)
       dt.is_float() ? a.set(size_t(q), round_float(dt, 0.25 * double(q % 9) - 1)) : a.set_int(size_t(q), q % 5 - 2);
@@ -406,7 +406,7 @@ TEST(CpuBackend, MaskedVectorStore) {
   auto* gate = g.alu(Op::CmpNe, g.alu(Op::Mod, j, b.c(3)), b.c(1));
   auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Add, v, {k}), gate)});
   LowerOptions o;
-  o.opts = std::vector<Opt>{{OptOp::Upcast, 1, 16}};
+  o.opts = std::vector<Opt>{Opt::upcast(1, 16)};
   std::vector<float> a(I * K), bb(K * J), out(I * J, -7);
   for (int64_t q = 0; q < I * K; q++) a[q] = float(q % 5);
   for (int64_t q = 0; q < K * J; q++) bb[q] = float(q % 11) - 5;

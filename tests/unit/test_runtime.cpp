@@ -35,7 +35,7 @@ TEST(DeviceNames, Canonical) {
 // compiler.
 class HostOnlyDevice final : public ComputeDevice {
  public:
-  explicit HostOnlyDevice(std::string name) : ComputeDevice(std::move(name)) {}
+  explicit HostOnlyDevice(std::string name) : ComputeDevice(std::move(name), Target{}) {}
   std::string unsupported_dtype(DType dt) const override { return dt == dtypes::float64 ? "no doubles here" : ""; }
   std::shared_ptr<Storage> allocate(size_t bytes) override {
     allocated += bytes;
@@ -48,18 +48,15 @@ class HostOnlyDevice final : public ComputeDevice {
   void copy_out(const Storage& src, size_t off, void* dst, size_t n) override {
     std::memcpy(dst, static_cast<const char*>(src.ptr()) + off, n);
   }
-  const CpuTarget& target() const override { return target_; }
   std::shared_ptr<const DeviceKernel> find(uint64_t) const override { return nullptr; }
   std::shared_ptr<const DeviceKernel> compile(const LoweredKernel&) override {
     fail(Code::Unsupported, "HOST compiles nothing");
   }
-  void launch(const DeviceKernel&, void* const*, const int64_t*) override {}
-  std::string optimized_source(const DeviceKernel&) override { return ""; }
+  void launch(const DeviceKernel&, std::span<const DevicePtr>, std::span<const int64_t>, const LaunchSize&) override {}
+  void synchronize() override {}
+  void* host_pointer(const Storage& s) const override { return s.ptr(); }
   Stats stats() const override { return {}; }
   size_t allocated = 0;
-
- private:
-  CpuTarget target_;
 };
 
 TEST(DeviceDtypes, ADtypeTheDeviceCannotRunFailsAtCompileTime) {
@@ -117,7 +114,7 @@ TEST(Buffers, AllocateCopyAndView) {
   auto b = Buffer::allocate(dev, dtypes::int32, {3, 4});
   EXPECT_EQ(b->numel(), 12);
   EXPECT_EQ(b->nbytes(), 48u);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % kBufferAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->host_data()) % kBufferAlignment, 0u);
   std::vector<int32_t> v(12);
   std::iota(v.begin(), v.end(), 0);
   b->copy_in(v.data(), 48);
@@ -141,7 +138,7 @@ TEST(Buffers, AllocateCopyAndView) {
 
   // Zero-size buffers have an address and overlap nothing.
   auto empty = Buffer::allocate(dev, dtypes::float32, {0, 7});
-  EXPECT_NE(empty->data(), nullptr);
+  EXPECT_NE(empty->host_data(), nullptr);
   empty->copy_in(nullptr, 0);
   EXPECT_FALSE(empty->overlaps(*empty));
   auto scalar = Buffer::allocate(dev, dtypes::uint8, {});

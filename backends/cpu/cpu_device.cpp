@@ -1,0 +1,76 @@
+// The CPU device: host memory (64-byte aligned), kernels lowered for the host CPU, compiled by the
+// LLVM JIT (llvm_jit.cpp) and run on its thread pool. Launches run at once, on the caller's thread
+// and the pool, so the queue is always empty. Registered as backend "CPU" (one device).
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/util/error.h"
+
+namespace sn {
+
+namespace {
+
+class CpuDevice final : public ComputeDevice {
+ public:
+  explicit CpuDevice(int threads) : CpuDevice(std::make_unique<CpuCompiler>(threads)) {}
+
+  std::shared_ptr<Storage> allocate(size_t bytes) override {
+    // aligned_alloc needs a multiple of the alignment; a 0-byte buffer still gets a real address.
+    size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    if (rounded < bytes) fail(Code::OutOfMemory, "CPU: cannot allocate ", bytes, " bytes");
+    if (rounded == 0) rounded = kBufferAlignment;
+    void* p = std::aligned_alloc(kBufferAlignment, rounded);
+    if (!p) fail(Code::OutOfMemory, "CPU: cannot allocate ", bytes, " bytes");
+    return std::make_shared<Storage>(shared_from_this(), p, bytes, &std::free);
+  }
+
+  void copy_in(Storage& dst, size_t offset, const void* src, size_t bytes) override {
+    std::memcpy(static_cast<char*>(dst.ptr()) + offset, src, bytes);
+  }
+  void copy_out(const Storage& src, size_t offset, void* dst, size_t bytes) override {
+    std::memcpy(dst, static_cast<const char*>(src.ptr()) + offset, bytes);
+  }
+  void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) override {
+    std::memmove(static_cast<char*>(dst.ptr()) + dst_offset, static_cast<const char*>(src.ptr()) + src_offset, bytes);
+  }
+  void* host_pointer(const Storage& s) const override { return s.ptr(); }
+
+  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return compiler_->find(key); }
+  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override { return compiler_->compile(k); }
+  std::string optimized_source(const DeviceKernel& k) override {
+    return compiler_->optimized_ir(static_cast<const CpuKernel&>(k));
+  }
+
+  void launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+              const LaunchSize&) override {
+    ptrs_.clear();
+    for (const DevicePtr& b : bufs) ptrs_.push_back(static_cast<char*>(b.base) + b.offset);
+    compiler_->run(static_cast<const CpuKernel&>(k), ptrs_.data(), vars.empty() ? nullptr : vars.data());
+  }
+  void synchronize() override {}
+
+  Stats stats() const override {
+    CpuCompilerStats s = compiler_->stats();
+    return Stats{s.compiled, s.cache_hits, s.compile_ms};
+  }
+
+ private:
+  explicit CpuDevice(std::unique_ptr<CpuCompiler> c) : ComputeDevice("CPU", c->target()), compiler_(std::move(c)) {}
+  std::unique_ptr<CpuCompiler> compiler_;
+  static thread_local std::vector<void*> ptrs_;  // launch argument scratch (programs run on many threads)
+};
+
+thread_local std::vector<void*> CpuDevice::ptrs_;
+
+[[maybe_unused]] const bool registered = register_backend(
+    Backend{"CPU", 0, [](std::string*) { return 1; },
+            [](const std::string& name, int index, const DeviceOptions& options) -> std::shared_ptr<ComputeDevice> {
+              if (index != 0)
+                fail(Code::Device, "device '", name, "' is not available: the CPU backend has one device, CPU:0");
+              return std::make_shared<CpuDevice>(options.threads);
+            }});
+
+}  // namespace
+
+}  // namespace sn

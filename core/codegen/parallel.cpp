@@ -1,0 +1,140 @@
+// Parallel axes become the indices of the launch:
+//   THREAD                 Special("core_id"), one launch per core
+//   GLOBAL                 Special("gidx0..2"): the work-group's position in the grid
+//   LOCAL, GROUP_REDUCE    Special("lidx0..2"): the work-item's position in its group
+// The innermost axis (largest id) takes dimension 0 of its kind. A grid has three dimensions: the
+// outer GLOBAL axes beyond two share dimension 2, which counts their product (each is recovered by
+// division and modulo); when a dimension is larger than the target allows, all GLOBAL axes share
+// dimension 0. Work-groups must fit the target (at most three local-like axes, per-dimension and
+// total limits): the optimizer checks this, and so does this pass for forced opts.
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/codegen/codegen.h"
+#include "core/codegen/kernel_util.h"
+
+namespace sn {
+
+namespace {
+
+AxisType type_of(const UOp* r) { return r->as<RangeArg>().type; }
+
+const UOp* special(Graph& g, const char* kind, size_t dim, const UOp* bound) {
+  return g.make(Op::Special, dtypes::index, {bound}, cat(kind, dim));
+}
+
+const UOp* product(Graph& g, const std::vector<const UOp*>& rs) {
+  const UOp* p = nullptr;
+  for (const UOp* r : rs) p = p ? g.alu(Op::Mul, p, r->src(0)) : r->src(0);
+  return p;
+}
+
+// Maps the ranges (outer to inner) onto the grid dimensions.
+void assign_global(Graph& g, const std::vector<const UOp*>& rs, const Target& t, ParallelDims* out,
+                   std::unordered_map<const UOp*, const UOp*>* map) {
+  // dims[d]: the ranges sharing dimension d, outer to inner
+  std::vector<std::vector<const UOp*>> dims;
+  auto fits = [&](const std::vector<std::vector<const UOp*>>& ds) {
+    for (size_t d = 0; d < ds.size(); d++) {
+      int64_t n = 1;
+      for (const UOp* r : ds[d]) {
+        int64_t b = const_bound(r);
+        if (b < 0) continue;  // symbolic: checked at launch
+        if (b > 0 && n > t.max_global_size[d] / b) return false;
+        n *= b;
+      }
+      if (n > t.max_global_size[d]) return false;
+    }
+    return true;
+  };
+  size_t n = rs.size();
+  if (n <= 3) {
+    for (size_t i = 0; i < n; i++) dims.push_back({rs[n - 1 - i]});
+  } else {
+    dims.push_back({rs[n - 1]});
+    dims.push_back({rs[n - 2]});
+    dims.push_back(std::vector<const UOp*>(rs.begin(), rs.end() - 2));
+  }
+  if (!fits(dims)) {
+    dims.assign(1, rs);
+    if (!fits(dims))
+      fail(Code::Unsupported, "parallel axes: the grid of ", rs.size(), " GLOBAL axes does not fit the ", t.renderer,
+           " target's limits (", t.max_global_size[0], ", ", t.max_global_size[1], ", ", t.max_global_size[2], ")");
+  }
+  for (size_t d = 0; d < dims.size(); d++) {
+    const UOp* s = special(g, "gidx", d, product(g, dims[d]));
+    out->global[d] = s->src(0);
+    // outer = s / (product of the inner ones), then modulo its own bound
+    const UOp* inner = nullptr;
+    for (size_t i = dims[d].size(); i-- > 0;) {
+      const UOp* r = dims[d][i];
+      const UOp* v = inner ? g.alu(Op::Idiv, s, inner) : s;
+      if (i > 0) v = g.alu(Op::Mod, v, r->src(0));
+      (*map)[r] = v;
+      inner = inner ? g.alu(Op::Mul, inner, r->src(0)) : r->src(0);
+    }
+  }
+}
+
+}  // namespace
+
+const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out) {
+  *out = ParallelDims{};
+  std::vector<const UOp*> globals, locals, threads;
+  for (const UOp* r : ranges_of(sink)) {  // by id: outer to inner
+    switch (type_of(r)) {
+      case AxisType::Global:
+        globals.push_back(r);
+        break;
+      case AxisType::Local:
+      case AxisType::GroupReduce:
+        locals.push_back(r);
+        break;
+      case AxisType::Thread:
+        threads.push_back(r);
+        break;
+      case AxisType::Warp:
+        fail(Code::Unsupported, "parallel axes: WARP axes come with tensor cores, which no target has yet");
+      default:
+        break;
+    }
+  }
+  std::sort(globals.begin(), globals.end(),
+            [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
+  std::sort(locals.begin(), locals.end(),
+            [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
+  if ((!globals.empty() || !locals.empty()) && !target.has_local)
+    fail(Code::Unsupported, "parallel axes: GLOBAL/LOCAL axes need a target with work-groups; ", target.renderer,
+         " has none");
+  if (!threads.empty() && !target.has_threads)
+    fail(Code::Unsupported, "parallel axes: THREAD axes need a target with threads; ", target.renderer, " has none");
+  if (threads.size() > 1) fail(Code::Unsupported, "parallel axes: more than one THREAD axis");
+  if (locals.size() > 3)
+    fail(Code::InvalidArg, "parallel axes: ", locals.size(), " LOCAL/GROUP_REDUCE axes (at most 3)");
+
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (const UOp* r : threads) {
+    out->threads = const_bound(r);
+    if (out->threads < 1) fail(Code::Internal, "parallel axes: THREAD axis without a constant bound");
+    map[r] = g.make(Op::Special, dtypes::index, {r->src(0)}, std::string("core_id"));
+  }
+  if (!globals.empty()) assign_global(g, globals, target, out, &map);
+  int64_t items = 1;
+  for (size_t i = 0; i < locals.size(); i++) {
+    const UOp* r = locals[locals.size() - 1 - i];
+    int64_t n = const_bound(r);
+    if (n < 1) fail(Code::InvalidArg, "parallel axes: a LOCAL axis needs a constant bound");
+    if (n > target.max_local_size[i])
+      fail(Code::InvalidArg, "parallel axes: local dimension ", i, " of ", n, " work-items exceeds the target's ",
+           target.max_local_size[i]);
+    out->local[i] = n;
+    items *= n;
+    map[r] = special(g, "lidx", i, r->src(0));
+  }
+  if (items > target.max_local_total)
+    fail(Code::InvalidArg, "parallel axes: ", items, " work-items per group exceed the target's ",
+         target.max_local_total);
+  return map.empty() ? sink : substitute_nodes(g, sink, map);
+}
+
+}  // namespace sn

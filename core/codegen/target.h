@@ -1,0 +1,68 @@
+// What a device can compute, as the optimizer, expand and instruction selection see it (tinygrad's
+// Renderer; Morok's device description). A backend fills one in when it opens a device; nothing in
+// core/ asks which backend runs a kernel, only what its Target says.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ir/dtype.h"
+#include "core/ir/ops.h"
+
+namespace sn {
+
+// A tensor-core (WMMA/MMA) instruction shape: D(m x n, acc) += A(m x k, in) * B(k x n, in).
+struct TensorCoreShape {
+  int m = 0, n = 0, k = 0;
+  Scalar in = Scalar::Float16, acc = Scalar::Float32;
+  bool operator==(const TensorCoreShape&) const = default;
+};
+
+struct Target {
+  // Which renderer family emits the code: "CPU" (LLVM IR for the host), "CL" (OpenCL C), "C" (C99
+  // source), "CUDA", "AMD". Part of every kernel cache key, so two backends never share a kernel.
+  std::string renderer = "CPU";
+  std::string arch;      // LLVM CPU name ("znver4"), OpenCL device name, "sm_90", "gfx942"
+  std::string triple;    // LLVM target triple ("" for source renderers)
+  std::string features;  // LLVM feature string, OpenCL extensions
+
+  // ---- parallel axes ------------------------------------------------------------------------
+  // THREAD axes: a kernel is launched once per core with core_id in [0, cores) (CPUs).
+  bool has_threads = false;
+  int cores = 1;
+  // GLOBAL / LOCAL axes: a grid of work-groups (gidx0..2) of work-items (lidx0..2) (GPUs).
+  bool has_local = false;
+  // Local (work-group shared) memory with barriers: DefineLocal buffers, GROUP_REDUCE axes.
+  bool has_shared = false;
+  int64_t local_memory_bytes = 0;
+  std::array<int64_t, 3> max_local_size{1, 1, 1};   // work-items per work-group, per dimension
+  int64_t max_local_total = 1;                      // work-items per work-group, in total
+  std::array<int64_t, 3> max_global_size{1, 1, 1};  // work-groups per dimension
+  int warp_size = 1;                                // work-items that run in lockstep (1: none)
+  std::vector<TensorCoreShape> tensor_cores;        // none yet: WMMA comes with the CUDA and AMD backends
+
+  // ---- values -------------------------------------------------------------------------------
+  // Widest SIMD register in bits: vector lanes of UPCAST/UNROLL axes become vector values up to
+  // this width. 0: the renderer has no vector types, isel splits every vector into scalars.
+  int vector_bits = 0;
+  // One bit per Scalar kind the target can store and compute (f16/bf16/fp8 math runs in float32
+  // on every target; isel rounds after each op). Index is always supported.
+  uint32_t dtypes = ~0u;
+  // Transcendental ops of {Exp2, Log2, Sin, Sqrt, Pow} the renderer emits natively; isel
+  // decomposes the others into polynomials (core/codegen/transcendental.cpp).
+  std::vector<Op> native_math{Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow};
+  // A vector math library the renderer may call for vectorized transcendentals ("libmvec-avx512",
+  // "libmvec-avx2"; CPU only), or "".
+  std::string vector_math;
+
+  bool supports(Scalar s) const { return s == Scalar::Index || ((dtypes >> unsigned(s)) & 1u) != 0; }
+  void drop(Scalar s) { dtypes &= ~(1u << unsigned(s)); }
+  bool has_native(Op op) const;
+  // Why the target cannot hold or compute `dtype` ("" when it can).
+  std::string unsupported_dtype(DType dtype) const;
+  // Identifies everything that changes generated code (part of kernel cache keys).
+  std::string key() const;
+};
+
+}  // namespace sn

@@ -1,0 +1,305 @@
+// The hand-coded optimizer for CPU targets (THREAD axes, SIMD vector lanes). In order:
+//   1. loop order: the axis a store walks contiguously innermost (Swaps); each Reduce's axes with
+//      the smallest load stride innermost
+//   2. register tiles for reduces whose loads are reused across output axes (matmul, conv): the
+//      innermost output axis as vector lanes, one more output axis unrolled (UPCAST)
+//   3. vector accumulators for reduces that stream memory (UNROLL of the innermost reduce axis)
+//   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST)
+//   5. THREAD: the outermost loop axis every store uses, split across the cores
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/codegen/kernel_util.h"
+#include "core/opt/opt.h"
+
+namespace sn {
+
+namespace {
+
+// Representative launch values for variables in stride estimates.
+std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
+  std::unordered_map<const UOp*, int64_t> env;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::DefineVar) {
+      const auto& v = u->as<VarArg>();
+      env[u] = std::max(v.min, std::min<int64_t>(v.max, 64));
+    }
+  return env;
+}
+
+// How far the index moves when r goes from 0 to 1 (others at 0). nullopt if not evaluable.
+std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, std::unordered_map<const UOp*, int64_t> env) {
+  int64_t a = 0, b = 0;
+  if (!eval_int(idx, env, &a)) return std::nullopt;
+  env[r] = 1;
+  if (!eval_int(idx, env, &b)) return std::nullopt;
+  return b - a;
+}
+
+const UOp* address_index(const UOp* addr) {
+  return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
+}
+
+int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
+  for (int64_t c : choices)
+    if (c > 1 && n >= c && n % c == 0) return c;
+  return 0;
+}
+
+int64_t id_of(const UOp* r) { return r->as<RangeArg>().id; }
+
+}  // namespace
+
+void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts) {
+  auto apply = [&](const Opt& o) { apply_opt(g, k, o, target); };
+  std::vector<const UOp*> loops, reduces;
+  classify_ranges(k.sink, &loops, &reduces);
+  auto env = var_env(k.sink);
+  std::vector<const UOp*> stores;
+  for (const UOp* s : k.sink->src())
+    if (s->op == Op::Store) stores.push_back(s);
+
+  // 1. Loop order: the axis with the smallest store stride innermost.
+  constexpr int64_t kFar = std::numeric_limits<int64_t>::max();
+  std::unordered_map<const UOp*, int64_t> loop_key;
+  for (const UOp* r : loops) {
+    int64_t best = kFar;
+    for (const UOp* s : stores) {
+      const UOp* idx = address_index(s->src(0));
+      if (!idx) continue;
+      if (auto st = stride_of(idx, r, env); st && *st != 0) best = std::min(best, *st < 0 ? -*st : *st);
+    }
+    loop_key[r] = best;
+  }
+  std::stable_sort(loops.begin(), loops.end(), [&](const UOp* a, const UOp* b) { return loop_key[a] > loop_key[b]; });
+
+  // Reduce axes of each Reduce: the smallest load stride innermost.
+  std::vector<const UOp*> topo = toposort(k.sink);
+  std::vector<const UOp*> reduce_order;
+  for (const UOp* u : topo) {
+    if (u->op != Op::Reduce || u->nsrc() < 2) continue;
+    std::vector<const UOp*> loads;
+    for (const UOp* x : toposort(u->src(0)))
+      if (x->op == Op::Load) loads.push_back(x);
+    std::vector<const UOp*> rs(u->src().begin() + 1, u->src().end());
+    std::unordered_map<const UOp*, int64_t> key;
+    for (const UOp* r : rs) {
+      int64_t best = kFar;
+      for (const UOp* l : loads) {
+        const UOp* idx = address_index(l->src(0));
+        if (!idx) continue;
+        if (auto st = stride_of(idx, r, env); st && *st != 0) best = std::min(best, *st < 0 ? -*st : *st);
+      }
+      key[r] = best;
+    }
+    std::stable_sort(rs.begin(), rs.end(), [&](const UOp* a, const UOp* b) { return key[a] > key[b]; });
+    for (const UOp* r : rs)
+      if (std::find(reduce_order.begin(), reduce_order.end(), r) == reduce_order.end()) reduce_order.push_back(r);
+  }
+  // The loops take the smallest ids (outer to inner), the reduces the ones after them.
+  std::vector<int64_t> order;
+  for (const UOp* r : loops) order.push_back(id_of(r));
+  for (const UOp* r : reduces)
+    if (std::find(reduce_order.begin(), reduce_order.end(), r) == reduce_order.end()) reduce_order.push_back(r);
+  for (const UOp* r : reduce_order) order.push_back(id_of(r));
+  reorder_ranges(g, k, order, target);
+  std::vector<int64_t> slots = order;
+  std::sort(slots.begin(), slots.end());
+  const int64_t nloops = int64_t(loops.size());
+  std::vector<int64_t> loop_ids(slots.begin(), slots.begin() + nloops);  // loop position -> range id
+  auto loop_at = [&](int64_t pos) { return range_with_id(k.sink, loop_ids[size_t(pos)]); };
+
+  // 2. Register tiles for reduces whose loads are reused across output axes (matmul, conv).
+  //    The innermost output axis, when loads walk it contiguously, becomes vector lanes (two
+  //    vector registers wide when it divides); then the output axis whose copies share the most
+  //    load work (a vector load counts as a vector's worth) is unrolled, keeping the
+  //    accumulators within 16 vector registers (half the AVX-512 file: the rest hold operands).
+  bool inner_upcast = false;  // the innermost loop axis got an UPCAST
+  if (!reduces.empty() && nloops > 0) {
+    topo = toposort(k.sink);
+    OpenRanges open(topo);
+    env = var_env(k.sink);
+    // Loads inside the reduces that run inside loop axis `axis` (copies along the axis copy
+    // those reduces; a reduce outside the axis, like softmax's row max, is not copied).
+    std::vector<std::pair<const UOp*, std::vector<const UOp*>>> reduce_loads_of;
+    for (const UOp* u : topo)
+      if (u->op == Op::Reduce && u->nsrc() >= 2) {
+        std::vector<const UOp*> ls;
+        for (const UOp* x : toposort(u->src(0)))
+          if (x->op == Op::Load) ls.push_back(x);
+        reduce_loads_of.emplace_back(u, std::move(ls));
+      }
+    auto rloads_in = [&](const UOp* axis) {
+      std::vector<const UOp*> out;
+      std::unordered_set<const UOp*> seen;
+      for (auto& [red, ls] : reduce_loads_of)
+        if (open.contains(red, axis))
+          for (const UOp* l : ls)
+            if (seen.insert(l).second) out.push_back(l);
+      return out;
+    };
+    int elem_bits = 32;
+    for (const UOp* u : topo)
+      if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / elem_bits);  // lanes per vector register
+    // 2a. vector lanes along the innermost axis
+    const UOp* inner = loop_at(nloops - 1);
+    const UOp* vec_axis = nullptr;
+    int64_t vregs = 1;  // vector registers per accumulator row
+    if (inner) {
+      bool contiguous = false;
+      for (const UOp* l : rloads_in(inner)) {
+        const UOp* idx = address_index(l->src(0));
+        if (idx && open.contains(l, inner))
+          if (auto st = stride_of(idx, inner, env); st && *st == 1) contiguous = true;
+      }
+      int64_t n = const_bound(inner);
+      // Without reuse (a column sum: each output reads its own column) the lanes still turn the
+      // reduce's strided walk into contiguous vector loads, one cache line for 16 outputs.
+      int64_t amt = contiguous && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
+      if (amt) {
+        apply(Opt::upcast(id_of(inner), amt));
+        inner_upcast = true;
+        vec_axis = inner;
+        vregs = (amt + vw - 1) / vw;
+      }
+    }
+    // 2b. one more output axis, unrolled into copies that share loads
+    const UOp* best = nullptr;
+    int64_t best_score = 0, best_pos = -1;
+    for (int64_t pos = nloops - 1; pos >= 0; pos--) {
+      const UOp* r = loop_at(pos);
+      if (!r || (vec_axis && pos == nloops - 1) || const_bound(r) <= 1) continue;
+      int64_t score = 0;
+      for (const UOp* l : rloads_in(r))
+        if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
+      if (score > best_score) best = r, best_score = score, best_pos = pos;
+    }
+    if (best) {
+      int64_t limit = std::max<int64_t>(1, 16 / vregs);
+      int64_t n = const_bound(best);
+      int64_t amt = 0;
+      for (int64_t c : {8, 4, 2})
+        if (c <= limit && n >= c && n % c == 0) {
+          amt = c;
+          break;
+        }
+      if (amt) apply(Opt::upcast(id_of(best), amt));
+      inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
+      // 2b'. Loop order of the tile: the loop of the unrolled axis goes innermost, inside the
+      //      loop of the vector axis. Its copies share the loads along the vector axis (a
+      //      matmul's B panel, K x lanes), which then stay in cache across its iterations while
+      //      the small per-copy loads (A's rows) stream; the other order streams the whole of B
+      //      for every tile row.
+      // (A loop upcast whole is gone: only the ranges still there take part.)
+      if (amt && vec_axis && best_pos != nloops - 1 && loop_at(best_pos)) {
+        std::vector<int64_t> tile_order;
+        for (int64_t pos = 0; pos < nloops; pos++)
+          if (pos != best_pos && loop_at(pos)) tile_order.push_back(loop_ids[size_t(pos)]);
+        tile_order.push_back(loop_ids[size_t(best_pos)]);
+        reorder_ranges(g, k, tile_order, target);
+      }
+    }
+  }
+
+  // 3. Vector lanes for reduces that stream memory (row sums, softmax's max and sum): the
+  //    innermost reduce axis of a Reduce whose loads all walk it contiguously is unrolled;
+  //    expand turns that unroll into the lanes of a vector accumulator (two vector registers
+  //    wide, so two independent add chains), folded across lanes once after the loop.
+  //    Reduces inside a register tile (they depend on an UPCAST axis) keep scalar copies.
+  {
+    topo = toposort(k.sink);
+    OpenRanges open(topo);
+    env = var_env(k.sink);
+    std::vector<Opt> lanes;
+    for (const UOp* u : topo) {
+      if (u->op != Op::Reduce || u->nsrc() < 2 || u->dtype.lanes != 1) continue;
+      bool in_tile = false;
+      for (const UOp* r : open.of(u)) in_tile = in_tile || r->as<RangeArg>().type == AxisType::Upcast;
+      const UOp* inner = nullptr;
+      for (size_t i = 1; i < u->nsrc(); i++) {
+        const UOp* r = u->src(i);
+        if (r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce && (!inner || id_of(r) > id_of(inner)))
+          inner = r;
+      }
+      if (in_tile || !inner) continue;
+      bool contiguous = true, any = false, heavy = false;
+      for (const UOp* x : toposort(u->src(0))) {
+        heavy = heavy || x->op == Op::Exp2 || x->op == Op::Log2 || x->op == Op::Sin || x->op == Op::Pow;
+        if (x->op != Op::Load || !open.contains(x, inner)) continue;
+        const UOp* idx = address_index(x->src(0));
+        auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
+        any = true;
+        contiguous = contiguous && st && *st == 1;
+      }
+      int64_t vw = std::max<int64_t>(4, target.vector_bits / std::max(8, u->dtype.bits()));
+      // Math-heavy values are bound by their arithmetic, not the add chain: one register wide
+      // (half the code to compile).
+      int64_t amt = !any || !contiguous ? 0
+                    : heavy             ? div_amount(const_bound(inner), {vw, vw / 2, 4})
+                                        : div_amount(const_bound(inner), {2 * vw, vw, vw / 2, 4});
+      Opt o = Opt::unroll(id_of(inner), amt);
+      if (amt && std::find(lanes.begin(), lanes.end(), o) == lanes.end()) lanes.push_back(o);
+    }
+    for (const Opt& o : lanes) apply(o);
+  }
+
+  // 4. In a kernel with reduces, LLVM's loop vectorizer often gives up on the loop nest: the
+  //    innermost loop axis every store walks contiguously becomes vector lanes here (the
+  //    elementwise tail of softmax or layernorm after its row reductions), when no reduce runs
+  //    inside that loop (those would be copied per lane, with strided loads).
+  if (!reduces.empty() && nloops > 0 && !inner_upcast) {
+    const UOp* inner = loop_at(nloops - 1);
+    env = var_env(k.sink);
+    bool contiguous = inner && inner->as<RangeArg>().type == AxisType::Loop;
+    if (contiguous) {
+      topo = toposort(k.sink);
+      OpenRanges open(topo);
+      for (const UOp* u : topo) contiguous = contiguous && !(u->op == Op::Reduce && open.contains(u, inner));
+    }
+    int bits = 8;
+    for (const UOp* st : k.sink->src()) {
+      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
+      auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
+      contiguous = contiguous && stride && *stride == 1;
+      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
+    }
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
+    int64_t amt = contiguous ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
+    if (amt) apply(Opt::upcast(id_of(inner), amt));
+  }
+
+  // 5. THREAD: split the outermost loop axis every store uses across the cores.
+  if (opts.allow_threads && target.has_threads && target.cores > 1) {
+    int64_t t = target.cores;
+    topo = toposort(k.sink);
+    double iters = 1;
+    int64_t alus = 0;
+    for (const UOp* u : topo) {
+      if (u->op == Op::Range) iters *= double(std::max<int64_t>(1, const_bound(u)));
+      if (is_elementwise(u->op) || u->op == Op::Load || u->op == Op::Store) alus++;
+    }
+    if (iters * double(std::max<int64_t>(1, alus)) / double(t) >= double(opts.min_ops_per_thread)) {
+      OpenRanges open(topo);
+      bool done = false;
+      // An axis that divides evenly first; else the outermost shared one in uneven chunks (the
+      // last is shorter).
+      for (bool even : {true, false})
+        for (int64_t pos = 0; !done && pos < nloops; pos++) {
+          const UOp* r = loop_at(pos);
+          if (!r) continue;
+          int64_t n = const_bound(r);
+          bool all = true;
+          for (const UOp* s : k.sink->src()) all = all && open.contains(s, r);
+          if (!all || (even ? (n < t || n % t != 0) : n < 4 * t)) continue;
+          apply(Opt::thread(id_of(r), t));
+          done = true;
+        }
+    }
+  }
+}
+
+}  // namespace sn

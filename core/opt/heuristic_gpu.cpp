@@ -1,0 +1,186 @@
+// The hand-coded optimizer for targets with GLOBAL/LOCAL axes (learned from tinygrad's
+// hand_coded_optimizations). Every LOOP axis starts as GLOBAL (opt.cpp). In order:
+//   1. GROUP_REDUCE: a reduction to few outputs (<= 2048) splits its largest reduce axis across
+//      the work-items of a group (GROUPTOP: each work-item reduces a contiguous chunk), the
+//      partials combined through local memory; an axis that no group size divides is padded
+//   2. UPCAST: register tiles where loads are reused across an output axis (a load that does not
+//      move along it): up to two such axes by 4 (a 4x4 matmul tile); a plain elementwise kernel
+//      upcasts its innermost axis by 4
+//   3. UNROLL the innermost reduce axis of an ungrouped reduce (fully when short, else by 4)
+//   4. LOCAL: up to three output axes, innermost first, split into the work-group (at most 128
+//      work-items, fewer when a group reduce already uses some); an axis that no local size
+//      divides is padded to a multiple of 8 when that costs at most a quarter more work
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/codegen/kernel_util.h"
+#include "core/opt/opt.h"
+
+namespace sn {
+
+namespace {
+
+int64_t id_of(const UOp* r) { return r->as<RangeArg>().id; }
+AxisType type_of(const UOp* r) { return r->as<RangeArg>().type; }
+
+std::vector<const UOp*> ranges_typed(const UOp* sink, AxisType t) {
+  std::vector<const UOp*> out;
+  for (const UOp* r : ranges_of(sink))
+    if (type_of(r) == t) out.push_back(r);
+  return out;
+}
+
+// Whether the node reads range r (its value or address moves with r).
+bool depends_on(const UOp* u, const UOp* r) {
+  for (const UOp* x : toposort(u))
+    if (x == r) return true;
+  return false;
+}
+
+// Elements of local memory a group reduce of `group` work-items needs per Reduce it splits.
+int64_t local_bytes_for(const UOp* sink, const UOp* axis, int64_t group) {
+  int64_t bytes = 0;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::Reduce && std::find(u->src().begin() + 1, u->src().end(), axis) != u->src().end())
+      bytes += group * std::max(4, u->dtype.itemsize());
+  return bytes;
+}
+
+// The reduce axis worth splitting across a work-group: of a Reduce that runs directly in the
+// grid (every loop around it is GLOBAL) and holds no other reduce, its longest constant axis.
+const UOp* group_candidate(const UOp* sink) {
+  std::vector<const UOp*> topo = toposort(sink);
+  OpenRanges open(topo);
+  const UOp* best = nullptr;
+  for (const UOp* u : topo) {
+    if (u->op != Op::Reduce || u->nsrc() < 2) continue;
+    bool in_grid = true;
+    for (const UOp* r : open.of(u)) in_grid = in_grid && type_of(r) == AxisType::Global;
+    for (const UOp* x : toposort(u->src(0))) in_grid = in_grid && x->op != Op::Reduce;
+    if (!in_grid) continue;
+    for (size_t i = 1; i < u->nsrc(); i++) {
+      const UOp* r = u->src(i);
+      if (type_of(r) == AxisType::Reduce && const_bound(r) > 0 && (!best || const_bound(r) > const_bound(best)))
+        best = r;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts) {
+  (void)opts;
+  auto apply = [&](const Opt& o) { apply_opt(g, k, o, target); };
+  auto try_apply = [&](const Opt& o) {
+    OptState before = k;
+    try {
+      apply_opt(g, k, o, target);
+      return true;
+    } catch (const Error&) {
+      k = before;
+      return false;
+    }
+  };
+  double outputs = 1;
+  for (const UOp* r : ranges_typed(k.sink, AxisType::Global)) {
+    int64_t n = const_bound(r);
+    outputs *= n > 0 ? double(n) : 1e9;  // a symbolic axis counts as large
+  }
+  const int64_t max_items = std::min<int64_t>(128, target.max_local_total);
+  int64_t group_items = 1;
+
+  // 1. GROUP_REDUCE for reductions to few outputs.
+  if (target.has_shared && !k.nolocals && outputs <= 2048) {
+    if (const UOp* axis = group_candidate(k.sink); axis && const_bound(axis) >= 32) {
+      int64_t n = const_bound(axis);
+      for (int64_t size : {256, 128, 64, 32, 16}) {
+        if (size > target.max_local_total || size > target.max_local_size[0] || n < 2 * size) continue;
+        if (local_bytes_for(k.sink, axis, size) > target.local_memory_bytes) continue;
+        if (n % size != 0) {
+          if (size != 16) continue;  // pad only to the smallest group: at most 15 wasted steps
+          apply(Opt::padto(id_of(axis), size));
+        }
+        if (try_apply(Opt::group(id_of(axis), size, true))) {
+          group_items = size;
+          break;
+        }
+      }
+    }
+  }
+
+  // 2. UPCAST: register tiles along axes whose copies share loads.
+  std::vector<const UOp*> reduces;
+  {
+    std::vector<const UOp*> loops;
+    classify_ranges(k.sink, &loops, &reduces);
+  }
+  int64_t upcast = 1;
+  if (!reduces.empty() && outputs >= 1024 && group_items == 1) {
+    for (int pass = 0; pass < 2; pass++) {
+      const UOp* best = nullptr;
+      int64_t best_shared = 0;
+      std::vector<const UOp*> loads;
+      for (const UOp* u : toposort(k.sink))
+        if (u->op == Op::Load) loads.push_back(u);
+      for (const UOp* r : ranges_typed(k.sink, AxisType::Global)) {
+        if (const_bound(r) < 8 || const_bound(r) % 4 != 0) continue;
+        int64_t shared = 0;  // loads that do not move along r: each copy reuses them
+        for (const UOp* l : loads) shared += !depends_on(l->src(0), r);
+        if (shared > best_shared) best = r, best_shared = shared;
+      }
+      if (!best) break;
+      apply(Opt::upcast(id_of(best), 4));
+      upcast *= 4;
+    }
+  }
+  if (upcast == 1 && reduces.empty() && outputs >= 1024) {
+    std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
+    if (!globals.empty() && const_bound(globals.back()) % 4 == 0 && const_bound(globals.back()) >= 8) {
+      apply(Opt::upcast(id_of(globals.back()), 4));
+      upcast = 4;
+    }
+  }
+
+  // 3. UNROLL the innermost reduce axis of reduces that were not grouped.
+  {
+    std::vector<const UOp*> rs = ranges_typed(k.sink, AxisType::Reduce);
+    if (!rs.empty() && group_items == 1) {
+      const UOp* inner = rs.back();
+      int64_t n = const_bound(inner);
+      if (n > 1 && n <= 8 && upcast * n <= 64)
+        apply(Opt::unroll(id_of(inner), n));
+      else if (n >= 16 && n % 4 == 0)
+        apply(Opt::unroll(id_of(inner), 4));
+    }
+  }
+
+  // 4. LOCAL: split output axes into the work-group, innermost first.
+  if (!k.nolocals) {
+    int64_t budget = max_items / group_items;
+    std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
+    std::sort(globals.begin(), globals.end(), [](const UOp* a, const UOp* b) { return id_of(a) > id_of(b); });
+    int dims = group_items > 1 ? 1 : 0;
+    for (const UOp* r : globals) {
+      if (dims >= 3 || budget < 2) break;
+      int64_t n = const_bound(r);
+      if (n < 2) continue;
+      int64_t chosen = 0;
+      for (int64_t size : {32, 16, 8, 4, 2})
+        if (size <= budget && size <= target.max_local_size[size_t(dims)] && n % size == 0 && n >= size) {
+          chosen = size;
+          break;
+        }
+      if (!chosen && n >= 16 && budget >= 8 && (n + 7) / 8 * 8 * 4 <= n * 5) {
+        apply(Opt::padto(id_of(r), 8));
+        chosen = 8;
+      }
+      if (!chosen || !try_apply(Opt::local(id_of(r), chosen))) continue;
+      budget /= chosen;
+      dims++;
+    }
+  }
+}
+
+}  // namespace sn

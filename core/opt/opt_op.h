@@ -1,0 +1,46 @@
+// The spec's kernel optimizations (OptOps) as data: a kernel's optimizer output is a list of these,
+// and applying the same list to the same AST reproduces the same kernel (core/opt/opt.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/ir/ops.h"
+
+namespace sn {
+
+enum class OptOp : uint8_t {
+  Split,     // split range `axis` by `amount` = k into (n/k, k); the new part (inner, or outer when
+             // `top`) gets AxisType `type`: UPCAST, UNROLL, THREAD, LOCAL, GROUP_REDUCE
+  Padto,     // pad range `axis` up to a multiple of `amount`; the extra iterations are masked off
+  Swap,      // exchange the loop positions of ranges `axis` and `amount`
+  Nolocals,  // no LOCAL or GROUP_REDUCE axes (and no local memory) in this kernel
+};
+
+struct Opt {
+  OptOp op = OptOp::Split;
+  int64_t axis = 0;                  // a Range id of the kernel (unused by Nolocals)
+  int64_t amount = 0;                // Split: the factor; Padto: the multiple; Swap: the other Range id
+  AxisType type = AxisType::Upcast;  // Split: the AxisType of the new part
+  bool top = false;                  // Split: the new part is the outer one
+  bool operator==(const Opt&) const = default;
+
+  static Opt split(int64_t axis, int64_t k, AxisType type, bool top = false) {
+    return {OptOp::Split, axis, k, type, top};
+  }
+  static Opt upcast(int64_t axis, int64_t k) { return split(axis, k, AxisType::Upcast); }
+  static Opt unroll(int64_t axis, int64_t k) { return split(axis, k, AxisType::Unroll); }
+  static Opt thread(int64_t axis, int64_t k) { return split(axis, k, AxisType::Thread, true); }
+  static Opt local(int64_t axis, int64_t k) { return split(axis, k, AxisType::Local); }
+  static Opt group(int64_t axis, int64_t k, bool top = false) { return split(axis, k, AxisType::GroupReduce, top); }
+  static Opt padto(int64_t axis, int64_t m) { return {OptOp::Padto, axis, m, AxisType::Loop, false}; }
+  static Opt swap(int64_t a, int64_t b) { return {OptOp::Swap, a, b, AxisType::Loop, false}; }
+  static Opt nolocals() { return {OptOp::Nolocals, 0, 0, AxisType::Loop, false}; }
+};
+
+// "UPCAST(1,4)", "THREAD(0,2)", "GROUPTOP(2,16)", "PADTO(0,32)", "SWAP(0,2)", "NOLOCALS".
+std::string opt_str(const Opt& o);
+// Parses what opt_str prints (also "SPLIT(axis,k,TYPE[,top])"); false for anything else.
+bool parse_opt(std::string_view text, Opt* out);
+
+}  // namespace sn

@@ -1,0 +1,132 @@
+// OptOps as data: printing and parsing, replaying a heuristic's choices, and the semantics of Padto
+// and Swap (checked against the oracle through the compiled CPU path).
+#include <gtest/gtest.h>
+
+#include "core/codegen/codegen.h"
+#include "core/opt/opt.h"
+#include "core/schedule/schedule.h"
+#include "core/tensor/compose.h"
+#include "core/tensor/tensor.h"
+#include "tests/util/ops_case.h"
+#include "tests/util/test_helpers.h"
+
+namespace sn {
+namespace {
+
+// A CPU-like target (threads, 256-bit vectors) and a GPU-like one (work-groups, local memory).
+Target cpu_like() {
+  Target t;
+  t.renderer = "TEST_CPU";
+  t.has_threads = true;
+  t.cores = 4;
+  t.vector_bits = 256;
+  return t;
+}
+Target gpu_like() {
+  Target t;
+  t.renderer = "TEST_GPU";
+  t.has_local = t.has_shared = true;
+  t.local_memory_bytes = 32768;
+  t.max_local_size = {1024, 1024, 64};
+  t.max_local_total = 1024;
+  t.max_global_size = {2147483647, 65535, 65535};
+  return t;
+}
+
+TEST(Opts, PrintAndParseRoundTrip) {
+  std::vector<Opt> opts{Opt::upcast(1, 4), Opt::unroll(2, 8),
+                        Opt::thread(0, 2), Opt::local(3, 16),
+                        Opt::group(2, 16), Opt::group(2, 16, true),
+                        Opt::padto(1, 32), Opt::swap(0, 2),
+                        Opt::nolocals(),   Opt::split(4, 2, AxisType::Upcast, true)};
+  for (const Opt& o : opts) {
+    Opt back;
+    ASSERT_TRUE(parse_opt(opt_str(o), &back)) << opt_str(o);
+    EXPECT_EQ(back, o) << opt_str(o);
+  }
+  EXPECT_EQ(opt_str(Opt::group(2, 16, true)), "GROUPTOP(2,16)");
+  EXPECT_EQ(opt_str(Opt::split(4, 2, AxisType::Upcast, true)), "SPLIT(4,2,UPCAST,top)");
+  Opt o;
+  for (const char* bad : {"", "UPCAST", "UPCAST(1)", "UPCAST(a,4)", "FOO(1,2)", "SPLIT(1,2,LOOPY)", "PADTO(1,2,3)"})
+    EXPECT_FALSE(parse_opt(bad, &o)) << bad;
+}
+
+// Lowers every kernel of `outs` with the heuristic, then again with the opts it chose: the same
+// Linear comes out (nodes are hash-consed, so equal kernels are the same node).
+int expect_replays(Graph& g, const std::vector<const UOp*>& outs, const Target& t, const std::string& what) {
+  Schedule s = schedule_graph(g, outs);
+  int kernels = 0;
+  for (const ScheduledKernel& k : s.kernels) {
+    LoweredKernel a = lower_kernel(g, k.ast, t);
+    LowerOptions forced;
+    forced.opts = a.opts;
+    LoweredKernel b = lower_kernel(g, k.ast, t, forced);
+    std::string opts;
+    for (const Opt& o : a.opts) opts += opt_str(o) + " ";
+    EXPECT_EQ(a.linear, b.linear) << what << " on " << t.renderer << ": " << a.name << " {" << opts << "}";
+    EXPECT_EQ(a.threads, b.threads) << what;
+    kernels++;
+  }
+  return kernels;
+}
+
+TEST(Opts, HeuristicChoicesReplayTheSameKernel) {
+  int kernels = 0;
+  for (const Target& t : {cpu_like(), gpu_like()}) {
+    // the benchmark's kernels, at sizes that keep the test quick
+    {
+      Graph g;
+      const UOp *a = input(g, dtypes::float32, {256, 256}), *b = input(g, dtypes::float32, {256, 256});
+      kernels += expect_replays(g, {matmul(g, a, b)}, t, "matmul");
+    }
+    {
+      Graph g;
+      const UOp* x = input(g, dtypes::float32, {512, 512});
+      kernels += expect_replays(g, {softmax(g, x, 1), reduce(g, x, Op::Add, {0, 1}), add(g, x, x)}, t, "softmax");
+    }
+    {
+      Graph g;
+      const UOp *x = input(g, dtypes::float32, {1, 16, 28, 28}), *w = input(g, dtypes::float32, {16, 16, 3, 3});
+      kernels += expect_replays(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, t, "conv2d");
+    }
+    // every conformance program
+    int cases = testutil::run_ops_cases([&](Graph& g, const testutil::OpsCase& c) {
+      kernels += expect_replays(g, {c.program.root}, t, "case");
+      return oracle::evaluate(c.program.root, [&] {
+        oracle::BufferData buffers;
+        for (const auto& [input_name, buf] : c.program.buffers) buffers[buf] = c.data.at(input_name);
+        return buffers;
+      }());
+    });
+    EXPECT_EQ(cases, testutil::kOpsCases);
+  }
+  EXPECT_GT(kernels, 200);
+}
+
+TEST(Opts, RulesNameTheProblem) {
+  Graph g;
+  const UOp *a = input(g, dtypes::float32, {12, 8}), *b = input(g, dtypes::float32, {8, 10});
+  std::vector<const UOp*> outs{gemm(g, a, b)};
+  Schedule s = schedule_graph(g, outs);
+  const UOp* ast = s.kernels.at(0).ast;
+  auto error_for = [&](const Target& t, std::vector<Opt> opts) {
+    LowerOptions o;
+    o.opts = std::move(opts);
+    return testutil::error_of([&] { lower_kernel(g, ast, t, o); });
+  };
+  // ranges: 0 and 1 are the output axes (12, 10), 2 the reduce axis (8)
+  EXPECT_NE(error_for(cpu_like(), {Opt::local(0, 4)}).find("LOCAL"), std::string::npos);
+  EXPECT_NE(error_for(cpu_like(), {Opt::group(2, 4)}).find("local memory"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::thread(0, 2)}).find("THREAD"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::nolocals(), Opt::local(0, 4)}).find("NOLOCALS"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::local(0, 5)}).find("does not divide"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::unroll(0, 2)}).find("REDUCE"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::padto(0, 64)}).find("4x"), std::string::npos);
+  EXPECT_NE(error_for(gpu_like(), {Opt::swap(0, 7)}).find("no range"), std::string::npos);
+  EXPECT_NE(
+      error_for(gpu_like(), {Opt::local(0, 2), Opt::local(0, 3), Opt::local(1, 2), Opt::group(2, 2)}).find("at most 3"),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace sn
