@@ -138,6 +138,11 @@ constexpr sn_api kApi = {
     .program_num_vars = sn_program_num_vars,
     .program_var_info = sn_program_var_info,
     .program_run_vars = sn_program_run_vars,
+    // ---- version 4 ----
+    .device_count = sn_device_count,
+    .device_description = sn_device_description,
+    .buffer_copy = sn_buffer_copy,
+    .program_export_c = sn_program_export_c,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -271,12 +276,18 @@ SN_CHECK_ENTRY(buffer_from_dlpack, 121);
 SN_CHECK_ENTRY(program_num_vars, 122);
 SN_CHECK_ENTRY(program_var_info, 123);
 SN_CHECK_ENTRY(program_run_vars, 124);
+// version 4
+SN_CHECK_ENTRY(device_count, 125);
+SN_CHECK_ENTRY(device_description, 126);
+SN_CHECK_ENTRY(buffer_copy, 127);
+SN_CHECK_ENTRY(program_export_c, 128);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV3 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV4 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.

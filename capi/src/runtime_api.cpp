@@ -368,6 +368,19 @@ const char* sn_device_name(const sn_device* device, sn_error** err) {
                [&] { return live_device(device, "device")->dev->name().c_str(); });
 }
 
+int sn_device_count(sn_context* ctx, const char* backend, sn_error** err) {
+  return guard("sn_device_count", err, -1, [&] {
+    sn_context* c = live_context(ctx, "ctx");
+    if (backend == nullptr) invalid("backend is NULL");
+    return c->runtime.devices().count(backend);
+  });
+}
+
+char* sn_device_description(const sn_device* device, sn_error** err) {
+  return guard("sn_device_description", err, static_cast<char*>(nullptr),
+               [&] { return dup_string(live_device(device, "device")->dev->description()); });
+}
+
 // ---- debug level ----------------------------------------------------------------------------
 
 sn_code sn_context_set_debug(sn_context* ctx, int level, sn_error** err) {
@@ -510,6 +523,15 @@ sn_code sn_buffer_copy_in(sn_buffer* buffer, const void* src, size_t nbytes, sn_
 sn_code sn_buffer_copy_out(const sn_buffer* buffer, void* dst, size_t nbytes, sn_error** err) {
   return guard("sn_buffer_copy_out", err, SN_E_INTERNAL, [&] {
     live_buffer(buffer, "buffer")->buf->copy_out(dst, nbytes);
+    return SN_OK;
+  });
+}
+
+sn_code sn_buffer_copy(sn_buffer* dst, const sn_buffer* src, sn_error** err) {
+  return guard("sn_buffer_copy", err, SN_E_INTERNAL, [&] {
+    sn_buffer* d = live_buffer(dst, "dst");
+    const sn_buffer* s = live_buffer(src, "src");
+    copy_buffer(*d->buf, *s->buf);
     return SN_OK;
   });
 }
@@ -679,6 +701,16 @@ char* sn_program_stage(const sn_program* program, const char* stage, sn_error** 
 size_t sn_program_arena_bytes(const sn_program* program, sn_error** err) {
   return guard("sn_program_arena_bytes", err, size_t{0},
                [&] { return live_program(program, "program")->prog->arena_bytes; });
+}
+
+// ---- export ---------------------------------------------------------------------------------
+
+char* sn_program_export_c(const sn_program* program, const char* name, sn_error** err) {
+  return guard("sn_program_export_c", err, static_cast<char*>(nullptr), [&] {
+    const Program& p = *live_program(program, "program")->prog;
+    if (name == nullptr) invalid("name is NULL");
+    return dup_string(p.device->export_c(p, name));
+  });
 }
 
 // ---- DLPack ---------------------------------------------------------------------------------

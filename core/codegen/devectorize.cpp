@@ -65,9 +65,13 @@ class Devectorizer {
           const UOp* idx = one_.at(u->src(1));
           DType p = u->dtype.base().as_ptr(u->dtype.addrspace);
           auto& out = lanes_[u];
-          for (size_t i = 0; i < k; i++)
-            out.push_back(
-                g_.make(Op::Index, p, {base, i ? g_.alu(Op::Add, idx, g_.cint(int64_t(i), idx->dtype)) : idx}));
+          for (size_t i = 0; i < k; i++) {
+            const UOp* at = idx;
+            if (i > 0)
+              at = idx->op == Op::Const ? g_.cint(int64_t(idx->const_int()) + int64_t(i), idx->dtype)
+                                        : g_.alu(Op::Add, idx, g_.cint(int64_t(i), idx->dtype));
+            out.push_back(g_.make(Op::Index, p, {base, at}));
+          }
           return;
         }
         break;

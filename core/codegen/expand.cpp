@@ -233,12 +233,19 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
         lanes = unrolled[i];
         unrolled.erase(unrolled.begin() + long(i));
       }
+    // Floats narrower than float32 combine their copies in float32, as their accumulators do
+    // (lower_reduces): rounding each partial sum to fp8 would lose the sum.
+    bool widen = u->dtype.is_float() && u->dtype.bits() < 32;
     std::vector<const UOp*> vals;
-    for (auto& m : combos(g, unrolled)) vals.push_back(substitute_nodes(g, srcs[0], m));
+    for (auto& m : combos(g, unrolled)) {
+      const UOp* v = substitute_nodes(g, srcs[0], m);
+      vals.push_back(widen ? g.cast(v, dtypes::float32.vec(v->dtype.lanes)) : v);
+    }
     kept[0] = fold(g, op, vals);
     if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes))).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
-    return lanes ? fold_lanes(g, op, red) : red;
+    if (lanes) red = fold_lanes(g, op, red);
+    return widen ? g.cast(red, u->dtype) : red;
   });
   sink = unroll.get(sink);
 

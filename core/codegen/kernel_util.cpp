@@ -219,6 +219,8 @@ const UOp* reduce_identity(Graph& g, Op op, DType dt) {
     case Op::Mul:
       return dt.is_float() ? g.cfloat(1.0, dt) : g.cint(1, dt);
     case Op::Max:
+      // fp8 e4m3 has no infinity: its lowest finite value is the identity
+      if (dt.scalar == Scalar::Fp8E4M3) return g.cfloat(-dt.float_max(), dt);
       if (dt.is_float()) return g.cfloat(-std::numeric_limits<double>::infinity(), dt);
       if (dt.is_bool()) return g.cbool(false);
       return g.make(Op::Const, dt, {}, int64_t(dt.int_min()));

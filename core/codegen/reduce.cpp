@@ -81,8 +81,9 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
 
   // One accumulator per value, all updated in one loop nest over `ranges` (serial REDUCE ranges,
   // outer to inner) inside the loops `outer`; returns the read of each after the loops.
+  // (keep_acc: the reads stay in the accumulator's dtype, float32 for halves, instead of the values'.)
   auto accumulate = [&](std::vector<const UOp*> values, const std::vector<const UOp*>& ranges,
-                        const std::vector<const UOp*>& outer, const std::vector<Op>& ops) {
+                        const std::vector<const UOp*>& outer, const std::vector<Op>& ops, bool keep_acc) {
     std::vector<const UOp*> accs, updates, reads;
     for (size_t i = 0; i < values.size(); i++) {
       Op op = ops[i];
@@ -116,7 +117,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       const UOp* read = g.make(Op::Load, acc->dtype,
                                {g.make(Op::Index, acc->dtype.as_ptr(AddrSpace::Reg),
                                        {g.make(Op::After, acc->dtype, {acc, body}), g.cint(0)})});
-      if (read->dtype != values[i]->dtype) read = g.cast(read, values[i]->dtype);
+      if (read->dtype != values[i]->dtype && !keep_acc) read = g.cast(read, values[i]->dtype);
       reads.push_back(read);
     }
     return reads;
@@ -132,10 +133,10 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
   auto combine_group = [&](std::vector<const UOp*> partials, const std::vector<const UOp*>& group,
                            const std::vector<const UOp*>& outer, const std::vector<Op>& ops) {
     std::vector<const UOp*> stores, lbufs;
-    const UOp* slot = g.cint(0);
+    const UOp* slot = nullptr;
     int64_t size = 1;
     for (const UOp* r : local_axes) {
-      slot = g.alu(Op::Add, g.alu(Op::Mul, slot, r->src(0)), r);
+      slot = slot ? g.alu(Op::Add, g.alu(Op::Mul, slot, r->src(0)), r) : r;
       size *= const_bound(r);
     }
     // A vector partial (lanes of an UNROLL) takes `lanes` consecutive scalars per slot.
@@ -163,7 +164,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       values.push_back(
           g.make(Op::Load, partials[i]->dtype,
                  {at(g.make(Op::After, lbufs[i]->dtype, {lbufs[i], barrier}), partials[i]->dtype, other)}));
-    std::vector<const UOp*> reads = accumulate(values, loops, outer, ops);
+    std::vector<const UOp*> reads = accumulate(values, loops, outer, ops, true);
     if (!outer.empty()) {
       // Inside a serial loop the next iteration writes the same slots: everyone reads first.
       const UOp* done = g.make(Op::Barrier, dtypes::void_, reads);
@@ -201,9 +202,13 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       for (auto& v : values) v = substitute_nodes(g, v, clone);
     std::vector<const UOp*> outer;
     for (const UOp* o : gr.outer) outer.push_back(self->get(o));
-    std::vector<const UOp*> reads = accumulate(values, ranges, outer, ops);
+    // Group partials stay in the accumulator's dtype (float32 for halves) until the end.
+    std::vector<const UOp*> reads = accumulate(values, ranges, outer, ops, !group.empty());
     if (!group.empty()) reads = combine_group(reads, group, outer, ops);
-    for (size_t i = 0; i < gr.members.size(); i++) result[gr.members[i]] = reads[i];
+    for (size_t i = 0; i < gr.members.size(); i++) {
+      const UOp* m = gr.members[i];
+      result[m] = reads[i]->dtype == m->dtype ? reads[i] : g.cast(reads[i], m->dtype);
+    }
   };
 
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {

@@ -87,8 +87,8 @@ constexpr ElementwiseName kElementwise[] = {
 
 class Builder {
  public:
-  Builder(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs)
-      : g_(g), text_(text), inputs_(inputs) {}
+  Builder(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs, std::string device)
+      : g_(g), device_(std::move(device)), text_(text), inputs_(inputs) {}
 
   Program build(const SExpr& e) {
     Program p;
@@ -172,7 +172,7 @@ class Builder {
     if (it != tensors_.end()) return it->second;
     auto spec = inputs_.find(name);
     if (spec == inputs_.end()) error(e, "unknown input '" + name + "'");
-    const UOp* t = input(g_, spec->second.dtype, spec->second.shape);
+    const UOp* t = input(g_, spec->second.dtype, spec->second.shape, device_);
     tensors_[name] = t;
     return t;
   }
@@ -224,6 +224,7 @@ class Builder {
   }
 
   Graph& g_;
+  std::string device_;
   std::string_view text_;
   const std::map<std::string, InputSpec>& inputs_;
   std::map<std::string, const UOp*> tensors_;
@@ -231,9 +232,10 @@ class Builder {
 
 }  // namespace
 
-Program build_program(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs) {
+Program build_program(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs,
+                      const std::string& device) {
   SExpr e = Parser(text).parse_all();
-  return Builder(g, text, inputs).build(e);
+  return Builder(g, text, inputs, device).build(e);
 }
 
 }  // namespace sn::oracle

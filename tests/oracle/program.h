@@ -32,6 +32,8 @@ struct Program {
 
 // Parses `text` and builds it in `g`. Names must appear in `inputs`. Throws sn::Error(InvalidArg)
 // on syntax errors (with the offset) and whatever the tensor front throws for bad programs.
-Program build_program(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs);
+// Inputs live on `device` (where the program will be compiled).
+Program build_program(Graph& g, std::string_view text, const std::map<std::string, InputSpec>& inputs,
+                      const std::string& device = "CPU");
 
 }  // namespace sn::oracle

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #if SN_BACKEND_CPU
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,28 +15,69 @@
 namespace sn {
 namespace {
 
-TEST(CompiledOps, EveryConformanceCaseCompilesAndMatchesNumpy) {
-  auto dev = testrt::runtime().device("CPU");
-  int passed = testutil::run_ops_cases([&](Graph& g, const testutil::OpsCase& c) {
-    // Inputs in the order the program names them (sorted by name), each with the case's shape.
-    CompileOptions opts;
-    std::vector<std::string> names;
-    for (const auto& [input_name, buf] : c.program.buffers) {
-      names.push_back(input_name);
-      opts.inputs.push_back(buf);
-    }
-    auto p = compile_program(testrt::runtime(), g, std::vector<const UOp*>{c.program.root}, dev, opts);
-    std::vector<std::shared_ptr<Buffer>> ins, outs;
-    for (size_t i = 0; i < names.size(); i++) {
-      oracle::Array a = c.data.at(names[i]);
-      a.shape = p->inputs[i].shape;  // the program views the flat Buffer with the case's shape
-      ins.push_back(testrt::to_buffer(dev, a));
-    }
-    outs.push_back(p->allocate_output(0));
-    p->run(ins, outs);
-    return testrt::from_buffer(*outs[0]);
-  });
-  EXPECT_EQ(passed, testutil::kOpsCases);
+// How many kernels used each part of the GPU model.
+struct FeatureCounts {
+  int kernels = 0, local_axes = 0, group_reduce = 0, local_memory = 0, barriers = 0, gated = 0;
+  void add(const KernelFeatures& f) {
+    kernels++;
+    local_axes += f.local_axes;
+    group_reduce += f.group_reduce;
+    local_memory += f.local_bytes > 0;
+    barriers += f.barriers > 0;
+    gated += f.gated_blocks > 0;
+  }
+};
+
+// Every ops.jsonl case compiled for `device`, run, and compared with numpy.
+FeatureCounts run_conformance(const std::string& device) {
+  auto dev = testrt::runtime().device(device);
+  FeatureCounts used;
+  int passed = testutil::run_ops_cases(
+      [&](Graph& g, const testutil::OpsCase& c) {
+        // Inputs in the order the program names them (sorted by name), each with the case's shape.
+        CompileOptions opts;
+        std::vector<std::string> names;
+        for (const auto& [input_name, buf] : c.program.buffers) {
+          names.push_back(input_name);
+          opts.inputs.push_back(buf);
+        }
+        auto p = compile_program(testrt::runtime(), g, std::vector<const UOp*>{c.program.root}, dev, opts);
+        for (const Launch& l : p->launches) used.add(l.kernel->features);
+        std::vector<std::shared_ptr<Buffer>> ins, outs;
+        for (size_t i = 0; i < names.size(); i++) {
+          oracle::Array a = c.data.at(names[i]);
+          a.shape = p->inputs[i].shape;  // the program views the flat Buffer with the case's shape
+          ins.push_back(testrt::to_buffer(dev, a));
+        }
+        outs.push_back(p->allocate_output(0));
+        p->run(ins, outs);
+        return testrt::from_buffer(*outs[0]);
+      },
+      device);
+  EXPECT_EQ(passed, testutil::kOpsCases) << device;
+  std::printf("conformance on %s: %d/%d cases pass; %d kernels\n", device.c_str(), passed, testutil::kOpsCases,
+              used.kernels);
+  return used;
+}
+
+TEST(CompiledOps, EveryConformanceCaseCompilesAndMatchesNumpy) { run_conformance("CPU"); }
+
+// The same cases through OpenCL: GPU-style kernels (work-groups, local memory, barriers) run for real
+// on pocl. CI requires the device (SN_REQUIRE_CL=1); elsewhere the test says why it skipped.
+TEST(CompiledOps, EveryConformanceCaseRunsOnOpenCL) {
+  std::string why;
+  if (testrt::runtime().devices().count("CL", &why) == 0) {
+    if (testrt::cl_required()) FAIL() << "no OpenCL device: " << why;
+    GTEST_SKIP() << "no OpenCL device: " << why;
+  }
+  FeatureCounts used = run_conformance("CL");
+  std::printf(
+      "CL kernels: %d with LOCAL axes, %d with GROUP_REDUCE, %d with local memory, %d with barriers, "
+      "%d with gated stores (If)\n",
+      used.local_axes, used.group_reduce, used.local_memory, used.barriers, used.gated);
+  EXPECT_GT(used.local_axes, 0);
+  EXPECT_GT(used.group_reduce, 0);
+  EXPECT_GT(used.barriers, 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #if SN_BACKEND_CPU
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "tests/unit/test_pipeline_util.h"
 
@@ -20,11 +21,14 @@ namespace {
 
 using namespace testrt;
 
-constexpr int kCases = 1000;  // graphs that must be compiled, run and compared
+constexpr int kCases = 1000;   // graphs that must be compiled, run and compared on the CPU
+constexpr int kClCases = 200;  // ... on OpenCL
 
 class GraphGen {
  public:
-  GraphGen(Graph& g, Rng& rng, oracle::BufferData& data) : g_(g), rng_(rng), data_(data) {}
+  // wide: some inputs get one long axis (32-80), so GPU kernels split reductions across work-groups.
+  GraphGen(Graph& g, Rng& rng, oracle::BufferData& data, std::string device, bool wide)
+      : g_(g), rng_(rng), data_(data), device_(std::move(device)), wide_(wide) {}
 
   // A random graph; returns its outputs.
   std::vector<const UOp*> build() {
@@ -46,6 +50,8 @@ class GraphGen {
   Graph& g_;
   Rng& rng_;
   oracle::BufferData& data_;
+  std::string device_;
+  bool wide_;
   std::vector<const UOp*> pool_;
 
   DType pick_dtype() {
@@ -65,11 +71,12 @@ class GraphGen {
     std::vector<int64_t> s(size_t(rng_.integer(1, 4)));
     for (auto& d : s) d = rng_.integer(1, s.size() > 2 ? 4 : 7);
     if (rng_.coin(0.02)) s[size_t(rng_.integer(0, int64_t(s.size()) - 1))] = 0;
+    if (wide_ && rng_.coin(0.3)) s[size_t(rng_.integer(0, int64_t(s.size()) - 1))] = rng_.integer(32, 80);
     return s;
   }
 
   const UOp* fresh(DType dt, const std::vector<int64_t>& shape) {
-    const UOp* t = input(g_, dt, shape);
+    const UOp* t = input(g_, dt, shape, device_);
     double lo = dt.is_unsigned() ? 0 : dt.is_float() ? -2 : -50;
     double hi = dt.is_float() ? 2 : 50;
     data_[buffer_of(t)] = random_array(rng_, dt, {numel(shape)}, lo, hi);
@@ -331,19 +338,21 @@ double fuzz_rtol(DType dt) {
   }
 }
 
-TEST(FuzzDiff, RandomGraphsMatchTheOracle) {
+// Compiles, runs and compares `cases` random graphs on `device`. The same seeds give the same
+// graphs on every device (with the same `wide`).
+void fuzz(const std::string& device, int cases, bool wide) {
   auto t0 = std::chrono::steady_clock::now();
-  auto dev = runtime().device("CPU");
-  auto compiled_before = dev->stats().compiled;
-  int checked = 0, skipped = 0, failures = 0, kernels = 0;
-  for (uint64_t seed = 1; checked < kCases && seed <= uint64_t(kCases) * 2; seed++) {
+  auto dev = runtime().device(device);
+  auto before = dev->stats();
+  int checked = 0, skipped = 0, failures = 0, kernels = 0, local = 0, group = 0, barrier = 0;
+  for (uint64_t seed = 1; checked < cases && seed <= uint64_t(cases) * 2; seed++) {
     Graph g;
     Rng rng(seed * 0x9E3779B97F4A7C15ull);
     oracle::BufferData data;
     std::vector<const UOp*> outs;
     std::vector<Array> want;
     try {
-      outs = GraphGen(g, rng, data).build();
+      outs = GraphGen(g, rng, data, device, wide).build();
       want = oracle::evaluate(outs, data);
     } catch (const Error& e) {
       // The oracle calls the value undefined (e.g. a NaN reached an integer cast): not comparable.
@@ -352,30 +361,56 @@ TEST(FuzzDiff, RandomGraphsMatchTheOracle) {
     }
     std::string program;
     for (const UOp* o : outs) program += "\n  " + to_sexpr(o);
+    for (const auto& [buf, arr] : data) program += cat("\n  #", buf->as<BufferArg>().id, ": ", arr.dtype.name());
     try {
       std::shared_ptr<const Program> p;
-      std::vector<Array> got = compile_and_run(g, outs, data, {}, &p);
-      kernels += int(p->launches.size());
+      std::vector<Array> got = compile_and_run(g, outs, data, {}, &p, device);
+      for (const Launch& l : p->launches) {
+        kernels++;
+        local += l.kernel->features.local_axes;
+        group += l.kernel->features.group_reduce;
+        barrier += l.kernel->features.barriers > 0;
+      }
       for (size_t i = 0; i < outs.size(); i++) {
         double rt = fuzz_rtol(want[i].dtype);
         std::string why = mismatch(got[i], want[i], rt, rt);
         if (!why.empty() && failures++ < 10)
-          ADD_FAILURE() << "seed " << seed << " output " << i << ": " << why << program;
+          ADD_FAILURE() << device << " seed " << seed << " output " << i << " (" << want[i].dtype.name() << "): " << why
+                        << program;
       }
     } catch (const std::exception& e) {
-      if (failures++ < 10) ADD_FAILURE() << "seed " << seed << ": threw: " << e.what() << program;
+      if (failures++ < 10) ADD_FAILURE() << device << " seed " << seed << ": threw: " << e.what() << program;
     }
     checked++;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto st = dev->stats();
   std::printf(
-      "fuzz: %d graphs compiled, run and compared (%d skipped as undefined), %d kernels (%llu compiled by LLVM, "
-      "%.1f ms of it), %d failures, %.1f s\n",
-      checked, skipped, kernels, static_cast<unsigned long long>(st.compiled - compiled_before), st.compile_ms,
-      failures, secs);
-  EXPECT_EQ(checked, kCases);
+      "fuzz on %s: %d graphs compiled, run and compared (%d skipped as undefined), %d kernels (%llu compiled by the "
+      "backend, %.1f ms of it; %d with LOCAL axes, %d with GROUP_REDUCE, %d with barriers), %d failures, %.1f s\n",
+      device.c_str(), checked, skipped, kernels, static_cast<unsigned long long>(st.compiled - before.compiled),
+      st.compile_ms - before.compile_ms, local, group, barrier, failures, secs);
+  EXPECT_EQ(checked, cases);
   EXPECT_EQ(failures, 0);
+}
+
+// SN_FUZZ_CASES=N runs N graphs instead (long local runs; CI uses the defaults).
+int cases_or(int n) {
+  const char* e = std::getenv("SN_FUZZ_CASES");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : n;
+}
+
+TEST(FuzzDiff, RandomGraphsMatchTheOracle) { fuzz("CPU", cases_or(kCases), false); }
+
+// 200 graphs through OpenCL (pocl builds kernels slowly: 200 keep this test near a minute cold),
+// some with a long axis so that reductions split across work-groups (GROUP_REDUCE).
+TEST(FuzzDiff, RandomGraphsMatchTheOracleOnOpenCL) {
+  std::string why;
+  if (runtime().devices().count("CL", &why) == 0) {
+    if (cl_required()) FAIL() << "no OpenCL device: " << why;
+    GTEST_SKIP() << "no OpenCL device: " << why;
+  }
+  fuzz("CL", cases_or(kClCases), true);
 }
 
 }  // namespace

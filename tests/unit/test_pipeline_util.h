@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,13 @@ using oracle::Array;
 inline Runtime& runtime() {
   static Runtime rt(RuntimeOptions{.debug = -1, .threads = 0, .program_cache_size = 4096});
   return rt;
+}
+
+// Whether the OpenCL tests must run (CI sets SN_REQUIRE_CL=1: pocl is installed there), or may skip
+// when no OpenCL device exists.
+inline bool cl_required() {
+  const char* e = std::getenv("SN_REQUIRE_CL");
+  return e && std::string(e) == "1";
 }
 
 // Random data of `dtype`: floats uniform in [lo, hi]; integers uniform in [lo, hi] clamped to the
@@ -104,11 +112,13 @@ inline Array from_buffer(const Buffer& b) {
   return Array::from_bytes(b.dtype(), b.shape(), bytes.data(), bytes.size());
 }
 
-// Compiles `outs`, runs the program on the data of each input Buffer, returns the outputs.
+// Compiles `outs` for `device`, runs the program on the data of each input Buffer, returns the
+// outputs.
 inline std::vector<Array> compile_and_run(Graph& g, const std::vector<const UOp*>& outs, const oracle::BufferData& data,
                                           const CompileOptions& opts = {},
-                                          std::shared_ptr<const Program>* program_out = nullptr) {
-  auto dev = runtime().device("CPU");
+                                          std::shared_ptr<const Program>* program_out = nullptr,
+                                          const std::string& device = "CPU") {
+  auto dev = runtime().device(device);
   // The caller's order: every input Buffer with data, in creation order (the pipeline's default
   // when opts.inputs is empty is the same order restricted to the Buffers the outputs read).
   CompileOptions o = opts;
@@ -136,9 +146,9 @@ inline std::vector<Array> compile_and_run(Graph& g, const std::vector<const UOp*
 // Compiles and runs `outs`, evaluates them with the oracle, and reports every mismatch.
 inline void expect_matches_oracle(Graph& g, const std::vector<const UOp*>& outs, const oracle::BufferData& data,
                                   const std::string& what, double rtol = -1, double atol = -1,
-                                  const CompileOptions& opts = {}) {
+                                  const CompileOptions& opts = {}, const std::string& device = "CPU") {
   std::vector<Array> want = oracle::evaluate(outs, data);
-  std::vector<Array> got = compile_and_run(g, outs, data, opts);
+  std::vector<Array> got = compile_and_run(g, outs, data, opts, nullptr, device);
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); i++) {
     double rt = rtol >= 0 ? rtol : default_rtol(want[i].dtype);

@@ -82,9 +82,9 @@ struct OpsCase {
 
 // Runs every case of ops.jsonl through `run(graph, case) -> the output Array` and compares it with
 // numpy's under the case's tolerances. Reports each mismatch or exception (naming the case and its
-// program) as a test failure and returns how many cases matched.
+// program) as a test failure and returns how many cases matched. Inputs live on `device`.
 template <class F>
-int run_ops_cases(F&& run) {
+int run_ops_cases(F&& run, const std::string& device = "CPU") {
   int passed = 0;
   for (const auto& [line, c] : read_jsonl(SN_SHARED_DIR "/conformance/ops.jsonl")) {
     std::string name = c.has("name") ? c["name"].as_string() : "line " + std::to_string(line);
@@ -97,15 +97,16 @@ int run_ops_cases(F&& run) {
         specs[input_name] = oracle::InputSpec{a.dtype, a.shape};
         oc.data.emplace(input_name, std::move(a));
       }
-      oc.program = oracle::build_program(g, c["program"].as_string(), specs);
+      oc.program = oracle::build_program(g, c["program"].as_string(), specs, device);
       oracle::Array got = run(g, oc);
       std::string why = mismatch(got, json_tensor(c["output"]), c["rtol"].as_double(), c["atol"].as_double());
       if (why.empty())
         passed++;
       else
-        ADD_FAILURE() << name << ": " << why << "\n  program: " << c["program"].as_string();
+        ADD_FAILURE() << name << " on " << device << ": " << why << "\n  program: " << c["program"].as_string();
     } catch (const std::exception& e) {
-      ADD_FAILURE() << name << ": threw: " << e.what() << "\n  program: " << c["program"].as_string();
+      ADD_FAILURE() << name << " on " << device << ": threw: " << e.what()
+                    << "\n  program: " << c["program"].as_string();
     }
   }
   return passed;

@@ -94,7 +94,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 3u
+#define SN_API_VERSION 4u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -501,8 +501,8 @@ SN_API sn_uop *sn_graph_simplify_given(sn_graph *graph, sn_uop *valid, sn_uop *e
  * and fails with SN_E_INVALID_ARG naming the builder, the parameter and the values (e.g. shapes that
  * do not broadcast) before it builds anything. */
 
-typedef struct sn_device sn_device;   /* a device that runs programs ("CPU"); refcounted, keeps its context alive */
-typedef struct sn_buffer sn_buffer;   /* a typed, shaped block of device memory; refcounted, keeps its device alive */
+typedef struct sn_device sn_device; /* a device that runs programs ("CPU", "CL"); refcounted, keeps its context alive */
+typedef struct sn_buffer sn_buffer; /* a typed, shaped block of device memory; refcounted, keeps its device alive */
 typedef struct sn_program sn_program; /* a compiled tensor program; refcounted, keeps its device alive; thread-safe */
 struct sn_dlpack_tensor;              /* DLPack 1.x DLManagedTensorVersioned: see sinter/sinter_dlpack.h */
 
@@ -569,14 +569,25 @@ SN_API sn_uop *sn_tensor_randn(sn_graph *graph, const int64_t *shape, size_t ndi
 
 /* ---- devices ---- */
 
-/* The device called `name` ("CPU", "cpu", "CPU:0"; NULL or "" = the default device, CPU). Opening
-   the same name twice in one context gives the same device. An unknown name, or a backend that this
-   build or this machine lacks, is SN_E_DEVICE naming the device and the available ones. */
+/* The device called `name` (NULL or "" = the default device, CPU). Names are a backend and an
+   index: "CPU" (also "cpu", "CPU:0"); "CL", "CL:1", ... the OpenCL devices of every platform, in
+   order; "C" renders C99 source for ahead-of-time export and runs nothing (sn_program_export_c).
+   Opening the same name twice in one context gives the same device. An unknown name, a backend
+   that this build lacks, or a driver or device this machine lacks (no OpenCL ICD loader, no
+   platform) is SN_E_DEVICE naming the device and the reason. */
 SN_API sn_device *sn_device_open(sn_context *ctx, const char *name, sn_error **err);
 SN_API sn_device *sn_device_retain(sn_device *device);
 SN_API void sn_device_release(sn_device *device);
-/* The device's canonical name ("CPU"). Borrowed: valid while the device lives. NULL on failure. */
+/* The device's canonical name ("CPU", "CL:1"). Borrowed: valid while the device lives. NULL on
+   failure. */
 SN_API const char *sn_device_name(const sn_device *device, sn_error **err);
+/* How many devices backend `backend` ("CPU", "CL", "C") has on this machine: 0 when its driver or
+   hardware is missing (sn_device_open then says why); -1 with SN_E_NOT_FOUND for a backend this
+   build does not have. (API version 4.) */
+SN_API int sn_device_count(sn_context *ctx, const char *backend, sn_error **err);
+/* What the device is ("pthread-haswell-AMD EPYC (Portable Computing Language, OpenCL 3.0 ...)"). Free
+   with sn_string_free. (API version 4.) */
+SN_API char *sn_device_description(const sn_device *device, sn_error **err);
 
 /* ---- debug level ---- */
 
@@ -634,6 +645,10 @@ SN_API sn_buffer *sn_buffer_view(sn_buffer *buffer, int64_t offset, const int64_
    different `nbytes` is SN_E_INVALID_ARG (it usually means the wrong dtype or shape). */
 SN_API SN_NODISCARD sn_code sn_buffer_copy_in(sn_buffer *buffer, const void *src, size_t nbytes, sn_error **err);
 SN_API SN_NODISCARD sn_code sn_buffer_copy_out(const sn_buffer *buffer, void *dst, size_t nbytes, sn_error **err);
+/* Copies the contents of `src` into `dst`: the same dtype and element count, on the same device or
+   on two (through host memory). Overlapping buffers of one device are SN_E_INVALID_ARG. Blocks
+   until done. (API version 4.) */
+SN_API SN_NODISCARD sn_code sn_buffer_copy(sn_buffer *dst, const sn_buffer *src, sn_error **err);
 /* Queries (SN_DTYPE_INVALID, -1 or 0 on failure). */
 SN_API sn_dtype sn_buffer_dtype(const sn_buffer *buffer, sn_error **err);
 SN_API int64_t sn_buffer_rank(const sn_buffer *buffer, sn_error **err);
@@ -643,7 +658,7 @@ SN_API int64_t sn_buffer_numel(const sn_buffer *buffer, sn_error **err);
 SN_API size_t sn_buffer_nbytes(const sn_buffer *buffer, sn_error **err);
 /* The device's name ("CPU"). Borrowed: valid while the buffer lives. */
 SN_API const char *sn_buffer_device(const sn_buffer *buffer, sn_error **err);
-/* Host address of element 0 for buffers in host memory (the CPU device), NULL otherwise. Valid
+/* Host address of element 0 for buffers in host memory (CPU, C), NULL otherwise (CL). Valid
    while the buffer lives; reading or writing it while a program runs on the buffer is a race. */
 SN_API void *sn_buffer_host_pointer(sn_buffer *buffer, sn_error **err);
 
@@ -687,15 +702,27 @@ SN_API SN_NODISCARD sn_code sn_program_output_info(const sn_program *program, si
 SN_API size_t sn_program_num_kernels(const sn_program *program, sn_error **err);
 /* Readable name of kernel i ("r_16_64"), borrowed: valid while the program lives. NULL on failure. */
 SN_API const char *sn_program_kernel_name(const sn_program *program, size_t index, sn_error **err);
-/* Source of kernel i (LLVM IR on the CPU). Free with sn_string_free. */
+/* Source of kernel i (LLVM IR on the CPU, OpenCL C on CL, C99 on C). Free with sn_string_free. */
 SN_API char *sn_program_kernel_source(const sn_program *program, size_t index, sn_error **err);
 /* The graph after a pipeline stage as text, every kernel under a "# kernel i: name" header. Stages:
-   "tensor", "schedule", "ast", "optimized", "expanded", "reduce", "isel", "linear", "source",
-   "plan". Needs keep_stages at compile time ("source" does not): otherwise, and for an unknown
-   stage, SN_E_NOT_FOUND. Free with sn_string_free. */
+   "tensor", "schedule", "ast", "optimized", "expanded", "simplified", "reduce", "parallel", "isel",
+   "linear", "source", "plan". Needs keep_stages at compile time ("source" does not): otherwise, and
+   for an unknown stage, SN_E_NOT_FOUND. Free with sn_string_free. */
 SN_API char *sn_program_stage(const sn_program *program, const char *stage, sn_error **err);
 /* Bytes of the one arena the program's intermediate values share (0 on failure or when none). */
 SN_API size_t sn_program_arena_bytes(const sn_program *program, sn_error **err);
+
+/* ---- ahead-of-time export ---- */
+
+/* A program compiled for device "C" as one standalone C99 file that needs only libc and libm:
+   every kernel, the memory plan and one entry point
+     int NAME(void *const *inputs, void *const *outputs)
+   taking the buffers in the program's input and output order (contiguous, row-major, dtypes as
+   sn_program_input_info says; float16/bfloat16 as their bits, bool as one byte), returning 0 (-1
+   when malloc fails for the intermediates). `name` must be a C identifier. A program compiled for
+   another device is SN_E_UNSUPPORTED (compile it for "C"); one with launch-time variables too, for
+   now. Free with sn_string_free. (API version 4.) */
+SN_API char *sn_program_export_c(const sn_program *program, const char *name, sn_error **err);
 
 /* ==== Function table for dlopen hosts ========================================================= */
 
@@ -853,7 +880,12 @@ typedef struct sn_api {
   sn_code (*program_run_vars)(sn_program *program, sn_buffer *const *inputs, size_t ninputs, sn_buffer *const *outputs,
                               size_t noutputs, const char *const *names, const int64_t *values, size_t nvars,
                               sn_error **err);
-  /* ---- version 4 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 4: devices of every backend, copies between them, C export ---- */
+  int (*device_count)(sn_context *ctx, const char *backend, sn_error **err);
+  char *(*device_description)(const sn_device *device, sn_error **err);
+  sn_code (*buffer_copy)(sn_buffer *dst, const sn_buffer *src, sn_error **err);
+  char *(*program_export_c)(const sn_program *program, const char *name, sn_error **err);
+  /* ---- version 5 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

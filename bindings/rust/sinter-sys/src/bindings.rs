@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 3;
+pub const SN_API_VERSION: u32 = 4;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -1013,6 +1013,16 @@ extern "C" {
     pub fn sn_device_name(device: *const sn_device, err: *mut *mut sn_error) -> *const ::std::os::raw::c_char;
 }
 extern "C" {
+    pub fn sn_device_count(
+        ctx: *mut sn_context,
+        backend: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn sn_device_description(device: *const sn_device, err: *mut *mut sn_error) -> *mut ::std::os::raw::c_char;
+}
+extern "C" {
     #[must_use]
     pub fn sn_context_set_debug(ctx: *mut sn_context, level: ::std::os::raw::c_int, err: *mut *mut sn_error)
         -> sn_code;
@@ -1097,6 +1107,10 @@ extern "C" {
         nbytes: usize,
         err: *mut *mut sn_error,
     ) -> sn_code;
+}
+extern "C" {
+    #[must_use]
+    pub fn sn_buffer_copy(dst: *mut sn_buffer, src: *const sn_buffer, err: *mut *mut sn_error) -> sn_code;
 }
 extern "C" {
     pub fn sn_buffer_dtype(buffer: *const sn_buffer, err: *mut *mut sn_error) -> sn_dtype;
@@ -1217,6 +1231,13 @@ extern "C" {
 }
 extern "C" {
     pub fn sn_program_arena_bytes(program: *const sn_program, err: *mut *mut sn_error) -> usize;
+}
+extern "C" {
+    pub fn sn_program_export_c(
+        program: *const sn_program,
+        name: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut ::std::os::raw::c_char;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1841,6 +1862,26 @@ pub struct sn_api {
             nvars: usize,
             err: *mut *mut sn_error,
         ) -> sn_code,
+    >,
+    pub device_count: ::std::option::Option<
+        unsafe extern "C" fn(
+            ctx: *mut sn_context,
+            backend: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> ::std::os::raw::c_int,
+    >,
+    pub device_description: ::std::option::Option<
+        unsafe extern "C" fn(device: *const sn_device, err: *mut *mut sn_error) -> *mut ::std::os::raw::c_char,
+    >,
+    pub buffer_copy: ::std::option::Option<
+        unsafe extern "C" fn(dst: *mut sn_buffer, src: *const sn_buffer, err: *mut *mut sn_error) -> sn_code,
+    >,
+    pub program_export_c: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *const sn_program,
+            name: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut ::std::os::raw::c_char,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

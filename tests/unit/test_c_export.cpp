@@ -1,0 +1,148 @@
+// Ahead-of-time export: every ops.jsonl program compiled for device "C", exported as one standalone
+// C file each, built by the system C compiler (cc -O2) into one shared library, run on the case's
+// inputs and compared with the JIT (the CPU device) and with numpy.
+#include <gtest/gtest.h>
+
+#if SN_BACKEND_CPU && SN_BACKEND_C
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/unit/test_pipeline_util.h"
+#include "tests/util/ops_case.h"
+
+namespace sn {
+namespace {
+
+using testrt::runtime;
+
+// The C compiler CI and users have: $CC, else cc.
+std::string c_compiler() {
+  const char* cc = std::getenv("CC");
+  return cc && *cc ? cc : "cc";
+}
+
+struct ExportedCase {
+  std::string name, symbol;
+  std::vector<oracle::Array> inputs;  // in the program's input order, with its shapes
+  oracle::Array jit, numpy;
+  TensorSpec output;
+  double rtol, atol;
+};
+
+TEST(CExport, ConformanceProgramsBuiltByCcMatchTheJit) {
+  auto t0 = std::chrono::steady_clock::now();
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("sn_c_export_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto c_dev = runtime().device("C");
+  auto cpu = runtime().device("CPU");
+  std::vector<ExportedCase> cases;
+  std::vector<std::string> files;
+  for (const auto& [line, c] : testutil::read_jsonl(SN_SHARED_DIR "/conformance/ops.jsonl")) {
+    ExportedCase ec;
+    ec.name = c["name"].as_string();
+    ec.symbol = "sn_case_" + std::to_string(cases.size());
+    std::map<std::string, oracle::InputSpec> specs;
+    std::map<std::string, oracle::Array> data;
+    for (const auto& [input_name, t] : c["inputs"].as_object()) {
+      oracle::Array a = testutil::json_tensor(t);
+      specs[input_name] = oracle::InputSpec{a.dtype, a.shape};
+      data.emplace(input_name, std::move(a));
+    }
+    std::string text = c["program"].as_string();
+    // The JIT's answer, from a graph whose inputs live on the CPU.
+    Graph gj;
+    oracle::Program pj = oracle::build_program(gj, text, specs, "CPU");
+    oracle::BufferData jd;
+    for (const auto& [input_name, buf] : pj.buffers) jd[buf] = data.at(input_name);
+    ec.jit = testrt::compile_and_run(gj, {pj.root}, jd).at(0);
+    ec.numpy = testutil::json_tensor(c["output"]);
+    ec.rtol = c["rtol"].as_double();
+    ec.atol = c["atol"].as_double();
+    // The same program for C, inputs in name order (as the JIT run above takes them).
+    Graph gc;
+    oracle::Program pc = oracle::build_program(gc, text, specs, "C");
+    CompileOptions opts;
+    for (const auto& [input_name, buf] : pc.buffers) {
+      opts.inputs.push_back(buf);
+      ec.inputs.push_back(data.at(input_name));
+    }
+    auto p = compile_program(runtime(), gc, std::vector<const UOp*>{pc.root}, c_dev, opts);
+    for (size_t i = 0; i < ec.inputs.size(); i++) ec.inputs[i].shape = p->inputs[i].shape;
+    ec.output = p->outputs.at(0);
+    std::string path = (dir / (ec.symbol + ".c")).string();
+    std::ofstream(path) << c_dev->export_c(*p, ec.symbol);
+    files.push_back(path);
+    cases.push_back(std::move(ec));
+  }
+  ASSERT_EQ(int(cases.size()), testutil::kOpsCases);
+
+  // One compiler run for every file (only libc and libm), as a user's build would do it.
+  std::string lib = (dir / "libcases.so").string();
+  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib;
+  for (const std::string& f : files) cmd += " " + f;
+  cmd += " -lm 2>&1";
+  int rc = std::system(cmd.c_str());
+  ASSERT_EQ(rc, 0) << "the exported C did not compile with: " << cmd;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  int matched = 0;
+  for (const ExportedCase& ec : cases) {
+    using Entry = int (*)(void* const*, void* const*);
+    auto fn = reinterpret_cast<Entry>(dlsym(h, ec.symbol.c_str()));
+    ASSERT_NE(fn, nullptr) << ec.name;
+    std::vector<std::vector<uint8_t>> in_bytes;
+    std::vector<void*> ins;
+    for (const oracle::Array& a : ec.inputs) in_bytes.push_back(a.to_bytes());
+    for (auto& b : in_bytes) ins.push_back(b.data());
+    int64_t n = 1;
+    for (int64_t d : ec.output.shape) n *= d;
+    std::vector<uint8_t> out(size_t(n) * size_t(ec.output.dtype.itemsize()) + 1);
+    void* outs[1] = {out.data()};
+    ASSERT_EQ(fn(ins.data(), outs), 0) << ec.name;
+    oracle::Array got = oracle::Array::from_bytes(ec.output.dtype, ec.output.shape, out.data(), out.size() - 1);
+    // Long sums may add in another order than the JIT's vector lanes: the case's tolerance for both.
+    std::string vs_jit = testutil::mismatch(got, ec.jit, ec.rtol, ec.atol);
+    std::string vs_numpy = testutil::mismatch(got, ec.numpy, ec.rtol, ec.atol);
+    EXPECT_EQ(vs_jit, "") << ec.name << ": exported C vs the JIT";
+    EXPECT_EQ(vs_numpy, "") << ec.name << ": exported C vs numpy";
+    matched += vs_jit.empty() && vs_numpy.empty();
+  }
+  dlclose(h);
+  fs::remove_all(dir);
+  std::printf("C export: %d/%zu conformance programs built by %s -O2 match the JIT and numpy (%.1f s)\n", matched,
+              cases.size(), c_compiler().c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+TEST(CExport, OnlyCSourceProgramsExport) {
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {4}, "CPU");
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{add(g, x, x)}, runtime().device("CPU"));
+  std::string msg = testutil::error_of([&] { p->device->export_c(*p, "f"); });
+  EXPECT_NE(msg.find("device \"C\""), std::string::npos) << msg;
+
+  Graph gc;
+  const UOp* y = input(gc, dtypes::float32, {4}, "C");
+  auto pc = compile_program(runtime(), gc, std::vector<const UOp*>{add(gc, y, y)}, runtime().device("C"));
+  EXPECT_NE(testutil::error_of([&] { pc->device->export_c(*pc, "not an identifier"); }).find("C identifier"),
+            std::string::npos);
+  std::string src = pc->device->export_c(*pc, "twice");
+  EXPECT_NE(src.find("int twice(void *const *inputs, void *const *outputs)"), std::string::npos) << src;
+  // The C device renders but never runs.
+  std::vector<std::shared_ptr<Buffer>> in{Buffer::allocate(pc->device, dtypes::float32, {4})},
+      out{pc->allocate_output(0)};
+  Code code = Code::Ok;
+  std::string why = testutil::error_of([&] { pc->run(in, out); }, &code);
+  EXPECT_EQ(code, Code::Device);
+  EXPECT_NE(why.find("runs nothing"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace sn
+#endif
