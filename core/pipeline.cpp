@@ -83,7 +83,7 @@ void check_graph(std::span<const UOp* const> outputs, const ComputeDevice& devic
       if (bd.null()) continue;  // a buffer with no device runs wherever the program does
       if (bd.tuple || canonical_device_name(bd.names[0]) != canonical_device_name(device.name()))
         fail(Code::Device, "compile: input Buffer %", u->id, " lives on ", bd.str(), ", the program is compiled for ",
-             device.name());
+             device.name(), " (make its inputs on ", device.name(), ")");
     }
   }
 }
@@ -320,8 +320,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       }
       std::string opts;
       for (const Opt& o : l.kernel->opts) opts += (opts.empty() ? "" : " ") + opt_str(o);
-      std::fprintf(stderr, "sn: %4zu %-32s threads %3lld  [%s]  {%s}  %.2f ms\n", k, l.kernel->name.c_str(),
-                   static_cast<long long>(l.kernel->threads), bufs.c_str(), opts.c_str(), l.kernel->compile_ms);
+      std::fprintf(stderr, "sn: %4zu %-32s %s  [%s]  {%s}  %.2f ms\n", k, l.kernel->name.c_str(),
+                   l.kernel->launch_shape().c_str(), bufs.c_str(), opts.c_str(), l.kernel->compile_ms);
     }
   }
   if (options.use_cache) rt.store_program(key, p);

@@ -59,37 +59,26 @@ class CDevice final : public ComputeDevice {
   void copy_out(const Storage& src, size_t offset, void* dst, size_t bytes) override {
     std::memcpy(dst, static_cast<const char*>(src.ptr()) + offset, bytes);
   }
-  void* host_pointer(const Storage& s) const override { return s.ptr(); }
+  bool host_memory() const override { return true; }
 
-  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = kernels_.find(key);
-    return it == kernels_.end() ? nullptr : it->second;
-  }
-
-  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (auto it = kernels_.find(k.key); it != kernels_.end()) {
-      stats_.cache_hits++;
-      return it->second;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    auto kernel = std::make_shared<CKernelSource>();
-    kernel->describe(k);
-    // Unique within any export: the name plus the kernel's key.
-    char key[24];
-    std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(k.key));
-    kernel->symbol = cat(c_identifier(k.name), "_", key);
-    CKernel ck = render_c(k, kC99, kernel->symbol);
-    kernel->function = ck.function;
-    kernel->helpers = ck.helpers;
-    kernel->uses_double = ck.uses_double;
-    kernel->source = c_prelude(kC99, ck.helpers, ck.uses_double) + ck.function;
-    kernel->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    stats_.compiled++;
-    stats_.compile_ms += kernel->compile_ms;
-    kernels_[k.key] = kernel;
-    return kernel;
+  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return cache_.find(key); }
+  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& lk) override {
+    return cache_.get(lk, [](const LoweredKernel& k) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto kernel = std::make_shared<CKernelSource>();
+      kernel->describe(k);
+      // Unique within any export: the name plus the kernel's key.
+      char key[24];
+      std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(k.key));
+      kernel->symbol = cat(c_identifier(k.name), "_", key);
+      CKernel ck = render_c(k, kC99, kernel->symbol);
+      kernel->function = ck.function;
+      kernel->helpers = ck.helpers;
+      kernel->uses_double = ck.uses_double;
+      kernel->source = c_prelude(kC99, ck.helpers, ck.uses_double) + ck.function;
+      kernel->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return kernel;
+    });
   }
 
   void launch(const DeviceKernel&, std::span<const DevicePtr>, std::span<const int64_t>, const LaunchSize&) override {
@@ -99,15 +88,10 @@ class CDevice final : public ComputeDevice {
 
   std::string export_c(const Program& p, const std::string& name) const override;
 
-  Stats stats() const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    return stats_;
-  }
+  Stats stats() const override { return cache_.stats(); }
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<const CKernelSource>> kernels_;
-  Stats stats_;
+  KernelCache cache_;
 };
 
 std::string spec_list(const std::vector<TensorSpec>& specs) {

@@ -116,7 +116,6 @@ class ClDevice final : public ComputeDevice {
     max_alloc_ = device_value<cl_ulong>(api_, device_, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   }
   ~ClDevice() override {
-    kernels_.clear();
     programs_.clear();
     if (queue_) {
       api_->Finish(queue_);
@@ -166,55 +165,9 @@ class ClDevice final : public ComputeDevice {
   }
 
   // ---- compiler -------------------------------------------------------------------------------
-  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = kernels_.find(key);
-    return it == kernels_.end() ? nullptr : it->second;
-  }
-
-  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (auto it = kernels_.find(k.key); it != kernels_.end()) {
-      stats_.cache_hits++;
-      return it->second;
-    }
-    std::string fname = c_identifier(k.name);
-    CKernel ck = render_c(k, kOpenCL, fname);
-    std::string source = c_prelude(kOpenCL, ck.helpers, ck.uses_double) + ck.function;
-    auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<ClProgram>& program = programs_[source];
-    if (!program) {
-      program = std::make_shared<ClProgram>();
-      program->api = api_;
-      try {
-        program->program = build(source);
-      } catch (...) {
-        programs_.erase(source);
-        throw;
-      }
-      stats_.compiled++;
-    } else {
-      stats_.cache_hits++;
-    }
-    auto kernel = std::make_shared<ClKernel>();
-    kernel->describe(k);
-    kernel->source = source;
-    kernel->api = api_;
-    kernel->program = program;
-    cl_int err = CL_SUCCESS;
-    kernel->kernel = api_->CreateKernel(program->program, fname.c_str(), &err);
-    check(err, "clCreateKernel");
-    size_t max_items = 0;
-    check(api_->GetKernelWorkGroupInfo(kernel->kernel, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_items, &max_items,
-                                       nullptr),
-          "clGetKernelWorkGroupInfo");
-    if (k.dims.local_items() > int64_t(max_items))
-      fail(Code::Compile, name(), ": kernel ", k.name, " needs ", k.dims.local_items(),
-           " work-items per group, the driver allows ", max_items, " for it");
-    kernel->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    stats_.compile_ms += kernel->compile_ms;
-    kernels_[k.key] = kernel;
-    return kernel;
+  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return cache_.find(key); }
+  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& lk) override {
+    return cache_.get(lk, [this](const LoweredKernel& k) { return build_kernel(k); });
   }
 
   // ---- queue ----------------------------------------------------------------------------------
@@ -246,12 +199,47 @@ class ClDevice final : public ComputeDevice {
   }
   void synchronize() override { check(api_->Finish(queue_), "clFinish"); }
 
-  Stats stats() const override {
-    std::lock_guard<std::mutex> lk(mu_);
-    return stats_;
-  }
+  Stats stats() const override { return cache_.stats(); }
 
  private:
+  // The OpenCL C of a lowered kernel, built (or found built: programs are cached by their source
+  // text, so two kernels that render alike build once).
+  std::shared_ptr<const ClKernel> build_kernel(const LoweredKernel& k) {
+    std::string fname = c_identifier(k.name);
+    CKernel ck = render_c(k, kOpenCL, fname);
+    std::string source = c_prelude(kOpenCL, ck.helpers, ck.uses_double) + ck.function;
+    auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<ClProgram>& program = programs_[source];
+    if (!program) {
+      auto built = std::make_shared<ClProgram>();
+      built->api = api_;
+      try {
+        built->program = build(source);
+      } catch (...) {
+        programs_.erase(source);
+        throw;
+      }
+      program = built;
+    }
+    auto kernel = std::make_shared<ClKernel>();
+    kernel->describe(k);
+    kernel->source = source;
+    kernel->api = api_;
+    kernel->program = program;
+    cl_int err = CL_SUCCESS;
+    kernel->kernel = api_->CreateKernel(program->program, fname.c_str(), &err);
+    check(err, "clCreateKernel");
+    size_t max_items = 0;
+    check(api_->GetKernelWorkGroupInfo(kernel->kernel, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_items, &max_items,
+                                       nullptr),
+          "clGetKernelWorkGroupInfo");
+    if (k.dims.local_items() > int64_t(max_items))
+      fail(Code::Compile, name(), ": kernel ", k.name, " needs ", k.dims.local_items(),
+           " work-items per group, the driver allows ", max_items, " for it");
+    kernel->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return kernel;
+  }
+
   static cl_mem mem(const Storage& s) { return static_cast<cl_mem>(s.ptr()); }
 
   void check(cl_int err, const char* what) const {
@@ -288,10 +276,8 @@ class ClDevice final : public ComputeDevice {
   cl_command_queue queue_ = nullptr;
   std::string build_options_;
   cl_ulong max_alloc_ = 0;
-  mutable std::mutex mu_;  // the caches and stats
-  std::unordered_map<uint64_t, std::shared_ptr<const ClKernel>> kernels_;
+  KernelCache cache_;  // (its lock also guards programs_: builds run inside it)
   std::unordered_map<std::string, std::shared_ptr<ClProgram>> programs_;
-  Stats stats_;
 };
 
 // What the optimizer and the renderer may assume about an OpenCL device.

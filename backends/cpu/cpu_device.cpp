@@ -34,7 +34,7 @@ class CpuDevice final : public ComputeDevice {
   void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) override {
     std::memmove(static_cast<char*>(dst.ptr()) + dst_offset, static_cast<const char*>(src.ptr()) + src_offset, bytes);
   }
-  void* host_pointer(const Storage& s) const override { return s.ptr(); }
+  bool host_memory() const override { return true; }
 
   std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return compiler_->find(key); }
   std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override { return compiler_->compile(k); }

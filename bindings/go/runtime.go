@@ -16,13 +16,14 @@ import (
 
 // ---- devices ----
 
-// Device runs programs ("CPU"). Safe for concurrent use; Close must not race with other calls on it.
+// Device runs programs ("CPU", "CL", ...) or, for "C", only compiles them to C source. Safe for concurrent
+// use; Close must not race with other calls on it.
 type Device struct {
 	p *C.sn_device
 }
 
-// Device opens the device called name ("CPU", "CPU:0"; "" for the default). An unknown or unavailable
-// device is an *Error with CodeDevice naming the devices that exist.
+// Device opens the device called name ("CPU", "CPU:0", "CL", "CL:1", "C"; "" for the default). An unknown
+// or unavailable device is an *Error with CodeDevice naming the device and the reason.
 func (c *Context) Device(name string) (*Device, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -40,6 +41,25 @@ func (c *Context) Device(name string) (*Device, error) {
 	d := &Device{p: p}
 	runtime.SetFinalizer(d, (*Device).Close)
 	return d, nil
+}
+
+// DeviceCount is how many devices backend ("CPU", "CL", "C") has on this machine: 0 when its driver or
+// hardware is missing (Device then says why). A backend this build lacks is an *Error with CodeNotFound.
+func (c *Context) DeviceCount(backend string) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return 0, ErrClosed
+	}
+	cbackend := C.CString(backend)
+	defer C.free(unsafe.Pointer(cbackend))
+	var cerr *C.sn_error
+	n := C.sn_device_count(c.p, cbackend, &cerr)
+	runtime.KeepAlive(c)
+	if err := check(cerr); err != nil {
+		return 0, err
+	}
+	return int(n), nil
 }
 
 // SetDebug sets the context's SN_DEBUG level (0 quiet .. 5 linearized UOps, printed to stderr).
@@ -73,6 +93,18 @@ func (d *Device) Name() string {
 	s := C.GoString(C.sn_device_name(d.p, nil))
 	runtime.KeepAlive(d)
 	return s
+}
+
+// Description says what the device is, e.g. the OpenCL device and platform ("pthread-haswell-AMD EPYC
+// (Portable Computing Language, OpenCL 3.0 ...)").
+func (d *Device) Description() (string, error) {
+	if d.p == nil {
+		return "", ErrClosed
+	}
+	var cerr *C.sn_error
+	s := takeString(C.sn_device_description(d.p, &cerr))
+	runtime.KeepAlive(d)
+	return s, check(cerr)
 }
 
 // Alloc is a new buffer of dtype and shape on the device (contents undefined).
@@ -179,6 +211,23 @@ func (b *Buffer) View(offset int64, shape ...int64) (*Buffer, error) {
 		return nil, err
 	}
 	return newBuffer(p), nil
+}
+
+// CopyFrom copies the contents of src into b: the same dtype and element count (the shapes may differ), on
+// b's device or another (through host memory). Overlapping views of one buffer are an *Error with
+// CodeInvalidArg. Blocks until done.
+func (b *Buffer) CopyFrom(src *Buffer) error {
+	if b.p == nil {
+		return ErrClosed
+	}
+	if src == nil || src.p == nil {
+		return &Error{Code: CodeInvalidArg, Message: "sinter: CopyFrom: the source buffer is nil or closed"}
+	}
+	var cerr *C.sn_error
+	code := C.sn_buffer_copy(b.p, src.p, &cerr)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(src)
+	return checkCode(code, cerr)
 }
 
 // Element is a Go type with the layout of a Sinter dtype, for typed copies.
@@ -569,7 +618,7 @@ func (p *Program) KernelNames() []string {
 	return names
 }
 
-// KernelSource is the source of kernel i (LLVM IR on the CPU).
+// KernelSource is the source of kernel i (LLVM IR on the CPU, OpenCL C on CL, C99 on C).
 func (p *Program) KernelSource(i int) (string, error) {
 	var s string
 	err := p.use(func(cp *C.sn_program) error {
@@ -589,6 +638,25 @@ func (p *Program) Stage(name string) (string, error) {
 	err := p.use(func(cp *C.sn_program) error {
 		var cerr *C.sn_error
 		s = takeString(C.sn_program_stage(cp, cname, &cerr))
+		return check(cerr)
+	})
+	return s, err
+}
+
+// ExportC is the program as one standalone C99 file (needs only libc and libm) with one entry point
+//
+//	int NAME(void *const *inputs, void *const *outputs)
+//
+// taking the buffers in the program's input and output order; name must be a C identifier. The program
+// must be compiled for device "C" (otherwise an *Error with CodeUnsupported), and without launch-time
+// variables for now.
+func (p *Program) ExportC(name string) (string, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var s string
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		s = takeString(C.sn_program_export_c(cp, cname, &cerr))
 		return check(cerr)
 	})
 	return s, err

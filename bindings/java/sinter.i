@@ -298,8 +298,10 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %newobject sn_uop_to_string;
 %newobject sn_uop_to_tree;
 %newobject sn_uop_to_dot;
+%newobject sn_device_description;
 %newobject sn_program_kernel_source;
 %newobject sn_program_stage;
+%newobject sn_program_export_c;
 %typemap(newfree) char * "sn_string_free($1);";
 
 /* ---- not wrapped ---- */

@@ -719,8 +719,9 @@ sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
   return guard("sn_buffer_to_dlpack", err, static_cast<sn_dlpack_tensor*>(nullptr), [&] {
     sn_buffer* b = live_buffer(buffer, "buffer");
     const Buffer& buf = *b->buf;
-    if (buf.device().name() != "CPU")
-      fail(Code::Unsupported, "DLPack export of ", buf.device().name(), " buffers is not supported (CPU only)");
+    if (!buf.device().host_memory())
+      fail(Code::Unsupported, "DLPack export of ", buf.device().name(),
+           " buffers is not supported (host memory only: CPU only for now)");
     if (buf.shape().size() > size_t(INT32_MAX)) invalid("rank ", buf.shape().size(), " does not fit DLPack");
     auto holder = std::make_unique<DlpackExport>();
     holder->shape = buf.shape();
@@ -749,7 +750,8 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
     if (tensor == nullptr) invalid("tensor is NULL");
     if (tensor->version.major != SN_DLPACK_MAJOR_VERSION)
       fail(Code::Version, "DLPack version ", tensor->version.major, ".", tensor->version.minor, " is not 1.x");
-    if (d->dev->name() != "CPU") fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), " (CPU only)");
+    if (!d->dev->host_memory() || !d->dev->cannot_run().empty())
+      fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), " is not supported (CPU only for now)");
     const sn_dlpack_dl_tensor& t = tensor->dl_tensor;
     if (t.device.device_type != SN_DLPACK_DEVICE_CPU)
       fail(Code::Unsupported, "DLPack tensor on device type ", t.device.device_type, ": only CPU memory (type ",

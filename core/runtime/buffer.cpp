@@ -79,8 +79,7 @@ bool Buffer::overlaps(const Buffer& other) const {
 }
 
 void* Buffer::host_data() const {
-  void* p = device().host_pointer(*storage_);
-  return p ? static_cast<char*>(p) + offset_ : nullptr;
+  return device().host_memory() ? static_cast<char*>(storage_->ptr()) + offset_ : nullptr;
 }
 
 std::string Buffer::str() const { return cat(dtype_.name(), format_dims(shape_), " on ", device().name()); }

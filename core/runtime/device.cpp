@@ -18,13 +18,20 @@ void DeviceKernel::describe(const LoweredKernel& k) {
   opts = k.opts;
 }
 
+std::string DeviceKernel::launch_shape() const {
+  if (dims.local_items() == 1 && dims.global[0].is_const() && dims.global[0].eval(nullptr) == 1 &&
+      dims.global[1].is_const() && dims.global[2].is_const() && dims.global[1].eval(nullptr) == 1 &&
+      dims.global[2].eval(nullptr) == 1)
+    return cat("threads ", threads);
+  return cat("grid ", dims.global[0].str(vars), "x", dims.global[1].str(vars), "x", dims.global[2].str(vars), " of ",
+             dims.local[0], "x", dims.local[1], "x", dims.local[2]);
+}
+
 void ComputeDevice::copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) {
   std::vector<char> host(bytes);
   copy_out(src, src_offset, host.data(), bytes);
   copy_in(dst, dst_offset, host.data(), bytes);
 }
-
-void* ComputeDevice::host_pointer(const Storage&) const { return nullptr; }
 
 std::string ComputeDevice::export_c(const Program&, const std::string&) const {
   fail(Code::Unsupported, "export_c: the program is compiled for ", name_,
@@ -43,6 +50,30 @@ void copy_buffer(Buffer& dst, const Buffer& src) {
   std::vector<char> host(src.nbytes());
   src.copy_out(host.data(), host.size());
   dst.copy_in(host.data(), host.size());
+}
+
+std::shared_ptr<const DeviceKernel> KernelCache::find(uint64_t key) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = kernels_.find(key);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const DeviceKernel> KernelCache::get(const LoweredKernel& k, const Compiler& compile) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (auto it = kernels_.find(k.key); it != kernels_.end()) {
+    stats_.cache_hits++;
+    return it->second;
+  }
+  std::shared_ptr<const DeviceKernel> kernel = compile(k);
+  stats_.compiled++;
+  stats_.compile_ms += kernel->compile_ms;
+  kernels_.emplace(k.key, kernel);
+  return kernel;
+}
+
+ComputeDevice::Stats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
 }
 
 // ---- backends -----------------------------------------------------------------------------------

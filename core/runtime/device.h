@@ -42,6 +42,9 @@ struct DeviceKernel {
 
   // The fields every backend copies from the lowered kernel (all but source and compile_ms).
   void describe(const LoweredKernel& k);
+  // How it launches, for debug output: "threads 2", or "grid 64x1x1 of 32x4x1" (work-groups of
+  // work-items; a size that follows a variable prints as its expression).
+  std::string launch_shape() const;
 };
 
 // The grid of one launch: work-groups per dimension and work-items per group.
@@ -81,8 +84,8 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   virtual void copy_out(const Storage& src, size_t offset, void* dst, size_t bytes) = 0;
   // A copy between two storages of this device (through the host unless the backend does better).
   virtual void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes);
-  // The host address of a storage when the host can read and write it directly, else nullptr.
-  virtual void* host_pointer(const Storage& s) const;
+  // Whether the host reads and writes its storages directly (their handles are host pointers).
+  virtual bool host_memory() const { return false; }
 
   // ---- compiler -------------------------------------------------------------------------------
   // A kernel compiled before for this lowered-kernel cache key, or nullptr.
@@ -120,6 +123,22 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
 // Copies the contents of `src` into `dst` (same dtype and element count), on one device or
 // between two (through the host).
 void copy_buffer(Buffer& dst, const Buffer& src);
+
+// Compiled kernels by lowered-kernel key, with the counts of ComputeDevice::stats(): the cache a
+// backend's find() and compile() share. Compiles are serialized.
+class KernelCache {
+ public:
+  using Compiler = std::function<std::shared_ptr<const DeviceKernel>(const LoweredKernel&)>;
+  std::shared_ptr<const DeviceKernel> find(uint64_t key) const;
+  // The kernel cached under k.key, else compile(k) (its compile_ms is counted) cached from now on.
+  std::shared_ptr<const DeviceKernel> get(const LoweredKernel& k, const Compiler& compile);
+  ComputeDevice::Stats stats() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<const DeviceKernel>> kernels_;
+  ComputeDevice::Stats stats_;
+};
 
 // ---- backends -----------------------------------------------------------------------------------
 

@@ -133,8 +133,8 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     (*timings)[l] = ms;
     total_ms += ms;
     if (p.debug >= 1)
-      std::fprintf(stderr, "sn: %-4s %4zu %-32s threads %3lld  %10.3f ms\n", p.device->name().c_str(), l,
-                   launch.kernel->name.c_str(), static_cast<long long>(launch.kernel->threads), ms);
+      std::fprintf(stderr, "sn: %-4s %4zu %-32s %-24s %10.3f ms\n", p.device->name().c_str(), l,
+                   launch.kernel->name.c_str(), launch.kernel->launch_shape().c_str(), ms);
   }
   p.device->synchronize();
   if (timings && p.debug >= 1)

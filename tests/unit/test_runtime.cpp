@@ -54,7 +54,7 @@ class HostOnlyDevice final : public ComputeDevice {
   }
   void launch(const DeviceKernel&, std::span<const DevicePtr>, std::span<const int64_t>, const LaunchSize&) override {}
   void synchronize() override {}
-  void* host_pointer(const Storage& s) const override { return s.ptr(); }
+  bool host_memory() const override { return true; }
   Stats stats() const override { return {}; }
   size_t allocated = 0;
 };

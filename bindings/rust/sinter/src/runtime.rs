@@ -20,7 +20,8 @@ unsafe fn borrowed_str(p: *const c_char) -> String {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-/// A device that runs programs ("CPU"). Thread-safe; cloning adds a reference.
+/// A device that runs programs ("CPU", "CL", ...) or, for "C", only compiles them to C source. Thread-safe;
+/// cloning adds a reference.
 pub struct Device {
     ptr: NonNull<sys::sn_device>,
 }
@@ -30,8 +31,8 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 impl Device {
-    /// The device called `name` ("CPU", "CPU:0"; "" for the default). An unknown or unavailable device is
-    /// [`Code::DEVICE`] naming the devices that exist.
+    /// The device called `name` ("CPU", "CPU:0", "CL", "CL:1", "C"; "" for the default). An unknown or
+    /// unavailable device is [`Code::DEVICE`] naming the device and the reason.
     pub fn open(ctx: &Context, name: &str) -> Result<Device> {
         let name = c_string("Device::open", name)?;
         // SAFETY: ctx is live; name outlives the call.
@@ -43,6 +44,13 @@ impl Device {
     pub fn name(&self) -> String {
         // SAFETY: the name is borrowed from the live device and copied at once.
         unsafe { borrowed_str(sys::sn_device_name(self.ptr.as_ptr(), ptr::null_mut())) }
+    }
+
+    /// What the device is, e.g. the OpenCL device and platform ("pthread-haswell-AMD EPYC (Portable Computing
+    /// Language, OpenCL 3.0 ...)").
+    pub fn description(&self) -> Result<String> {
+        // SAFETY: self is live; the returned string is ours to free.
+        unsafe { call(|e| sys::sn_device_description(self.ptr.as_ptr(), e)).map(|s| take_string(s)) }
     }
 
     /// A new buffer of `dtype` and `shape` on this device (contents undefined).
@@ -91,6 +99,14 @@ impl Context {
     /// Opens the device called `name` ("CPU"; "" for the default). See [`Device::open`].
     pub fn device(&self, name: &str) -> Result<Device> {
         Device::open(self, name)
+    }
+
+    /// How many devices backend `backend` ("CPU", "CL", "C") has on this machine: 0 when its driver or hardware
+    /// is missing ([`Context::device`] then says why). A backend this build lacks is [`Code::NOT_FOUND`].
+    pub fn device_count(&self, backend: &str) -> Result<i32> {
+        let backend = c_string("Context::device_count", backend)?;
+        // SAFETY: self is live; backend outlives the call.
+        call(|e| unsafe { sys::sn_device_count(self.as_ptr(), backend.as_ptr(), e) })
     }
 
     /// Sets the SN_DEBUG level (0 quiet .. 5 linearized UOps, printed to stderr).
@@ -172,6 +188,14 @@ impl Buffer {
         call_code(|e| unsafe {
             sys::sn_buffer_copy_out(self.ptr.as_ptr(), out.as_mut_ptr() as *mut c_void, mem::size_of_val(out), e)
         })
+    }
+
+    /// Copies the contents of `src` into this buffer: the same dtype and element count (the shapes may differ),
+    /// on this buffer's device or another (through host memory). Blocks until done.
+    pub fn copy_from_buffer(&mut self, src: &Buffer) -> Result<()> {
+        // SAFETY: both handles are live for the call; `&mut self` and `&Buffer` cannot be the same buffer (a
+        // view's aliasing is covered by the contract of the unsafe `Buffer::view`).
+        call_code(|e| unsafe { sys::sn_buffer_copy(self.ptr.as_ptr(), src.ptr.as_ptr(), e) })
     }
 
     /// The contents as a `Vec<T>` (T must be the buffer's dtype).
@@ -438,7 +462,7 @@ impl Program {
         }
     }
 
-    /// Source of kernel `index` (LLVM IR on the CPU).
+    /// Source of kernel `index` (LLVM IR on the CPU, OpenCL C on CL, C99 on C).
     pub fn kernel_source(&self, index: usize) -> Result<String> {
         // SAFETY: the returned string is ours to free.
         unsafe { call(|e| sys::sn_program_kernel_source(self.ptr.as_ptr(), index, e)).map(|s| take_string(s)) }
@@ -450,6 +474,16 @@ impl Program {
         let stage = c_string("Program::stage", stage)?;
         // SAFETY: the returned string is ours to free.
         unsafe { call(|e| sys::sn_program_stage(self.ptr.as_ptr(), stage.as_ptr(), e)).map(|s| take_string(s)) }
+    }
+
+    /// The program as one standalone C99 file (needs only libc and libm) with one entry point
+    /// `int NAME(void *const *inputs, void *const *outputs)` taking the buffers in the program's input and
+    /// output order; `name` must be a C identifier. The program must be compiled for device "C" (otherwise
+    /// [`Code::UNSUPPORTED`]), and without launch-time variables for now.
+    pub fn export_c(&self, name: &str) -> Result<String> {
+        let name = c_string("Program::export_c", name)?;
+        // SAFETY: the returned string is ours to free.
+        unsafe { call(|e| sys::sn_program_export_c(self.ptr.as_ptr(), name.as_ptr(), e)).map(|s| take_string(s)) }
     }
 
     /// Bytes of the arena the program's intermediate values share.

@@ -73,6 +73,21 @@ public final class Buffer implements AutoCloseable {
     }
   }
 
+  /**
+   * Copies the contents of {@code src} into this buffer: the same dtype and element count (the shapes may
+   * differ), on this buffer's device or another (through host memory). Throws SinterException(INVALID_ARG)
+   * otherwise, and for overlapping views of one buffer. Blocks until done.
+   */
+  public void copyFrom(Buffer src) {
+    if (src == null) throw new IllegalArgumentException("src is null");
+    try {
+      SinterNative.sn_buffer_copy(ptr(), src.ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+      Reference.reachabilityFence(src);
+    }
+  }
+
   private int count() {
     long n = numel();
     if (n > Integer.MAX_VALUE) throw new IllegalStateException("buffer too large for a Java array: " + n);

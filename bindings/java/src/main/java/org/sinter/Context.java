@@ -19,10 +19,23 @@ public final class Context implements AutoCloseable {
     return new Graph(this);
   }
 
-  /** Opens the device called {@code name} ("CPU"; "" for the default). Throws SinterException(DEVICE) for an
-   * unknown or unavailable device, naming the ones that exist. */
+  /** Opens the device called {@code name} ("CPU", "CL", "CL:1", "C"; "" for the default). Throws
+   * SinterException(DEVICE) for an unknown or unavailable device, naming the device and the reason. */
   public Device device(String name) {
     return new Device(this, name);
+  }
+
+  /**
+   * How many devices backend {@code backend} ("CPU", "CL", "C") has on this machine: 0 when its driver or
+   * hardware is missing ({@link #device} then says why). Throws SinterException(NOT_FOUND) for a backend this
+   * build lacks.
+   */
+  public int deviceCount(String backend) {
+    try {
+      return SinterNative.sn_device_count(ptr(), backend);
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(this);
+    }
   }
 
   /** Sets the SN_DEBUG level (0 quiet .. 5 linearized UOps, printed to stderr). */

@@ -3,7 +3,10 @@ package org.sinter;
 import java.lang.ref.Reference;
 import org.sinter.jni.SinterNative;
 
-/** A device that runs programs ("CPU"). Thread-safe; buffers and programs keep it alive as long as they need it. */
+/**
+ * A device that runs programs ("CPU", "CL", ...) or, for "C", only compiles them to C source. Thread-safe;
+ * buffers and programs keep it alive as long as they need it.
+ */
 public final class Device implements AutoCloseable {
   private final NativeHandle handle;
 
@@ -21,6 +24,16 @@ public final class Device implements AutoCloseable {
   public String name() {
     try {
       return SinterNative.sn_device_name(ptr());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** What the device is, e.g. the OpenCL device and platform ("pthread-haswell-AMD EPYC (Portable Computing
+   * Language, OpenCL 3.0 ...)"). */
+  public String description() {
+    try {
+      return SinterNative.sn_device_description(ptr());
     } finally {
       Reference.reachabilityFence(this);
     }

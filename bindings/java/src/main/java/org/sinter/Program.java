@@ -178,7 +178,7 @@ public final class Program implements AutoCloseable {
     }
   }
 
-  /** Source of kernel {@code index} (LLVM IR on the CPU). */
+  /** Source of kernel {@code index} (LLVM IR on the CPU, OpenCL C on CL, C99 on C). */
   public String kernelSource(long index) {
     try {
       return SinterNative.sn_program_kernel_source(ptr(), index);
@@ -191,6 +191,20 @@ public final class Program implements AutoCloseable {
   public String stage(String name) {
     try {
       return SinterNative.sn_program_stage(ptr(), name);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * The program as one standalone C99 file (needs only libc and libm) with one entry point {@code int
+   * NAME(void *const *inputs, void *const *outputs)} taking the buffers in the program's input and output
+   * order; {@code name} must be a C identifier. The program must be compiled for device "C" (otherwise
+   * SinterException(UNSUPPORTED)), and without launch-time variables for now.
+   */
+  public String exportC(String name) {
+    try {
+      return SinterNative.sn_program_export_c(ptr(), name);
     } finally {
       Reference.reachabilityFence(this);
     }
