@@ -254,18 +254,7 @@ class IrWriter {
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
     for (const std::string& d : decls_) os << d << "\n";
     for (const std::string& m : tile_loops_) os << m;
-    if (!vector_fns_.empty()) {
-      os << "@llvm.compiler.used = appending global [" << vector_fns_.size() << " x ptr] [";
-      bool first_fn = true;
-      for (const std::string& f : vector_fns_) {
-        os << (first_fn ? "" : ", ") << "ptr @" << f;
-        first_fn = false;
-      }
-      os << "], section \"llvm.metadata\"\n";
-    }
     if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
-    for (const auto& [variant, id] : variant_attrs_)
-      os << "attributes #" << id << " = { \"vector-function-abi-variant\"=\"" << variant << "\" }\n";
     os << "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n";
     os << "attributes #1 = { nounwind \"no-trapping-math\"=\"true\" }\n";
     return os.str();
@@ -832,8 +821,8 @@ class IrWriter {
     }
   }
 
-  // exp2/log2/sin/pow through libm with a vector variant from libmvec, so the vectorizers can
-  // call the 16-wide (AVX-512) or 8-wide (AVX2) version; without libmvec, the LLVM intrinsic.
+  // exp2/log2/sin/pow through libmvec's 16-wide (AVX-512) or 8-wide (AVX2) functions, for vectors
+  // and scalars alike; without libmvec, the LLVM intrinsic (libm).
   template <class F>
   std::string libm(const UOp* u, DType d, const char* base, int nargs, F fallback) {
     const std::string& vm = k_.target.vector_math;
@@ -893,18 +882,20 @@ class IrWriter {
       std::string pt = str("<", width, " x ", st, ">");
       return emit(str("shufflevector ", pt, " ", parts[0], ", ", pt, " poison, ", mask(0, d.lanes, d.lanes)));
     }
-    vector_fns_.insert(vname);
-    decls_.insert(str("declare ", st, " @", name, "(", nargs == 2 ? str(st, ", ", st) : st, ") #2"));
-    int attr = 0;
-    std::string variant = str("_ZGV_LLVM_N", vf, params, "_", name, "(", vname, ")");
-    auto it = variant_attrs_.find(variant);
-    if (it == variant_attrs_.end()) {
-      attr = 3 + int(variant_attrs_.size());
-      variant_attrs_[variant] = attr;
-    } else {
-      attr = it->second;
+    // A scalar goes through the vector variant too (splat, call, lane 0): libm and libmvec round
+    // differently, and one value must have the same bits wherever it is computed, or a mask that
+    // compares a recomputed value with its reduced max (argmax, the gradient of max) misses it.
+    std::string one = emit(str("insertelement ", vt, " poison, ", st, " ", v(u->src(0)), ", i64 0"));
+    std::string splat0 =
+        emit(str("shufflevector ", vt, " ", one, ", ", vt, " poison, <", vf, " x i32> zeroinitializer"));
+    std::string cargs = str(vt, " ", splat0);
+    if (nargs == 2) {
+      std::string one1 = emit(str("insertelement ", vt, " poison, ", st, " ", v(u->src(1)), ", i64 0"));
+      cargs += str(", ", vt, " ",
+                   emit(str("shufflevector ", vt, " ", one1, ", ", vt, " poison, <", vf, " x i32> zeroinitializer")));
     }
-    return emit(str("call ", st, " @", name, "(", args, ") #", attr));
+    std::string r = emit(str("call ", vt, " @", vname, "(", cargs, ")"));
+    return emit(str("extractelement ", vt, " ", r, ", i64 0"));
   }
 
   // C-truncating division and remainder that never trap: x/0 gives x, x%0 gives 0, and
@@ -971,10 +962,8 @@ class IrWriter {
   std::unordered_map<const UOp*, int> ifs_;  // open If -> its label number
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
-  std::vector<std::string> tile_loops_;       // loop metadata
-  std::set<std::string> vector_fns_;          // libmvec functions the vectorizers may call
-  bool uses_pure_ = false;                    // attribute group #2 is used
-  std::map<std::string, int> variant_attrs_;  // vector-function-abi-variant -> attribute group
+  std::vector<std::string> tile_loops_;  // loop metadata
+  bool uses_pure_ = false;               // attribute group #2 is used
 };
 
 }  // namespace

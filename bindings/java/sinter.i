@@ -319,6 +319,7 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_compile_options;
 %ignore sn_compile_options_init;
 %ignore sn_compile;
+%ignore sn_tensor_gradient; /* bound by hand below (its grads[] is an out array) */
 %ignore sn_buffer_copy_in;
 %ignore sn_buffer_copy_out;
 %ignore sn_buffer_host_pointer;

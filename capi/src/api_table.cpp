@@ -143,6 +143,8 @@ constexpr sn_api kApi = {
     .device_description = sn_device_description,
     .buffer_copy = sn_buffer_copy,
     .program_export_c = sn_program_export_c,
+    .tensor_gradient = sn_tensor_gradient,
+    .tensor_detach = sn_tensor_detach,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -281,13 +283,17 @@ SN_CHECK_ENTRY(device_count, 125);
 SN_CHECK_ENTRY(device_description, 126);
 SN_CHECK_ENTRY(buffer_copy, 127);
 SN_CHECK_ENTRY(program_export_c, 128);
+// version 5
+SN_CHECK_ENTRY(tensor_gradient, 129);
+SN_CHECK_ENTRY(tensor_detach, 130);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV4 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 2;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV5 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.

@@ -5,6 +5,7 @@
 
 #include "capi/src/capi_internal.h"
 #include "core/tensor/compose.h"
+#include "core/tensor/gradient.h"
 #include "core/tensor/tensor.h"
 
 namespace sn::capi {
@@ -219,4 +220,24 @@ sn_uop* sn_tensor_randn(sn_graph* graph, const int64_t* shape, size_t ndim, uint
     sn_graph* g = live_graph(graph, "graph");
     return hand_out(g, sn::randn(g->graph, dims_of(shape, ndim, "shape"), seed, to_dtype(raw(dtype), "dtype")));
   });
+}
+
+sn_code sn_tensor_gradient(sn_graph* graph, sn_uop* loss, sn_uop* const* wrt, size_t n, sn_uop** grads,
+                           sn_error** err) {
+  return guard("sn_tensor_gradient", err, SN_E_INVALID_ARG, [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* l = uop_of(g, loss, "loss");
+    std::vector<const sn::UOp*> w = uops_of(g, wrt, n, "wrt");
+    if (grads == nullptr) invalid("grads is NULL but n is ", n);
+    std::vector<const sn::UOp*> d = sn::gradient(g->graph, l, w);
+    std::vector<sn_uop*> out;
+    for (const sn::UOp* u : d) out.push_back(hand_out(g, u));
+    std::copy(out.begin(), out.end(), grads);  // only once every gradient exists
+    return SN_OK;
+  });
+}
+
+sn_uop* sn_tensor_detach(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_detach", graph, x, err,
+                       [](sn::Graph& g, const sn::UOp* u) { return sn::detach(g, u); });
 }

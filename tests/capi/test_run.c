@@ -869,6 +869,90 @@ static void test_launch_vars(void) {
   sn_context_release(ctx);
 }
 
+/* Gradients (API version 5): d/dx of sum(log_softmax(x) * t) is t - softmax(x) * sum(t), checked
+   against hand-computed values; d/dw of sum(relu(x) * w) is relu(x); and every error path. */
+static void test_gradients(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t shape[2] = {2, 3}, all[2] = {0, 1};
+  float xv[6] = {0.5f, -1, 2, 0, 1, -0.25f}, tv[6] = {1, 0, 0, 0, 0.5f, 0.5f}, r[2][6];
+  sn_uop *x, *t, *w, *loss, *wrt[3], *grads[3] = {NULL, NULL, NULL}, *outs[2], *bad;
+  sn_buffer *ins[3], *o[2];
+  sn_program *p;
+  size_t i, k;
+  x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  t = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  w = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  loss = sn_uop_binary(g, SN_OP_MUL, sn_tensor_log_softmax(g, x, -1, &e), t, &e);
+  loss = sn_uop_binary(g, SN_OP_ADD, loss, sn_uop_binary(g, SN_OP_MUL, sn_tensor_relu(g, x, &e), w, &e), &e);
+  loss = sn_uop_reduce(g, loss, SN_OP_ADD, all, 2, &e);
+  wrt[0] = x;
+  wrt[1] = w;
+  CHECK(sn_tensor_gradient(g, loss, wrt, 2, grads, &e) == SN_OK);
+  EXPECT_OK(e);
+  outs[0] = grads[0];
+  outs[1] = grads[1];
+  p = sn_compile(g, outs, 2, cpu, NULL, &e);
+  ins[0] = buffer_f32(cpu, shape, 2, xv, 6);
+  ins[1] = buffer_f32(cpu, shape, 2, tv, 6);
+  ins[2] = buffer_f32(cpu, shape, 2, tv, 6); /* w = t */
+  o[0] = sn_program_alloc_output(p, 0, &e);
+  o[1] = sn_program_alloc_output(p, 1, &e);
+  CHECK(sn_program_run(p, ins, 3, o, 2, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(o[0], r[0], sizeof r[0], &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(o[1], r[1], sizeof r[1], &e) == SN_OK);
+  EXPECT_OK(e);
+  for (i = 0; i < 2; i++) {
+    double z = 0, tsum = 0;
+    for (k = 0; k < 3; k++) z += exp_(xv[i * 3 + k]), tsum += tv[i * 3 + k];
+    for (k = 0; k < 3; k++) {
+      size_t j = i * 3 + k;
+      double want = tv[j] - exp_(xv[j]) / z * tsum + (xv[j] > 0 ? tv[j] : 0);
+      CHECK(close_to(r[0][j], want, 1e-5));
+      CHECK(close_to(r[1][j], xv[j] > 0 ? xv[j] : 0, 1e-6));
+    }
+  }
+  /* errors: a loss of several elements, an integer wrt, NULL arrays, a bitcast on the path */
+  CHECK(sn_tensor_gradient(g, x, wrt, 1, grads, &e) == SN_E_INVALID_ARG);
+  CHECK(e != NULL && strstr(sn_error_message(e), "one element") != NULL);
+  sn_error_free(e);
+  e = NULL;
+  wrt[2] = sn_tensor_input(g, SN_DTYPE_INT32, shape, 2, NULL, &e);
+  CHECK(sn_tensor_gradient(g, loss, wrt + 2, 1, grads, &e) == SN_E_INVALID_ARG);
+  CHECK(e != NULL && strstr(sn_error_message(e), "wrt[0]") != NULL);
+  sn_error_free(e);
+  e = NULL;
+  CHECK(sn_tensor_gradient(g, loss, NULL, 1, grads, &e) == SN_E_INVALID_ARG);
+  sn_error_free(e);
+  e = NULL;
+  CHECK(sn_tensor_gradient(g, loss, wrt, 1, NULL, &e) == SN_E_INVALID_ARG);
+  CHECK(e != NULL && strstr(sn_error_message(e), "grads") != NULL);
+  sn_error_free(e);
+  e = NULL;
+  bad = sn_uop_bitcast(g, sn_uop_bitcast(g, x, SN_DTYPE_FLOAT16, &e), SN_DTYPE_FLOAT32, &e);
+  bad = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, bad, bad, &e), SN_OP_ADD, all, 2, &e);
+  CHECK(bad != NULL);
+  CHECK(sn_tensor_gradient(g, bad, wrt, 1, grads, &e) == SN_E_UNSUPPORTED);
+  CHECK(e != NULL && strstr(sn_error_message(e), "Bitcast") != NULL);
+  sn_error_free(e);
+  e = NULL;
+  /* Detach: d/dx sum(x * detach(x)) = x */
+  loss = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, x, sn_tensor_detach(g, x, &e), &e), SN_OP_ADD, all, 2, &e);
+  CHECK(sn_tensor_gradient(g, loss, wrt, 1, grads, &e) == SN_OK);
+  CHECK(run_f32(g, cpu, grads[0], ins, 1, r[0], 6));
+  for (k = 0; k < 6; k++) CHECK(r[0][k] == xv[k]);
+  EXPECT_OK(e);
+  for (i = 0; i < 3; i++) sn_buffer_release(ins[i]);
+  sn_buffer_release(o[0]);
+  sn_buffer_release(o[1]);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -878,5 +962,6 @@ int main(void) {
   test_api_table();
   test_program_cache();
   test_launch_vars();
+  test_gradients();
   return sn_test_report();
 }

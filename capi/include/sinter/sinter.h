@@ -94,7 +94,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 4u
+#define SN_API_VERSION 5u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -567,6 +567,22 @@ SN_API sn_uop *sn_tensor_rand(sn_graph *graph, const int64_t *shape, size_t ndim
 SN_API sn_uop *sn_tensor_randn(sn_graph *graph, const int64_t *shape, size_t ndim, uint64_t seed, sn_dtype dtype,
                                sn_error **err);
 
+/* ---- gradients (API version 5) ---- */
+
+/* Reverse-mode gradients: grads[i] = d loss / d wrt[i] for i < n, each a tensor of wrt[i]'s shape
+   and dtype built into the same graph (compile them with the loss, or alone). `loss` is a float
+   tensor of one element (any shape of ones, e.g. a full reduce); each wrt[i] is a float tensor of
+   the graph (usually an input). Gradients flow through float values only: integer and bool values
+   (indices, masks, comparisons) carry none, and a wrt the loss does not depend on gets zeros.
+   sn_tensor_detach(x) stops the gradient; SN_OP_CONTIGUOUS_BACKWARD (sn_uop_new) materializes
+   it. A loss that is not one float element is SN_E_INVALID_ARG; a path from a wrt to the loss
+   through an op without a gradient (Bitcast, Threefry) is SN_E_UNSUPPORTED naming the op. On
+   failure grads is left unchanged. */
+SN_API sn_code sn_tensor_gradient(sn_graph *graph, sn_uop *loss, sn_uop *const *wrt, size_t n, sn_uop **grads,
+                                  sn_error **err);
+/* x, with the gradient stopped: the loss's gradient does not flow through this use of x. */
+SN_API sn_uop *sn_tensor_detach(sn_graph *graph, sn_uop *x, sn_error **err);
+
 /* ---- devices ---- */
 
 /* The device called `name` (NULL or "" = the default device, CPU). Names are a backend and an
@@ -885,7 +901,11 @@ typedef struct sn_api {
   char *(*device_description)(const sn_device *device, sn_error **err);
   sn_code (*buffer_copy)(sn_buffer *dst, const sn_buffer *src, sn_error **err);
   char *(*program_export_c)(const sn_program *program, const char *name, sn_error **err);
-  /* ---- version 5 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 5: gradients ---- */
+  sn_code (*tensor_gradient)(sn_graph *graph, sn_uop *loss, sn_uop *const *wrt, size_t n, sn_uop **grads,
+                             sn_error **err);
+  sn_uop *(*tensor_detach)(sn_graph *graph, sn_uop *x, sn_error **err);
+  /* ---- version 6 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

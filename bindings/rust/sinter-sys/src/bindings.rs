@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 4;
+pub const SN_API_VERSION: u32 = 5;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -997,6 +997,19 @@ extern "C" {
     ) -> *mut sn_uop;
 }
 extern "C" {
+    pub fn sn_tensor_gradient(
+        graph: *mut sn_graph,
+        loss: *mut sn_uop,
+        wrt: *const *mut sn_uop,
+        n: usize,
+        grads: *mut *mut sn_uop,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
+extern "C" {
+    pub fn sn_tensor_detach(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
     pub fn sn_device_open(
         ctx: *mut sn_context,
         name: *const ::std::os::raw::c_char,
@@ -1882,6 +1895,19 @@ pub struct sn_api {
             name: *const ::std::os::raw::c_char,
             err: *mut *mut sn_error,
         ) -> *mut ::std::os::raw::c_char,
+    >,
+    pub tensor_gradient: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            loss: *mut sn_uop,
+            wrt: *const *mut sn_uop,
+            n: usize,
+            grads: *mut *mut sn_uop,
+            err: *mut *mut sn_error,
+        ) -> sn_code,
+    >,
+    pub tensor_detach: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;
