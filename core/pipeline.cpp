@@ -207,16 +207,20 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   if (!device) device = rt.device();
   const int debug = options.debug >= 0 ? options.debug : rt.debug();
   Dumper dump(options, debug);
-  if (outputs.empty()) fail(Code::InvalidArg, "compile: no outputs");
+  if (outputs.empty() && options.effects.empty()) fail(Code::InvalidArg, "compile: no outputs and no effects");
+  for (size_t i = 0; i < options.effects.size(); i++)
+    if (options.effects[i] == nullptr) fail(Code::InvalidArg, "compile: effect ", i, " is null");
+  std::vector<const UOp*> roots(outputs.begin(), outputs.end());
+  roots.insert(roots.end(), options.effects.begin(), options.effects.end());
 
   // check
-  check_graph(outputs, *device);
-  if (dump.wants_graphs()) dump.graph("tensor", -1, g.sink(outputs));
+  check_graph(roots, *device);
+  if (dump.wants_graphs()) dump.graph("tensor", -1, g.sink(roots));
 
   // schedule: Callify + Rangeify + kernel split
-  Schedule s = schedule_graph(g, outputs);
+  Schedule s = schedule_graph(g, outputs, options.effects);
   if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
-  std::vector<InputBinding> inputs = bind_inputs(s, outputs, options.inputs);
+  std::vector<InputBinding> inputs = bind_inputs(s, roots, options.inputs);
 
   auto finish = [&](std::shared_ptr<Program> p) {
     p->inputs.clear();

@@ -24,6 +24,10 @@ struct CompileOptions {
   // outputs read that is missing here is an error. Empty: every Buffer the outputs read, in
   // creation order.
   std::vector<const UOp*> inputs;
+  // In-place updates to run besides the outputs: the Afters made by assign() (tensor.h). Each
+  // writes its value into its input buffer when the program runs, after every read of the old
+  // value. (An After among the outputs does the same, and is an output too.)
+  std::vector<const UOp*> effects;
   // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
   // kernel "ast", "optimized", "expanded", "reduce", "parallel", "isel", "linear". Not called for kernels or
   // programs answered from a cache.

@@ -145,6 +145,7 @@ constexpr sn_api kApi = {
     .program_export_c = sn_program_export_c,
     .tensor_gradient = sn_tensor_gradient,
     .tensor_detach = sn_tensor_detach,
+    .tensor_assign = sn_tensor_assign,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -286,13 +287,14 @@ SN_CHECK_ENTRY(program_export_c, 128);
 // version 5
 SN_CHECK_ENTRY(tensor_gradient, 129);
 SN_CHECK_ENTRY(tensor_detach, 130);
+SN_CHECK_ENTRY(tensor_assign, 131);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
-constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 2;
+constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 3;
 static_assert(sizeof(sn_api) == kHead + kApiEntriesV5 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
@@ -312,8 +314,9 @@ static_assert(offsetof(sn_compile_options, struct_size) == 0 && offsetof(sn_comp
                   offsetof(sn_compile_options, optimize) == 8 && offsetof(sn_compile_options, threads) == 12 &&
                   offsetof(sn_compile_options, keep_stages) == 16 && offsetof(sn_compile_options, use_cache) == 20 &&
                   offsetof(sn_compile_options, inputs) == 24 && offsetof(sn_compile_options, ninputs) == 32 &&
-                  sizeof(sn_compile_options) == 40,
-              "sn_compile_options version-2 layout moved");
+                  offsetof(sn_compile_options, effects) == 40 && offsetof(sn_compile_options, neffects) == 48 &&
+                  sizeof(sn_compile_options) == 56,
+              "sn_compile_options layout moved (version 2 up to ninputs, version 5 effects)");
 // The DLPack structs must stay binary-identical to DLPack 1.x's DLTensor / DLManagedTensorVersioned.
 static_assert(sizeof(sn_dlpack_dl_tensor) == 48 && offsetof(sn_dlpack_dl_tensor, device) == 8 &&
                   offsetof(sn_dlpack_dl_tensor, ndim) == 16 && offsetof(sn_dlpack_dl_tensor, dtype) == 20 &&

@@ -416,8 +416,7 @@ sn_program* sn_compile(sn_graph* graph, sn_uop* const* outputs, size_t noutputs,
                        const sn_compile_options* options, sn_error** err) {
   return guard("sn_compile", err, static_cast<sn_program*>(nullptr), [&] {
     sn_graph* g = live_graph(graph, "graph");
-    if (noutputs == 0) invalid("noutputs is 0: a program needs at least one output");
-    if (outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
+    if (noutputs > 0 && outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
     std::vector<const UOp*> outs;
     for (size_t i = 0; i < noutputs; i++) outs.push_back(uop_of(g, outputs[i], cat("outputs[", i, "]").c_str()));
 
@@ -435,12 +434,21 @@ sn_program* sn_compile(sn_graph* graph, sn_uop* const* outputs, size_t noutputs,
     co.allow_threads = o.threads != 0;
     co.keep_stages = o.keep_stages != 0;
     co.use_cache = o.use_cache != 0;
+    if (o.struct_size >= offsetof(sn_compile_options, neffects) + sizeof(size_t) && o.neffects > 0) {
+      if (o.effects == nullptr) invalid("options->effects is NULL but options->neffects is ", o.neffects);
+      for (size_t i = 0; i < o.neffects; i++)
+        co.effects.push_back(uop_of(g, o.effects[i], cat("options->effects[", i, "]").c_str()));
+    }
+    if (noutputs == 0 && co.effects.empty())
+      invalid("noutputs is 0 and options list no effects: a program needs an output or an effect");
     if (o.ninputs > 0) {
       if (o.inputs == nullptr) invalid("options->inputs is NULL but options->ninputs is ", o.ninputs);
       for (size_t i = 0; i < o.ninputs; i++)
         co.inputs.push_back(uop_of(g, o.inputs[i], cat("options->inputs[", i, "]").c_str()));
     } else {
-      co.inputs = default_inputs(g, outs);
+      std::vector<const UOp*> roots = outs;
+      roots.insert(roots.end(), co.effects.begin(), co.effects.end());
+      co.inputs = default_inputs(g, roots);
     }
 
     sn_device* d = device;

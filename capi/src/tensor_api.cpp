@@ -241,3 +241,10 @@ sn_uop* sn_tensor_detach(sn_graph* graph, sn_uop* x, sn_error** err) {
   return unary_builder("sn_tensor_detach", graph, x, err,
                        [](sn::Graph& g, const sn::UOp* u) { return sn::detach(g, u); });
 }
+
+sn_uop* sn_tensor_assign(sn_graph* graph, sn_uop* target, sn_uop* value, sn_error** err) {
+  return guard("sn_tensor_assign", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::assign(g->graph, uop_of(g, target, "target"), uop_of(g, value, "value")));
+  });
+}

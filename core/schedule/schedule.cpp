@@ -29,6 +29,9 @@
 //     (..., N/32, K, 32) panels, so the kernel's 32-wide register tile reads each k-step's
 //     row of the panel contiguously (no 4 KiB-strided walk down B, which aliases in L1 and
 //     misses the TLB): matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand).
+// 10. The value of an in-place update (assign) is stored, and a copy kernel writes it into the
+//     input buffer after every other kernel: a kernel that reads the old value may run anywhere
+//     before, and none reads the buffer after (an After reads as the stored value).
 // Rules 4-7 are found while lowering. A value flagged by 4-6 is stored at once for the rest of the
 // round (so a deep chain of reductions is explored once, not once per reader). A round that found
 // anything is lowered again with the values of the first rule that has any (4, else 5, else 6,
@@ -70,7 +73,7 @@ uint64_t hash_dtype(DType d) {
 
 // Content hash of the program with each input Buffer replaced by its slot: the same program on
 // other buffers (of the same sizes and devices) hashes the same.
-uint64_t program_hash(const std::vector<const UOp*>& order, std::span<const UOp* const> outputs,
+uint64_t program_hash(const std::vector<const UOp*>& order, std::span<const UOp* const> roots,
                       const std::unordered_map<const UOp*, int>& input_slot) {
   std::unordered_map<const UOp*, uint64_t> h;
   for (const UOp* u : order) {
@@ -87,8 +90,8 @@ uint64_t program_hash(const std::vector<const UOp*>& order, std::span<const UOp*
     for (const UOp* s : u->src()) x = hash_combine(x, h.at(s));
     h.emplace(u, x);
   }
-  uint64_t out = hash_combine(0x5c4ed01e, outputs.size());
-  for (const UOp* o : outputs) out = hash_combine(out, h.at(o));
+  uint64_t out = hash_combine(0x5c4ed01e, roots.size());
+  for (const UOp* o : roots) out = hash_combine(out, h.at(o));
   return out;
 }
 
@@ -225,9 +228,40 @@ std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outp
   return std::vector<const UOp*>(sink->src().begin(), sink->src().end());
 }
 
+// In-place updates under the roots: After(target, Store(Buffer, value)) gives (Buffer, value) and
+// the After reads as the value (viewed with the target's shape). Inner assigns are resolved first,
+// so a value that reads another assign's After reads that value.
+struct Assigns {
+  std::vector<std::pair<const UOp*, const UOp*>> writes;    // (Buffer, flat value), in graph order
+  std::vector<std::pair<const UOp*, const UOp*>> reads_as;  // After -> its value
+};
+
+Assigns collect_assigns(Graph& g, std::span<const UOp* const> roots) {
+  Assigns a;
+  for (const UOp* u : toposort(roots)) {
+    if (u->op != Op::After || u->nsrc() != 2 || u->src(1)->op != Op::Store || u->shape() == nullptr) continue;
+    const UOp* buf = u->src(1)->src(0);
+    if (buf->op != Op::Buffer)
+      fail(Code::Unsupported, "schedule: a tensor-level Store into ", op_name(buf->op), " (only into an input Buffer)");
+    for (const auto& [b, v] : a.writes)
+      if (b == buf)
+        fail(Code::InvalidArg, "schedule: Buffer %", buf->id, " is assigned twice in one program (the order of the ",
+             "writes would be undefined)");
+    const UOp* value = a.reads_as.empty() ? u->src(1)->src(1) : substitute(g, u->src(1)->src(1), a.reads_as);
+    a.writes.push_back({buf, value});
+    a.reads_as.push_back({u, reshape(g, value, static_shape(u))});
+  }
+  // A value that is itself a buffer another update writes is copied first (a swap reads both old
+  // values before either write).
+  for (auto& [buf, value] : a.writes)
+    for (const auto& [other, unused] : a.writes)
+      if (value == other) value = g.make(Op::Contiguous, value->dtype, {value});
+  return a;
+}
+
 }  // namespace
 
-Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
+Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects) {
   for (size_t i = 0; i < outputs.size(); i++) {
     const UOp* o = outputs[i];
     if (o == nullptr) fail(Code::InvalidArg, "schedule: output ", i, " is null");
@@ -236,13 +270,36 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
       fail(Code::InvalidArg, "schedule: output ", i, " (", op_name(o->op), " of ", o->dtype.name(),
            ") is not a tensor value");
   }
+  for (size_t i = 0; i < effects.size(); i++)
+    if (effects[i] == nullptr || effects[i]->op != Op::After || effects[i]->nsrc() != 2 ||
+        effects[i]->src(1)->op != Op::Store)
+      fail(Code::InvalidArg, "schedule: effect ", i, " is ", effects[i] ? op_name(effects[i]->op) : "null",
+           ", not an in-place update (the After of an assign)");
   Schedule s;
-  if (outputs.empty()) return s;
-  std::vector<const UOp*> split_outputs = split_reduces(g, outputs);
+  if (outputs.empty() && effects.empty()) return s;
+
+  // ---- in-place updates: each After reads as its value; the writes come last ----
+  std::vector<const UOp*> roots(outputs.begin(), outputs.end());
+  roots.insert(roots.end(), effects.begin(), effects.end());
+  Assigns assigns = collect_assigns(g, roots);
+  roots.assign(outputs.begin(), outputs.end());
+  for (const auto& [buf, value] : assigns.writes) roots.push_back(value);
+  if (!assigns.reads_as.empty())
+    for (const UOp*& r : roots) r = substitute(g, r, assigns.reads_as);
+  roots = split_reduces(g, roots);
+  std::vector<const UOp*> split_outputs(roots.begin(), roots.begin() + long(outputs.size()));
   outputs = split_outputs;
+  std::vector<const UOp*> written;  // (Buffer, value) pairs, flattened: what the hash and the order see
+  for (size_t k = 0; k < assigns.writes.size(); k++) {
+    assigns.writes[k].second = roots[outputs.size() + k];
+    written.push_back(assigns.writes[k].first);
+    written.push_back(assigns.writes[k].second);
+  }
 
   // ---- Callify: inputs in first-use order, outputs, the content hash ----
-  std::vector<const UOp*> order = toposort(outputs);
+  std::vector<const UOp*> all_roots(outputs.begin(), outputs.end());
+  all_roots.insert(all_roots.end(), written.begin(), written.end());
+  std::vector<const UOp*> order = toposort(all_roots);
   std::unordered_map<const UOp*, size_t> pos;
   for (size_t i = 0; i < order.size(); i++) pos.emplace(order[i], i);
 
@@ -272,12 +329,13 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
     s.buffers.push_back({ScheduleBuffer::Kind::Output, o->dtype, size, o, int(i)});
     base.buffers.push_back({o->dtype, size, device_of(o)});
   }
-  s.hash = program_hash(order, outputs, input_slot);
+  s.hash = program_hash(order, all_roots, input_slot);
 
   // ---- the materialization plan, grown until lowering finds nothing more to store ----
   std::unordered_set<const UOp*> realized;
   for (const UOp* u : order)
     if (u->op == Op::Contiguous) realized.insert(u);
+  for (const auto& [buf, value] : assigns.writes) realized.insert(value);  // copied into the buffer at the end
   // The only node reading each node (nullptr when several do, or an output does).
   std::unordered_map<const UOp*, const UOp*> sole_reader;
   for (const UOp* u : order)
@@ -307,6 +365,8 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
     }
     for (const UOp* u : order)
       if (realized.count(u)) add_intermediate(u);
+    const size_t first_write = specs.size();
+    for (const auto& [buf, value] : assigns.writes) specs.push_back({value, input_slot.at(buf), false});
 
     // Lower every kernel; values flagged on the way are stored at once (their kernels join the
     // worklist), which keeps one round from exploring a flagged body again and again.
@@ -336,10 +396,15 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs) {
     }
     // A kernel reads only values below its root in the tensor graph (or, for a copy, the same
     // node stored by an earlier spec), so the topological position of the root is a launch order.
+    // The writes of in-place updates go last, in their own order: every read of an old value is
+    // in a kernel before them.
+    auto launch_key = [&](size_t k) {
+      bool write = k >= first_write && k < first_write + assigns.writes.size();
+      return write ? order.size() + (k - first_write) : pos.at(specs[k].root);
+    };
     std::vector<size_t> launch(specs.size());
     for (size_t k = 0; k < launch.size(); k++) launch[k] = k;
-    std::stable_sort(launch.begin(), launch.end(),
-                     [&](size_t a, size_t b) { return pos.at(specs[a].root) < pos.at(specs[b].root); });
+    std::stable_sort(launch.begin(), launch.end(), [&](size_t a, size_t b) { return launch_key(a) < launch_key(b); });
     std::unordered_set<const UOp*> seen_vars;
     for (size_t k : launch) {
       if (kernels[k].ast == nullptr) continue;  // zero elements

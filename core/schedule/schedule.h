@@ -54,7 +54,11 @@ struct Schedule {
 };
 
 // Lower the tensor-level graph under `outputs` to kernels. Every output gets its own buffer;
-// every tensor-level Buffer node is an input. Throws Error on unsupported programs.
-Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs);
+// every tensor-level Buffer node is an input. In-place updates (After(target, Store(buffer,
+// value)), tensor.h's assign) under the outputs or listed in `effects` write their value into the
+// input buffer: each value is stored, then copied into the buffer by a kernel launched after every
+// other (so every read of the old value comes first); an After reads as its value. Throws Error on
+// unsupported programs.
+Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects = {});
 
 }  // namespace sn

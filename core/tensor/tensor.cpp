@@ -188,6 +188,22 @@ const UOp* constant_int(Graph& g, DType dtype, i128 value) {
   return g.make(Op::Const, dtype, {}, static_cast<int64_t>(static_cast<uint64_t>(value)));
 }
 
+const UOp* assign(Graph& g, const UOp* target, const UOp* value) {
+  std::vector<int64_t> ts = static_shape(target, "assign: target"), vs = static_shape(value, "assign: value");
+  if (target->op != Op::Buffer && !(target->op == Op::Reshape && target->src(0)->op == Op::Buffer))
+    fail(Code::InvalidArg, "assign: the target must be an input tensor (a Buffer or the view input() makes), got ",
+         op_name(target->op));
+  if (ts != vs)
+    fail(Code::InvalidArg, "assign: value of shape ", dims_str(vs), " does not match the target's shape ",
+         dims_str(ts));
+  if (value->dtype != target->dtype)
+    fail(Code::InvalidArg, "assign: value is ", value->dtype.name(), ", the target is ", target->dtype.name(),
+         " (cast first)");
+  const UOp* buf = buffer_of(target);
+  const UOp* store = g.make(Op::Store, dtypes::void_, {buf, reshape(g, value, {numel(ts)})});
+  return g.make(Op::After, target->dtype, {target, store});
+}
+
 // ---- movement -----------------------------------------------------------------------------
 
 const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {

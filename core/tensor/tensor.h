@@ -38,6 +38,12 @@ const UOp* constant_int(Graph& g, DType dtype, i128 value);
 std::vector<int64_t> static_shape(const UOp* t, const char* what = "tensor");
 int64_t numel(const std::vector<int64_t>& shape);
 
+// An in-place update: value written into the Buffer of input tensor `target` (Store), and the
+// target after that write (After, returned; it reads as `value`). A program that includes the
+// After (among its outputs or its effects) writes the buffer when it runs, after every read of the
+// old value in that program. value has target's shape and dtype.
+const UOp* assign(Graph& g, const UOp* target, const UOp* value);
+
 // ---- movement -----------------------------------------------------------------------------
 
 const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape);

@@ -953,6 +953,73 @@ static void test_gradients(void) {
   sn_context_release(ctx);
 }
 
+/* In-place updates (API version 5): a program with only effects (noutputs 0) that swaps two
+   buffers, one whose output reads the old value, and the error paths. */
+static void test_assign(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t n = 4, two[2] = {2, 2};
+  float av[4] = {1, 2, 3, 4}, bv[4] = {5, 6, 7, 8}, r[4];
+  sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+  sn_uop *b = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+  sn_uop *effects[2], *sum;
+  sn_compile_options opts;
+  sn_program *p;
+  sn_buffer *ins[2], *o;
+  size_t k;
+  effects[0] = sn_tensor_assign(g, a, b, &e);
+  effects[1] = sn_tensor_assign(g, b, sn_uop_binary(g, SN_OP_ADD, a, a, &e), &e);
+  CHECK(sn_compile_options_init(&opts, sizeof opts, &e) == SN_OK);
+  opts.effects = effects;
+  opts.neffects = 2;
+  p = sn_compile(g, NULL, 0, cpu, &opts, &e);
+  EXPECT_OK(e);
+  ins[0] = buffer_f32(cpu, &n, 1, av, 4);
+  ins[1] = buffer_f32(cpu, &n, 1, bv, 4);
+  CHECK(sn_program_run(p, ins, 2, NULL, 0, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(ins[0], r, sizeof r, &e) == SN_OK);
+  for (k = 0; k < 4; k++) CHECK(r[k] == bv[k]);
+  CHECK(sn_buffer_copy_out(ins[1], r, sizeof r, &e) == SN_OK);
+  for (k = 0; k < 4; k++) CHECK(r[k] == 2 * av[k]);
+  sn_program_release(p);
+  /* an output that reads the old value, with the update as an effect */
+  sum = sn_uop_binary(g, SN_OP_MUL, a, a, &e);
+  opts.neffects = 1;
+  p = sn_compile(g, &sum, 1, cpu, &opts, &e);
+  o = sn_program_alloc_output(p, 0, &e);
+  CHECK(sn_buffer_copy_in(ins[0], av, sizeof av, &e) == SN_OK);
+  CHECK(sn_program_run(p, ins, 2, &o, 1, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(o, r, sizeof r, &e) == SN_OK);
+  for (k = 0; k < 4; k++) CHECK(r[k] == av[k] * av[k]);
+  CHECK(sn_buffer_copy_out(ins[0], r, sizeof r, &e) == SN_OK);
+  for (k = 0; k < 4; k++) CHECK(r[k] == 2 * av[k]); /* b holds 2a since the swap */
+  EXPECT_OK(e);
+  /* errors */
+  CHECK(sn_tensor_assign(g, sum, a, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "input tensor");
+  CHECK(sn_tensor_assign(g, a, sn_uop_reshape(g, a, two, 2, &e), &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "shape");
+  CHECK(sn_tensor_assign(g, a, sn_uop_cast(g, a, SN_DTYPE_FLOAT64, &e), &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "float64");
+  CHECK(sn_compile(g, NULL, 0, cpu, NULL, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "noutputs is 0");
+  opts.effects = &sum;
+  CHECK(sn_compile(g, NULL, 0, cpu, &opts, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not an in-place update");
+  opts.effects = NULL;
+  CHECK(sn_compile(g, NULL, 0, cpu, &opts, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "options->effects is NULL");
+  sn_buffer_release(ins[0]);
+  sn_buffer_release(ins[1]);
+  sn_buffer_release(o);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -963,5 +1030,6 @@ int main(void) {
   test_program_cache();
   test_launch_vars();
   test_gradients();
+  test_assign();
   return sn_test_report();
 }

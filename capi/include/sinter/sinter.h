@@ -582,6 +582,13 @@ SN_API sn_code sn_tensor_gradient(sn_graph *graph, sn_uop *loss, sn_uop *const *
                                   sn_error **err);
 /* x, with the gradient stopped: the loss's gradient does not flow through this use of x. */
 SN_API sn_uop *sn_tensor_detach(sn_graph *graph, sn_uop *x, sn_error **err);
+/* An in-place update: writes `value` (target's shape and dtype) into the buffer of input tensor
+   `target` (made by sn_tensor_input) when a program that includes the result runs, among its
+   outputs or in sn_compile_options.effects. The write comes after every read of the old value in
+   that program, so one program can compute a loss, its gradient and the update of the weights it
+   read. The result reads as `value`. A target that is not an input, a shape or dtype mismatch, or
+   two updates of one buffer in one program are SN_E_INVALID_ARG. */
+SN_API sn_uop *sn_tensor_assign(sn_graph *graph, sn_uop *target, sn_uop *value, sn_error **err);
 
 /* ---- devices ---- */
 
@@ -628,9 +635,16 @@ typedef struct sn_compile_options {
      (ninputs 0): every input the outputs read, in the order the inputs were created. */
   sn_uop *const *inputs;
   size_t ninputs;
+  /* (API version 5) In-place updates to run besides the outputs: the uops sn_tensor_assign
+     returned. Each writes its value into its input's buffer when the program runs, after every
+     read of the old value in the program. NULL (neffects 0): none. An assign among the outputs
+     runs too (and is an output). */
+  sn_uop *const *effects;
+  size_t neffects;
 } sn_compile_options;
 
-/* Sets the defaults: debug -1, optimize 1, threads 1, keep_stages 0, use_cache 1, no inputs. Call
+/* Sets the defaults: debug -1, optimize 1, threads 1, keep_stages 0, use_cache 1, no inputs, no
+   effects. Call
    as sn_compile_options_init(&o, sizeof o, &err). */
 SN_API SN_NODISCARD sn_code sn_compile_options_init(sn_compile_options *options, size_t struct_size, sn_error **err);
 
@@ -641,7 +655,7 @@ SN_API SN_NODISCARD sn_code sn_compile_options_init(sn_compile_options *options,
    program built again (in any graph of the context) compiles once. Errors: SN_E_INVALID_ARG for a
    bad graph or option, SN_E_UNSUPPORTED naming what the device cannot do (a dtype or an op it
    cannot run), SN_E_DEVICE for inputs on another device, SN_E_COMPILE. The graph may be released
-   afterwards: the program does not need it. */
+   afterwards: the program does not need it. noutputs may be 0 when options list effects. */
 SN_API sn_program *sn_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device,
                               const sn_compile_options *options, sn_error **err);
 SN_API sn_program *sn_program_retain(sn_program *program);
@@ -905,6 +919,7 @@ typedef struct sn_api {
   sn_code (*tensor_gradient)(sn_graph *graph, sn_uop *loss, sn_uop *const *wrt, size_t n, sn_uop **grads,
                              sn_error **err);
   sn_uop *(*tensor_detach)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_assign)(sn_graph *graph, sn_uop *target, sn_uop *value, sn_error **err);
   /* ---- version 6 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 

@@ -1010,6 +1010,14 @@ extern "C" {
     pub fn sn_tensor_detach(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
 }
 extern "C" {
+    pub fn sn_tensor_assign(
+        graph: *mut sn_graph,
+        target: *mut sn_uop,
+        value: *mut sn_uop,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
     pub fn sn_device_open(
         ctx: *mut sn_context,
         name: *const ::std::os::raw::c_char,
@@ -1054,6 +1062,8 @@ pub struct sn_compile_options {
     pub use_cache: i32,
     pub inputs: *const *mut sn_uop,
     pub ninputs: usize,
+    pub effects: *const *mut sn_uop,
+    pub neffects: usize,
 }
 extern "C" {
     #[must_use]
@@ -1908,6 +1918,14 @@ pub struct sn_api {
     >,
     pub tensor_detach: ::std::option::Option<
         unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub tensor_assign: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            target: *mut sn_uop,
+            value: *mut sn_uop,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;
