@@ -320,6 +320,11 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_compile_options_init;
 %ignore sn_compile;
 %ignore sn_tensor_gradient; /* bound by hand below (its grads[] is an out array) */
+%ignore sn_function_begin; /* functions (API version 5) are not bound in Java yet */
+%ignore sn_function_param;
+%ignore sn_function_end;
+%ignore sn_function_set_flags;
+%ignore sn_function_call;
 %ignore sn_buffer_copy_in;
 %ignore sn_buffer_copy_out;
 %ignore sn_buffer_host_pointer;

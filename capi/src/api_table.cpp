@@ -146,6 +146,11 @@ constexpr sn_api kApi = {
     .tensor_gradient = sn_tensor_gradient,
     .tensor_detach = sn_tensor_detach,
     .tensor_assign = sn_tensor_assign,
+    .function_begin = sn_function_begin,
+    .function_param = sn_function_param,
+    .function_end = sn_function_end,
+    .function_set_flags = sn_function_set_flags,
+    .function_call = sn_function_call,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -288,13 +293,18 @@ SN_CHECK_ENTRY(program_export_c, 128);
 SN_CHECK_ENTRY(tensor_gradient, 129);
 SN_CHECK_ENTRY(tensor_detach, 130);
 SN_CHECK_ENTRY(tensor_assign, 131);
+SN_CHECK_ENTRY(function_begin, 132);
+SN_CHECK_ENTRY(function_param, 133);
+SN_CHECK_ENTRY(function_end, 134);
+SN_CHECK_ENTRY(function_set_flags, 135);
+SN_CHECK_ENTRY(function_call, 136);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
-constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 3;
+constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 8;
 static_assert(sizeof(sn_api) == kHead + kApiEntriesV5 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -47,6 +48,18 @@ struct sn_graph {
   // Tensors made by sn_tensor_input, in creation order: the default input order of sn_compile.
   // Guarded by the registry mutex.
   std::vector<const sn::UOp*> inputs;
+  // Functions begun in this graph (capi/src/function_api.cpp); they live as long as the graph.
+  // Guarded by the registry mutex.
+  std::vector<std::unique_ptr<sn_function>> functions;
+};
+
+// A function being defined (sn_function_begin .. sn_function_end) or defined.
+struct sn_function {
+  sn_graph* graph = nullptr;
+  std::vector<const sn::UOp*> params;   // Param k has slot k
+  std::vector<const sn::UOp*> outputs;  // set by sn_function_end
+  bool ended = false;
+  uint32_t flags = 0;  // SN_FUNCTION_*
 };
 
 struct sn_error {
@@ -64,6 +77,7 @@ struct Registry {
   std::unordered_set<const sn_context*> contexts;
   std::unordered_set<const sn_graph*> graphs;
   std::unordered_map<const UOp*, sn_graph*> uops;
+  std::unordered_set<const sn_function*> functions;
 };
 Registry& registry();
 

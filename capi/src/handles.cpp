@@ -191,6 +191,7 @@ void sn_graph_release(sn_graph* graph) {
       if (--graph->refs > 0) return 0;
       r.graphs.erase(graph);
       for (const sn::UOp* u : graph->handed) r.uops.erase(u);
+      for (const auto& f : graph->functions) r.functions.erase(f.get());
     }
     sn_context* ctx = graph->ctx;
     delete graph;

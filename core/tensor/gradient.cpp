@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/tensor/function.h"
 #include "core/tensor/tensor.h"
 
 namespace sn {
@@ -165,6 +166,9 @@ std::vector<const UOp*> gradient(Graph& g, const UOp* loss, std::span<const UOp*
       fail(Code::InvalidArg, what, " is ", wrt[i]->dtype.name(), ": gradients exist for float tensors only");
     targets.insert(wrt[i]);
   }
+
+  // Calls are differentiated through their bodies (the spec's Function is gradient-able).
+  loss = resolve_functions(g, {&loss, 1})[0];
 
   // Nodes on a path from a wrt tensor to the loss, through float values: only they get gradients.
   std::vector<const UOp*> order = toposort({&loss, 1});

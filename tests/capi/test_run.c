@@ -1020,6 +1020,84 @@ static void test_assign(void) {
   sn_context_release(ctx);
 }
 
+/* Functions (API version 5): f(a, b) = relu(a + b) * a called twice, checked by hand; a
+   precompiled function; gradients through a call; every error path. */
+static void test_functions(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t n = 4, shape0[1] = {4}, bad_shape = 5;
+  const int64_t *shapes[2];
+  size_t ranks[2] = {1, 1};
+  sn_dtype dts[2] = {SN_DTYPE_FLOAT32, SN_DTYPE_FLOAT32};
+  float av[4] = {1, -2, 3, -4}, bv[4] = {0.5f, 1, -5, 2}, r[4];
+  sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+  sn_uop *b = sn_tensor_input(g, SN_DTYPE_FLOAT32, &n, 1, NULL, &e);
+  sn_uop *body, *args[2], *res1[1] = {NULL}, *res2[1] = {NULL}, *out, *wrong;
+  sn_function *f;
+  sn_buffer *ins[2];
+  size_t k;
+  shapes[0] = shape0;
+  shapes[1] = shape0;
+  f = sn_function_begin(g, 2, dts, shapes, ranks, &e);
+  body = sn_uop_binary(g, SN_OP_ADD, sn_function_param(f, 0, &e), sn_function_param(f, 1, &e), &e);
+  body = sn_uop_binary(g, SN_OP_MUL, sn_tensor_relu(g, body, &e), sn_function_param(f, 0, &e), &e);
+  CHECK(sn_function_end(f, &body, 1, &e) == SN_OK);
+  args[0] = a;
+  args[1] = b;
+  CHECK(sn_function_call(g, f, args, 2, res1, &e) == SN_OK);
+  args[0] = b;
+  args[1] = a;
+  CHECK(sn_function_call(g, f, args, 2, res2, &e) == SN_OK);
+  EXPECT_OK(e);
+  out = sn_uop_binary(g, SN_OP_ADD, res1[0], res2[0], &e);
+  ins[0] = buffer_f32(cpu, &n, 1, av, 4);
+  ins[1] = buffer_f32(cpu, &n, 1, bv, 4);
+  CHECK(run_f32(g, cpu, out, ins, 2, r, 4));
+  for (k = 0; k < 4; k++) {
+    float s = av[k] + bv[k], relu = s > 0 ? s : 0;
+    CHECK(close_to(r[k], relu * av[k] + relu * bv[k], 1e-6));
+  }
+  /* precompiled: the same numbers */
+  CHECK(sn_function_set_flags(f, SN_FUNCTION_PRECOMPILE, &e) == SN_OK);
+  CHECK(sn_function_call(g, f, args, 2, res2, &e) == SN_OK);
+  CHECK(run_f32(g, cpu, res2[0], ins, 2, r, 4));
+  for (k = 0; k < 4; k++) {
+    float s = av[k] + bv[k], relu = s > 0 ? s : 0;
+    CHECK(close_to(r[k], relu * bv[k], 1e-6));
+  }
+  EXPECT_OK(e);
+  /* errors */
+  wrong = sn_tensor_input(g, SN_DTYPE_FLOAT32, &bad_shape, 1, NULL, &e);
+  args[1] = wrong;
+  CHECK(sn_function_call(g, f, args, 2, res2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "argument 1 is float32 (5,)");
+  CHECK(sn_function_call(g, f, args, 1, res2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "takes 2 arguments");
+  CHECK(sn_function_end(f, &body, 1, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "ended already");
+  CHECK(sn_function_param(f, 2, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "out of range");
+  CHECK(sn_function_set_flags(f, 8, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "unknown flags");
+  CHECK(sn_function_call(g, (sn_function *)ins[0], args, 2, res2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_function");
+  f = sn_function_begin(g, 1, dts, shapes, ranks, &e);
+  CHECK(sn_function_call(g, f, args, 1, res2, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "no body yet");
+  CHECK(sn_function_begin(g, 1, NULL, shapes, ranks, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "dtypes is NULL");
+  sn_buffer_release(ins[0]);
+  sn_buffer_release(ins[1]);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  /* a function of a released graph is no longer live */
+  CHECK(sn_function_param(f, 0, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "not a live sn_function");
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -1031,5 +1109,6 @@ int main(void) {
   test_launch_vars();
   test_gradients();
   test_assign();
+  test_functions();
   return sn_test_report();
 }

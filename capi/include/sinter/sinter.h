@@ -590,6 +590,40 @@ SN_API sn_uop *sn_tensor_detach(sn_graph *graph, sn_uop *x, sn_error **err);
    two updates of one buffer in one program are SN_E_INVALID_ARG. */
 SN_API sn_uop *sn_tensor_assign(sn_graph *graph, sn_uop *target, sn_uop *value, sn_error **err);
 
+/* ---- functions (API version 5) ---- */
+
+/* A reusable sub-graph (the spec's Function/Call): begin it with its parameters, build its body
+   from sn_function_param's uops with any builder, end it with the body's outputs, then call it on
+   arguments any number of times:
+
+     sn_function *f = sn_function_begin(g, 2, dtypes, shapes, ranks, &err);
+     sn_uop *y = sn_tensor_relu(g, sn_uop_binary(g, SN_OP_ADD, sn_function_param(f, 0, &err),
+                                                 sn_function_param(f, 1, &err), &err), &err);
+     sn_function_end(f, &y, 1, &err);
+     sn_function_call(g, f, args, 2, results, &err);   // results[0]: relu(args[0] + args[1])
+
+   A call is resolved by substitution when compiled, so it fuses with its callers, unless the
+   function is marked SN_FUNCTION_PRECOMPILE: then its arguments and results are materialized and
+   every call runs the same kernels, compiled once. Gradients flow through calls. An sn_function
+   belongs to its graph and lives as long as the graph (no release). */
+typedef struct sn_function sn_function;
+enum { SN_FUNCTION_PRECOMPILE = 1 };
+/* Parameter k has dtypes[k] and shape shapes[k][0 .. ranks[k]-1] (shapes[k] may be NULL when
+   ranks[k] is 0). */
+SN_API sn_function *sn_function_begin(sn_graph *graph, size_t nparams, const sn_dtype *dtypes,
+                                      const int64_t *const *shapes, const size_t *ranks, sn_error **err);
+/* The uop standing for parameter i inside the body. */
+SN_API sn_uop *sn_function_param(sn_function *fn, size_t i, sn_error **err);
+/* Ends the body: the function returns outputs[0..n-1] (uops of its graph). Once per function. */
+SN_API sn_code sn_function_end(sn_function *fn, sn_uop *const *outputs, size_t n, sn_error **err);
+/* SN_FUNCTION_* flags (0 = none), before or after sn_function_end; calls made afterwards see them. */
+SN_API sn_code sn_function_set_flags(sn_function *fn, uint32_t flags, sn_error **err);
+/* Calls the ended function on args[0..nargs-1] (uops of `graph`, the function's graph; each of its
+   parameter's shape and dtype, else SN_E_INVALID_ARG naming the argument): results[i] is output i
+   (results has one entry per output). On failure results is left unchanged. */
+SN_API sn_code sn_function_call(sn_graph *graph, sn_function *fn, sn_uop *const *args, size_t nargs, sn_uop **results,
+                                sn_error **err);
+
 /* ---- devices ---- */
 
 /* The device called `name` (NULL or "" = the default device, CPU). Names are a backend and an
@@ -915,11 +949,18 @@ typedef struct sn_api {
   char *(*device_description)(const sn_device *device, sn_error **err);
   sn_code (*buffer_copy)(sn_buffer *dst, const sn_buffer *src, sn_error **err);
   char *(*program_export_c)(const sn_program *program, const char *name, sn_error **err);
-  /* ---- version 5: gradients ---- */
+  /* ---- version 5: gradients, in-place updates, functions ---- */
   sn_code (*tensor_gradient)(sn_graph *graph, sn_uop *loss, sn_uop *const *wrt, size_t n, sn_uop **grads,
                              sn_error **err);
   sn_uop *(*tensor_detach)(sn_graph *graph, sn_uop *x, sn_error **err);
   sn_uop *(*tensor_assign)(sn_graph *graph, sn_uop *target, sn_uop *value, sn_error **err);
+  sn_function *(*function_begin)(sn_graph *graph, size_t nparams, const sn_dtype *dtypes, const int64_t *const *shapes,
+                                 const size_t *ranks, sn_error **err);
+  sn_uop *(*function_param)(sn_function *fn, size_t i, sn_error **err);
+  sn_code (*function_end)(sn_function *fn, sn_uop *const *outputs, size_t n, sn_error **err);
+  sn_code (*function_set_flags)(sn_function *fn, uint32_t flags, sn_error **err);
+  sn_code (*function_call)(sn_graph *graph, sn_function *fn, sn_uop *const *args, size_t nargs, sn_uop **results,
+                           sn_error **err);
   /* ---- version 6 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 

@@ -1017,6 +1017,47 @@ extern "C" {
         err: *mut *mut sn_error,
     ) -> *mut sn_uop;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct sn_function {
+    _unused: [u8; 0],
+}
+pub const SN_FUNCTION_PRECOMPILE: _bindgen_ty_1 = 1;
+pub type _bindgen_ty_1 = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn sn_function_begin(
+        graph: *mut sn_graph,
+        nparams: usize,
+        dtypes: *const sn_dtype,
+        shapes: *const *const i64,
+        ranks: *const usize,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_function;
+}
+extern "C" {
+    pub fn sn_function_param(fn_: *mut sn_function, i: usize, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_function_end(
+        fn_: *mut sn_function,
+        outputs: *const *mut sn_uop,
+        n: usize,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
+extern "C" {
+    pub fn sn_function_set_flags(fn_: *mut sn_function, flags: u32, err: *mut *mut sn_error) -> sn_code;
+}
+extern "C" {
+    pub fn sn_function_call(
+        graph: *mut sn_graph,
+        fn_: *mut sn_function,
+        args: *const *mut sn_uop,
+        nargs: usize,
+        results: *mut *mut sn_uop,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
 extern "C" {
     pub fn sn_device_open(
         ctx: *mut sn_context,
@@ -1926,6 +1967,40 @@ pub struct sn_api {
             value: *mut sn_uop,
             err: *mut *mut sn_error,
         ) -> *mut sn_uop,
+    >,
+    pub function_begin: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            nparams: usize,
+            dtypes: *const sn_dtype,
+            shapes: *const *const i64,
+            ranks: *const usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_function,
+    >,
+    pub function_param: ::std::option::Option<
+        unsafe extern "C" fn(fn_: *mut sn_function, i: usize, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub function_end: ::std::option::Option<
+        unsafe extern "C" fn(
+            fn_: *mut sn_function,
+            outputs: *const *mut sn_uop,
+            n: usize,
+            err: *mut *mut sn_error,
+        ) -> sn_code,
+    >,
+    pub function_set_flags: ::std::option::Option<
+        unsafe extern "C" fn(fn_: *mut sn_function, flags: u32, err: *mut *mut sn_error) -> sn_code,
+    >,
+    pub function_call: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            fn_: *mut sn_function,
+            args: *const *mut sn_uop,
+            nargs: usize,
+            results: *mut *mut sn_uop,
+            err: *mut *mut sn_error,
+        ) -> sn_code,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;
