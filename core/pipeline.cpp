@@ -167,7 +167,7 @@ std::string plan_memory(Program& p) {
   for (size_t k = 0; k < ids.size(); k++) p.buffers[ids[k]].arena_offset = offsets[k];
 
   std::string text;
-  static const char* kRole[] = {"input", "output", "intermediate"};
+  static const char* kRole[] = {"input", "output", "intermediate", "constant"};
   for (size_t b = 0; b < p.buffers.size(); b++) {
     const ProgramBuffer& pb = p.buffers[b];
     text += cat("buffer ", b, ": ", kRole[int(pb.role)], " ", pb.index, " ", pb.dtype.name(), "[", pb.size, "]");
@@ -250,9 +250,17 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   p->hash = s.hash;
   for (const ScheduleBuffer& b : s.buffers) {
     ProgramBuffer pb;
-    pb.role = b.kind == ScheduleBuffer::Kind::Input    ? ProgramBuffer::Role::Input
-              : b.kind == ScheduleBuffer::Kind::Output ? ProgramBuffer::Role::Output
-                                                       : ProgramBuffer::Role::Intermediate;
+    pb.role = b.kind == ScheduleBuffer::Kind::Input      ? ProgramBuffer::Role::Input
+              : b.kind == ScheduleBuffer::Kind::Output   ? ProgramBuffer::Role::Output
+              : b.kind == ScheduleBuffer::Kind::Constant ? ProgramBuffer::Role::Constant
+                                                         : ProgramBuffer::Role::Intermediate;
+    if (b.kind == ScheduleBuffer::Kind::Constant) {  // filled once, here
+      pb.data = std::make_shared<const std::string>(b.source->as<std::string>());
+      if (!pb.data->empty()) {
+        pb.storage = device->allocate(pb.data->size());
+        device->copy_in(*pb.storage, 0, pb.data->data(), pb.data->size());
+      }
+    }
     pb.dtype = b.dtype;
     pb.size = b.size;
     pb.index = b.index;
@@ -317,9 +325,10 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       std::string bufs;
       for (int b : l.buffers) {
         const ProgramBuffer& pb = p->buffers[size_t(b)];
-        const char* role = pb.role == ProgramBuffer::Role::Input    ? "in"
-                           : pb.role == ProgramBuffer::Role::Output ? "out"
-                                                                    : "tmp";
+        const char* role = pb.role == ProgramBuffer::Role::Input      ? "in"
+                           : pb.role == ProgramBuffer::Role::Output   ? "out"
+                           : pb.role == ProgramBuffer::Role::Constant ? "const"
+                                                                      : "tmp";
         bufs += cat(bufs.empty() ? "" : " ", role, pb.index);
       }
       std::string opts;

@@ -129,6 +129,16 @@ std::string CDevice::export_c(const Program& p, const std::string& name) const {
   out += c_prelude(kC99, helpers, uses_double);
   for (const auto& [sym, k] : unique) out += "\n" + k->function;
 
+  // Constant bytes (the spec's Binary) as static arrays.
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const ProgramBuffer& pb = p.buffers[b];
+    if (pb.role != ProgramBuffer::Role::Constant) continue;
+    out += cat("\nstatic const unsigned char ", name, "_const", b, "[", std::max<size_t>(1, pb.data->size()), "] = {");
+    for (size_t i = 0; i < pb.data->size(); i++)
+      out += cat(i % 16 ? " " : "\n  ", unsigned(static_cast<unsigned char>((*pb.data)[i])), ",");
+    out += pb.data->empty() ? "0};\n" : "\n};\n";
+  }
+
   // The entry point: bind the program's buffers, then the launches in order.
   out += cat("\nint ", name, "(void *const *inputs, void *const *outputs) {\n");
   out += cat("  unsigned char *arena = 0;\n  void *buf[", std::max<size_t>(1, p.buffers.size()), "];\n");
@@ -149,6 +159,9 @@ std::string CDevice::export_c(const Program& p, const std::string& name) const {
         break;
       case ProgramBuffer::Role::Intermediate:
         at = pb.first_use < 0 ? "0" : cat("arena + ", pb.arena_offset);
+        break;
+      case ProgramBuffer::Role::Constant:
+        at = cat("(void *)", name, "_const", b);
         break;
     }
     out += cat("  buf[", b, "] = ", at, ";\n");

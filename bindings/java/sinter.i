@@ -130,7 +130,7 @@ SN_HANDLE(sn_program)
   }
 %}
 %typemap(freearg) sn_uop *const *srcs %{ free((void *)$1); %}
-%apply sn_uop *const *srcs { sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs };
+%apply sn_uop *const *srcs { sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs, sn_uop *const *indices };
 
 /* ---- buffer arrays as long[] of handles ---- */
 %typemap(jni) sn_buffer *const * "jlongArray"
@@ -325,6 +325,7 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_function_end;
 %ignore sn_function_set_flags;
 %ignore sn_function_call;
+%ignore sn_tensor_binary; /* raw bytes: not bound in Java yet */
 %ignore sn_buffer_copy_in;
 %ignore sn_buffer_copy_out;
 %ignore sn_buffer_host_pointer;

@@ -151,6 +151,9 @@ constexpr sn_api kApi = {
     .function_end = sn_function_end,
     .function_set_flags = sn_function_set_flags,
     .function_call = sn_function_call,
+    .tensor_index = sn_tensor_index,
+    .tensor_slice = sn_tensor_slice,
+    .tensor_binary = sn_tensor_binary,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -298,13 +301,16 @@ SN_CHECK_ENTRY(function_param, 133);
 SN_CHECK_ENTRY(function_end, 134);
 SN_CHECK_ENTRY(function_set_flags, 135);
 SN_CHECK_ENTRY(function_call, 136);
+SN_CHECK_ENTRY(tensor_index, 137);
+SN_CHECK_ENTRY(tensor_slice, 138);
+SN_CHECK_ENTRY(tensor_binary, 139);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
 constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
-constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 8;
+constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 static_assert(sizeof(sn_api) == kHead + kApiEntriesV5 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 

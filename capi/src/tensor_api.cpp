@@ -248,3 +248,31 @@ sn_uop* sn_tensor_assign(sn_graph* graph, sn_uop* target, sn_uop* value, sn_erro
     return hand_out(g, sn::assign(g->graph, uop_of(g, target, "target"), uop_of(g, value, "value")));
   });
 }
+
+sn_uop* sn_tensor_index(sn_graph* graph, sn_uop* x, sn_uop* const* indices, size_t n, sn_error** err) {
+  return guard("sn_tensor_index", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    if (n > 0 && indices == nullptr) invalid("indices is NULL but n is ", n);
+    std::vector<const sn::UOp*> idx;
+    for (size_t i = 0; i < n; i++) idx.push_back(uop_of(g, indices[i], sn::cat("indices[", i, "]").c_str()));
+    return hand_out(g, sn::index(g->graph, xu, idx));
+  });
+}
+
+sn_uop* sn_tensor_slice(sn_graph* graph, sn_uop* x, int64_t offset, int64_t size, sn_dtype dtype, sn_error** err) {
+  return guard("sn_tensor_slice", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    return hand_out(g, sn::slice(g->graph, uop_of(g, x, "x"), offset, size, to_dtype(raw(dtype), "dtype")));
+  });
+}
+
+sn_uop* sn_tensor_binary(sn_graph* graph, const void* data, size_t nbytes, sn_error** err) {
+  return guard("sn_tensor_binary", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    if (nbytes > 0 && data == nullptr) invalid("data is NULL but nbytes is ", nbytes);
+    if (nbytes > (size_t(1) << 40)) invalid("nbytes ", nbytes, " is larger than a constant can be (2^40 bytes)");
+    std::string bytes = nbytes == 0 ? std::string() : std::string(static_cast<const char*>(data), nbytes);
+    return hand_out(g, sn::binary_data(g->graph, std::move(bytes)));
+  });
+}

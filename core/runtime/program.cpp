@@ -97,6 +97,7 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
   for (size_t b = 0; b < p.buffers.size(); b++) {
     const ProgramBuffer& pb = p.buffers[b];
     if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->address();
+    if (pb.role == ProgramBuffer::Role::Constant) addr[b] = DevicePtr{pb.storage ? pb.storage->ptr() : nullptr, 0};
     if (pb.role == ProgramBuffer::Role::Intermediate) {
       if (!arena) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
       addr[b] = DevicePtr{arena->ptr(), pb.arena_offset};

@@ -30,7 +30,7 @@ struct TensorSpec {
 };
 
 struct ProgramBuffer {
-  enum class Role { Input, Output, Intermediate };
+  enum class Role { Input, Output, Intermediate, Constant };
   Role role;
   DType dtype;
   int64_t size = 0;  // elements
@@ -38,7 +38,10 @@ struct ProgramBuffer {
   // see input_slots); Output: the output's number; Intermediate: its number among intermediates.
   int index = 0;
   size_t arena_offset = 0;  // Intermediate: byte offset in the arena
-  int first_use = -1;       // first and last launch that touch it (-1: none)
+  // Constant: its bytes (the spec's Binary), and the device memory the compile filled with them
+  std::shared_ptr<const std::string> data;
+  std::shared_ptr<Storage> storage;
+  int first_use = -1;  // first and last launch that touch it (-1: none)
   int last_use = -1;
   size_t nbytes() const { return size_t(size) * size_t(dtype.itemsize()); }
 };

@@ -262,6 +262,32 @@ class Lowerer {
 
   void add_child(Frame& f, const UOp* node, IndexCtx c) { f.children.push_back({node, intern(std::move(c))}); }
 
+  // Index(x, i0, i1, ...): the point reads x at (i0, i1, ..., rest), where each index value is
+  // computed at this point first (a gather: the address depends on loaded data). A point whose
+  // index lies outside its axis reads 0 (its loads are gated off).
+  void expand_index(Frame& f, const IndexCtx& c) {
+    const UOp* u = f.node;
+    const Shape& xs = *u->src(0)->shape();
+    IndexCtx cc;
+    size_t axis = 0;
+    const UOp* inside = nullptr;
+    for (size_t k = 0; k + 1 < u->nsrc(); k++) {
+      const UOp* ix = u->src(k + 1);
+      IndexCtx ic;
+      ic.valid = c.valid;
+      if (ix->shape()->size() == 1) ic.idx.push_back(c.idx[axis++]);
+      const UOp* i = g_.cast(lower(ix, intern(std::move(ic))), dtypes::index);
+      const UOp* ok =
+          g_.alu(Op::And, g_.alu(Op::Not, g_.alu(Op::CmpLt, i, g_.cint(0))), g_.alu(Op::CmpLt, i, dim_uop(g_, xs[k])));
+      inside = inside ? g_.alu(Op::And, inside, ok) : ok;
+      cc.idx.push_back(i);
+    }
+    cc.idx.insert(cc.idx.end(), c.idx.begin() + long(axis), c.idx.end());
+    f.pad_valid = inside;
+    cc.valid = c.valid ? g_.alu(Op::And, c.valid, inside) : inside;
+    add_child(f, u->src(0), std::move(cc));
+  }
+
   void expand(Frame& f) {
     const UOp* u = f.node;
     const IndexCtx c = ctxs_[size_t(f.ctx)];  // a copy: interning may grow ctxs_
@@ -275,6 +301,18 @@ class Lowerer {
         return;
       }
       return add_child(f, u->src(0), std::move(cc));
+    }
+    if (u->op == Op::Index) return expand_index(f, c);
+    if (u->op == Op::Stack) {
+      // element (k, rest...) is source k at rest: every source is read under "this is k"
+      for (size_t k = 0; k < u->nsrc(); k++) {
+        IndexCtx cc;
+        cc.idx.assign(c.idx.begin() + 1, c.idx.end());
+        const UOp* is_k = g_.alu(Op::CmpEq, c.idx[0], g_.cint(int64_t(k)));
+        cc.valid = c.valid ? g_.alu(Op::And, c.valid, is_k) : is_k;
+        add_child(f, u->src(k), std::move(cc));
+      }
+      return;
     }
     if (u->op == Op::Bitcast) {
       int from = u->src(0)->dtype.itemsize(), to = u->dtype.itemsize();
@@ -348,7 +386,13 @@ class Lowerer {
     if (f.leaf) return load(plan_.stored_in.at(u), *u->shape(), c);
     if (u->op == Op::Const || u->op == Op::DefineVar) return u;
     if (is_pass_through(u->op)) return value_of(f.children[0]);
-    if (is_index_movement(u->op)) {
+    if (u->op == Op::Stack) {  // source k where the leading index is k
+      const UOp* v = value_of(f.children.back());
+      for (size_t k = f.children.size() - 1; k-- > 0;)
+        v = g_.alu(Op::Where, g_.alu(Op::CmpEq, c.idx[0], g_.cint(int64_t(k))), value_of(f.children[k]), v);
+      return v;
+    }
+    if (is_index_movement(u->op) || u->op == Op::Index) {
       if (f.empty) return zero_like(u->dtype);
       const UOp* v = value_of(f.children[0]);
       if (!f.pad_valid) return v;

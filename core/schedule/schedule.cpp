@@ -224,9 +224,23 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
   return nullptr;
 }
 
+// Slice(x, offset) is a view: the flat source shrunk to the whole elements that hold the slice's
+// bytes, bitcast to the slice's dtype (the last axis rescales), shrunk to the slice's size.
+const UOp* slice_view(Graph& g, const UOp* u) {
+  const UOp* x = u->src(0);
+  if (!u->src(1)->is_const()) fail(Code::Unsupported, "schedule: a Slice at a symbolic offset");
+  const SliceArg& a = u->as<SliceArg>();
+  int64_t off = int64_t(u->src(1)->const_int()), xi = x->dtype.itemsize(), di = a.dtype.itemsize();
+  int64_t elems = (a.size * di + xi - 1) / xi;
+  const UOp* part = shrink(g, reshape(g, x, {numel(static_shape(x, "slice"))}), {off}, {elems});
+  if (a.dtype == x->dtype) return part;
+  return shrink(g, bitcast(g, part, a.dtype), {0}, {a.size});
+}
+
 std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outputs) {
   static const PatternMatcher pm(
-      {{Pat::op(Op::Reduce), [](const Match& m) { return split_reduce(m.g, m.root); }, "split_reduce"},
+      {{Pat::op(Op::Slice), [](const Match& m) { return slice_view(m.g, m.root); }, "slice_view"},
+       {Pat::op(Op::Reduce), [](const Match& m) { return split_reduce(m.g, m.root); }, "split_reduce"},
        {Pat::op(Op::Reduce), [](const Match& m) { return pack_matmul_operand(m.g, m.root); }, "pack_matmul_operand"}});
   const UOp* sink = graph_rewrite(g, g.make(Op::Sink, dtypes::void_, outputs), pm);
   return std::vector<const UOp*>(sink->src().begin(), sink->src().end());
@@ -337,6 +351,15 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
     int64_t size = alloc_size(g, o);
     s.buffers.push_back({ScheduleBuffer::Kind::Output, o->dtype, size, o, int(i)});
     base.buffers.push_back({o->dtype, size, device_of(o)});
+  }
+  // Constant bytes (Binary) live in buffers of their own that the program fills once.
+  int constants = 0;
+  for (const UOp* u : order) {
+    if (u->op != Op::Binary) continue;
+    int64_t size = int64_t(u->as<std::string>().size());
+    base.stored_in.emplace(u, int(base.buffers.size()));
+    s.buffers.push_back({ScheduleBuffer::Kind::Constant, dtypes::uint8, size, u, constants++});
+    base.buffers.push_back({dtypes::uint8, size, default_device});
   }
   s.hash = program_hash(order, all_roots, input_slot);
 

@@ -30,14 +30,15 @@
 namespace sn {
 
 struct ScheduleBuffer {
-  enum class Kind { Input, Output, Intermediate };
+  enum class Kind { Input, Output, Intermediate, Constant };
   Kind kind;
   DType dtype;        // element dtype
   int64_t size;       // elements (a symbolic shape allocates the largest size its variables allow)
   const UOp* source;  // Input: the tensor-level Buffer node; Output: the output root it holds;
-                      // Intermediate: the tensor-level value it holds
+                      // Intermediate: the tensor-level value it holds; Constant: the Binary node
+                      // whose bytes it holds
   int index;          // Input: index among the inputs (Buffer order of first use); Output: output number;
-                      // Intermediate: its number among the intermediates
+                      // Intermediate: its number among the intermediates; Constant: among the constants
 };
 
 struct ScheduledKernel {

@@ -459,14 +459,16 @@ const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
   if (xs.empty()) fail(Code::InvalidArg, "stack: needs at least one tensor");
   Dims s0 = static_shape(xs[0], "stack");
   size_t a = size_t(norm_axis("stack", axis, Dims(s0.size() + 1, 1)));
-  std::vector<const UOp*> parts;
   for (size_t j = 0; j < xs.size(); j++) {
     Dims s = static_shape(xs[j], "stack");
     if (s != s0)
       fail(Code::InvalidArg, "stack: tensor ", j, " has shape ", dims_str(s), ", tensor 0 has ", dims_str(s0));
-    parts.push_back(reshape(g, xs[j], inserted(s, a, 1)));
   }
-  return concat(g, parts, int64_t(a));
+  // the spec's Stack joins along a new leading axis; move it to `axis`
+  Dims order;
+  for (size_t k = 1; k <= s0.size(); k++) order.push_back(int64_t(k));
+  order.insert(order.begin() + long(a), 0);
+  return permute(g, stack_leading(g, xs), order);
 }
 
 // ---- elementwise and normalizations ---------------------------------------------------------

@@ -65,7 +65,8 @@ const UOp* scatter_add(Graph& g, const UOp* x, int64_t axis, const UOp* idx, con
 // off `axis`. Each is padded to the full size and selected with Where over a padded bool mask,
 // which keeps every bit (an Add of zero pads would turn -0.0 into +0.0 and is not defined on bool).
 const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis);
-// Stacks same-shape tensors along a new axis (0 <= axis <= rank, or negative from rank+1).
+// Stacks same-shape tensors along a new axis (0 <= axis <= rank, or negative from rank+1): the spec's
+// Stack (a new leading axis), permuted.
 const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis);
 
 // ---- elementwise and normalizations (float dtypes unless stated) -----------------------------

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/tensor/compose.h"
 #include "core/tensor/function.h"
 #include "core/tensor/tensor.h"
 
@@ -60,6 +61,32 @@ Dims expanded_axes(const Dims& from, const Dims& to) {
 }
 
 constexpr double kLn2 = std::numbers::ln2;
+
+// Index(x, i0, ...): each element of x receives the sum of the gradients of the points that read
+// it. With q index axes in the result, the mask (result index axes..., x's indexed axes..., 1...)
+// says which point reads which element; the gradient, broadcast over it, is summed over the
+// result's index axes.
+const UOp* index_gradient(Graph& g, const UOp* u, const UOp* d) {
+  const UOp* x = u->src(0);
+  Dims xs = static_shape(x), ds = static_shape(d);
+  size_t m = u->nsrc() - 1, q = ds.size() - (xs.size() - m), rank = q + xs.size(), axis = 0;
+  const UOp* mask = nullptr;
+  for (size_t k = 0; k < m; k++) {
+    const UOp* ix = cast(g, u->src(k + 1), dtypes::int64);
+    Dims at(rank, 1), along(rank, 1);
+    if (static_shape(ix).size() == 1) at[axis] = ds[axis], axis++;
+    along[q + k] = xs[k];
+    const UOp* hit = cmpeq(g, reshape(g, ix, at), reshape(g, arange(g, xs[k], dtypes::int64), along));
+    mask = mask ? bitwise_and(g, mask, hit) : hit;
+  }
+  Dims dshape(ds.begin(), ds.begin() + long(q));
+  dshape.insert(dshape.end(), m, 1);
+  dshape.insert(dshape.end(), xs.begin() + long(m), xs.end());
+  const UOp* spread = where(g, mask, reshape(g, d, dshape), constant(g, d->dtype, 0));
+  Dims axes;
+  for (size_t k = 0; k < q; k++) axes.push_back(int64_t(k));
+  return reshape(g, reduce(g, spread, Op::Add, axes), xs);
+}
 
 // The gradient each source of `u` receives when `u` receives `d` (same shape as u), before
 // unbroadcasting; nullptr = none. Only sources that carry float values are ever asked for.
@@ -117,6 +144,25 @@ std::vector<const UOp*> local_gradients(Graph& g, const UOp* u, const UOp* d) {
       return {shrink(g, d, operand_dims(u->src(1)), static_shape(x()))};
     case Op::Shrink:
       return {pad(g, d, operand_dims(u->src(1)), static_shape(x()))};
+    case Op::Index:
+      return {index_gradient(g, u, d)};
+    case Op::Stack: {
+      std::vector<const UOp*> parts;
+      Dims ds = static_shape(d), off(ds.size(), 0), size = ds;
+      size[0] = 1;
+      for (size_t k = 0; k < u->nsrc(); k++) {
+        off[0] = int64_t(k);
+        parts.push_back(reshape(g, shrink(g, d, off, size), static_shape(u->src(k))));
+      }
+      return parts;
+    }
+    case Op::Slice: {
+      if (u->as<SliceArg>().dtype != x()->dtype)
+        fail(Code::Unsupported, "gradient: a Slice that reinterprets ", x()->dtype.name(), " as ", u->dtype.name(),
+             " has no gradient; the loss depends on a wrt tensor through it");
+      Dims xs = static_shape(x());
+      return {reshape(g, pad(g, d, {int64_t(u->src(1)->const_int())}, {numel(xs)}), xs)};
+    }
     // reductions (reduced axes keep size 1, so u and d broadcast against x)
     case Op::Reduce: {
       const ReduceArg& r = u->as<ReduceArg>();

@@ -285,6 +285,54 @@ const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, c
   return g.make(Op::Shrink, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(sizes)});
 }
 
+const UOp* index(Graph& g, const UOp* x, std::span<const UOp* const> indices) {
+  std::vector<int64_t> xs = static_shape(x, "index");
+  if (indices.size() > xs.size())
+    fail(Code::InvalidArg, "index: ", indices.size(), " indices for the ", xs.size(), " axes of ", dims_str(xs));
+  if (indices.empty()) return x;
+  std::vector<const UOp*> src{x};
+  for (size_t k = 0; k < indices.size(); k++) {
+    std::string what = cat("index: index ", k);
+    std::vector<int64_t> is = static_shape(indices[k], what.c_str());
+    if (!indices[k]->dtype.is_int())
+      fail(Code::InvalidArg, what, " must be an integer tensor, got ", indices[k]->dtype.name());
+    if (is.size() > 1) fail(Code::InvalidArg, what, " must have shape () or (n,), got ", dims_str(is));
+    src.push_back(indices[k]);
+  }
+  return g.make(Op::Index, x->dtype, src);
+}
+
+const UOp* stack_leading(Graph& g, std::span<const UOp* const> xs) {
+  if (xs.empty()) fail(Code::InvalidArg, "stack: needs at least one tensor");
+  std::vector<int64_t> first = static_shape(xs[0], "stack");
+  for (size_t k = 1; k < xs.size(); k++) {
+    std::vector<int64_t> s = static_shape(xs[k], "stack");
+    if (s != first)
+      fail(Code::InvalidArg, "stack: all shapes must match: tensor 0 is ", dims_str(first), ", tensor ", k, " is ",
+           dims_str(s));
+    if (xs[k]->dtype != xs[0]->dtype)
+      fail(Code::InvalidArg, "stack: all dtypes must match: tensor 0 is ", xs[0]->dtype.name(), ", tensor ", k, " is ",
+           xs[k]->dtype.name());
+  }
+  return g.make(Op::Stack, xs[0]->dtype, xs);
+}
+
+const UOp* slice(Graph& g, const UOp* x, int64_t offset, int64_t size, DType dtype) {
+  std::vector<int64_t> xs = static_shape(x, "slice");
+  check_tensor_dtype("slice", dtype);
+  if (offset < 0 || size < 0) fail(Code::InvalidArg, "slice: offset ", offset, " and size ", size, " must be >= 0");
+  int64_t have = 0, from = 0, want = 0, end = 0;
+  if (__builtin_mul_overflow(numel(xs), int64_t(x->dtype.itemsize()), &have) ||
+      __builtin_mul_overflow(offset, int64_t(x->dtype.itemsize()), &from) ||
+      __builtin_mul_overflow(size, int64_t(dtype.itemsize()), &want) || __builtin_add_overflow(from, want, &end) ||
+      end > have)
+    fail(Code::InvalidArg, "slice: ", size, " ", dtype.name(), " elements at offset ", offset, " (", x->dtype.name(),
+         " elements) run past the ", have, " bytes of ", dims_str(xs));
+  return g.make(Op::Slice, dtype, {x, g.cint(offset)}, SliceArg{size, dtype});
+}
+
+const UOp* binary_data(Graph& g, std::string bytes) { return g.make(Op::Binary, dtypes::uint8, {}, std::move(bytes)); }
+
 const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axes) {
   std::vector<int64_t> old = static_shape(x, "reduce");
   if (op != Op::Add && op != Op::Max && op != Op::Mul)

@@ -57,6 +57,17 @@ const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags);
 const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape);
 // sizes[k] elements of axis k starting at offsets[k].
 const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes);
+// The spec's Index: indices[k] (an integer tensor of shape () or (n,)) selects along axis k of x,
+// from the left; a ()-shaped index removes the axis, an (n,)-shaped one makes it n long (a gather
+// along the leading axes). An index outside its axis reads 0.
+const UOp* index(Graph& g, const UOp* x, std::span<const UOp* const> indices);
+// The spec's Stack: same-shape, same-dtype tensors joined along a new leading axis.
+const UOp* stack_leading(Graph& g, std::span<const UOp* const> xs);
+// The spec's Slice: `size` elements of `dtype` read from x's storage (row-major bytes), starting
+// `offset` elements of x's dtype in; shape (size,).
+const UOp* slice(Graph& g, const UOp* x, int64_t offset, int64_t size, DType dtype);
+// The spec's Binary: constant bytes, a uint8 tensor of shape (bytes.size(),).
+const UOp* binary_data(Graph& g, std::string bytes);
 // Reduce (Add, Max or Mul) over `axes`, which keep size 1. Axes are stored sorted; none = x.
 const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axes);
 // Value conversion (float -> int truncates toward zero).

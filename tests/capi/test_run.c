@@ -1098,6 +1098,51 @@ static void test_functions(void) {
   sn_context_release(ctx);
 }
 
+/* Index (gather), Slice and Binary (API version 5), checked by hand, and their errors. */
+static void test_index_slice_binary(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t tshape[2] = {3, 2}, nid = 4;
+  float tv[6] = {10, 11, 20, 21, 30, 31}, r[8];
+  int32_t ids[4] = {2, 0, 5, 1};
+  float consts[2] = {0.5f, -4};
+  sn_uop *table = sn_tensor_input(g, SN_DTYPE_FLOAT32, tshape, 2, NULL, &e);
+  sn_uop *idx = sn_tensor_input(g, SN_DTYPE_INT32, &nid, 1, NULL, &e);
+  sn_uop *rows, *bin, *out;
+  sn_buffer *ins[2];
+  size_t k;
+  rows = sn_tensor_index(g, table, &idx, 1, &e); /* (4, 2): rows 2, 0, (out of range: 0), 1 */
+  bin = sn_uop_bitcast(g, sn_tensor_binary(g, consts, sizeof consts, &e), SN_DTYPE_FLOAT32, &e);
+  out = sn_uop_binary(g, SN_OP_MUL, rows, bin, &e);
+  EXPECT_OK(e);
+  ins[0] = buffer_f32(cpu, tshape, 2, tv, 6);
+  ins[1] = sn_buffer_alloc(cpu, SN_DTYPE_INT32, &nid, 1, &e);
+  CHECK(sn_buffer_copy_in(ins[1], ids, sizeof ids, &e) == SN_OK);
+  CHECK(run_f32(g, cpu, out, ins, 2, r, 8));
+  for (k = 0; k < 4; k++) {
+    float row0 = ids[k] < 3 ? tv[ids[k] * 2] : 0, row1 = ids[k] < 3 ? tv[ids[k] * 2 + 1] : 0;
+    CHECK(r[2 * k] == row0 * 0.5f && r[2 * k + 1] == row1 * -4);
+  }
+  CHECK(run_f32(g, cpu, sn_tensor_slice(g, table, 3, 2, SN_DTYPE_FLOAT32, &e), ins, 1, r, 2));
+  CHECK(r[0] == 21 && r[1] == 30);
+  /* errors */
+  CHECK(sn_tensor_index(g, table, &table, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "integer");
+  CHECK(sn_tensor_index(g, table, NULL, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "indices is NULL");
+  CHECK(sn_tensor_slice(g, table, 5, 2, SN_DTYPE_FLOAT32, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "run past");
+  CHECK(sn_tensor_binary(g, NULL, 4, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "data is NULL");
+  sn_buffer_release(ins[0]);
+  sn_buffer_release(ins[1]);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -1110,5 +1155,6 @@ int main(void) {
   test_gradients();
   test_assign();
   test_functions();
+  test_index_slice_binary();
   return sn_test_report();
 }

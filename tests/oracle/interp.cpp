@@ -186,7 +186,8 @@ class Evaluator {
 
  private:
   static std::vector<const UOp*> value_srcs(const UOp* u) {
-    if (u->op == Op::Reshape || u->op == Op::Expand || u->op == Op::Pad || u->op == Op::Shrink || u->op == Op::Reduce)
+    if (u->op == Op::Reshape || u->op == Op::Expand || u->op == Op::Pad || u->op == Op::Shrink || u->op == Op::Reduce ||
+        u->op == Op::Slice)
       return {u->src(0)};
     return {u->src().begin(), u->src().end()};
   }
@@ -241,6 +242,16 @@ class Evaluator {
       case Op::ContiguousBackward:
       case Op::Detach:
         return in(u, 0);  // markers: identity on data
+      case Op::Index:
+        return index(u);
+      case Op::Stack:
+        return stack(u);
+      case Op::Slice:
+        return slice(u);
+      case Op::Binary: {
+        const std::string& bytes = u->as<std::string>();
+        return Array::from_bytes(dtypes::uint8, {int64_t(bytes.size())}, bytes.data(), bytes.size());
+      }
       default:
         break;
     }
@@ -436,6 +447,69 @@ class Evaluator {
       }
     }
     return out;
+  }
+
+  // Index(T, i0, i1, ...): index k selects along axis k; a ()-shaped index removes the axis, a
+  // (k,)-shaped one makes it k long. An index outside the axis gives 0.
+  Array index(const UOp* u) {
+    const Array& x = in(u, 0);
+    size_t m = u->nsrc() - 1;
+    std::vector<int64_t> shape;
+    for (size_t k = 0; k < m; k++)
+      if (in(u, k + 1).shape.size() == 1) shape.push_back(in(u, k + 1).shape[0]);
+    shape.insert(shape.end(), x.shape.begin() + long(m), x.shape.end());
+    Array out = Array::zeros(x.dtype, shape);
+    int64_t rest = 1;
+    for (size_t k = m; k < x.shape.size(); k++) rest *= x.shape[k];
+    if (rest == 0 || out.numel() == 0) return out;
+    std::vector<int64_t> at(shape.size(), 0);  // position in the output
+    for (size_t o = 0; o < out.numel(); o += size_t(rest)) {
+      int64_t flat = 0;
+      bool inside = true;
+      size_t axis = 0;
+      for (size_t k = 0; k < m; k++) {
+        const Array& ix = in(u, k + 1);
+        i128 v = ix.shape.empty() ? ix.int_at(0) : ix.int_at(size_t(at[axis++]));
+        inside = inside && v >= 0 && v < x.shape[k];
+        flat = flat * x.shape[k] + (inside ? int64_t(v) : 0);
+      }
+      for (int64_t r = 0; r < rest && inside; r++) copy_element(x, size_t(flat * rest + r), out, o + size_t(r));
+      for (size_t k = axis; k-- > 0;) {  // next index combination (the trailing rest is copied whole)
+        if (++at[k] < shape[k]) break;
+        at[k] = 0;
+      }
+    }
+    return out;
+  }
+
+  static void copy_element(const Array& from, size_t i, Array& to, size_t j) {
+    if (from.dtype.is_float())
+      to.f[j] = from.f[i];
+    else
+      to.i[j] = from.i[i];
+  }
+
+  Array stack(const UOp* u) {
+    std::vector<int64_t> shape{int64_t(u->nsrc())};
+    if (u->nsrc() > 0) shape.insert(shape.end(), in(u, 0).shape.begin(), in(u, 0).shape.end());
+    Array out = Array::zeros(u->dtype, shape);
+    size_t at = 0;
+    for (size_t k = 0; k < u->nsrc(); k++)
+      for (size_t e = 0; e < in(u, k).numel(); e++) copy_element(in(u, k), e, out, at++);
+    return out;
+  }
+
+  // Slice(T, offset): `size` elements of `dtype` from T's bytes, starting offset elements of T in.
+  Array slice(const UOp* u) {
+    const Array& x = in(u, 0);
+    const SliceArg& a = u->as<SliceArg>();
+    const UOp* off = u->src(1);
+    if (off->op != Op::Const) fail(Code::Unsupported, "oracle: a symbolic Slice offset");
+    std::vector<uint8_t> bytes = x.to_bytes();
+    size_t from = size_t(off->const_int()) * size_t(x.dtype.itemsize()),
+           n = size_t(a.size) * size_t(a.dtype.itemsize());
+    if (from + n > bytes.size()) fail(Code::InvalidArg, "oracle: Slice past the end of its source");
+    return Array::from_bytes(a.dtype, {a.size}, bytes.data() + from, n);
   }
 
   Array bitcast(const UOp* u) {

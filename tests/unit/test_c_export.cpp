@@ -120,6 +120,37 @@ TEST(CExport, ConformanceProgramsBuiltByCcMatchTheJit) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+// The spec's Binary (constant bytes) becomes a static array of the exported file.
+TEST(CExport, ConstantBytesBecomeStaticArrays) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("sn_c_export_const_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Graph g;
+  std::string bytes;
+  for (float v : {1.5f, -2.0f, 0.25f}) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  const UOp* x = input(g, dtypes::float32, {2, 3}, "C");
+  const UOp* y = mul(g, x, bitcast(g, binary_data(g, bytes), dtypes::float32));
+  CompileOptions opts;
+  opts.inputs = {x};
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{y}, runtime().device("C"), opts);
+  std::string src = (dir / "k.c").string(), lib = (dir / "k.so").string();
+  std::ofstream(src) << runtime().device("C")->export_c(*p, "scaled");
+  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib + " " + src + " -lm 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<int (*)(void* const*, void* const*)>(dlsym(h, "scaled"));
+  ASSERT_NE(fn, nullptr);
+  float in[6] = {1, 2, 3, 4, 5, 6}, out[6] = {0};
+  void* ins[1] = {in};
+  void* outs[1] = {out};
+  ASSERT_EQ(fn(ins, outs), 0);
+  const float scale[3] = {1.5f, -2.0f, 0.25f};
+  for (int k = 0; k < 6; k++) EXPECT_EQ(out[k], in[k] * scale[k % 3]);
+  dlclose(h);
+  fs::remove_all(dir);
+}
+
 TEST(CExport, OnlyCSourceProgramsExport) {
   Graph g;
   const UOp* x = input(g, dtypes::float32, {4}, "CPU");

@@ -228,6 +228,29 @@ std::vector<Case> op_cases() {
          const UOp* idx = reshape(g, mod(g, arange(g, 8, dtypes::int32), constant(g, dtypes::int32, 3)), {2, 4});
          return scatter_add(g, x[0], 0, idx, x[1]);
        }},
+      {"index: gather rows, repeated and out of range",
+       {{{4, 3}}},
+       [](Graph& g, auto& x) {
+         const UOp* ids[] = {sub(
+             g,
+             mod(g, mul(g, arange(g, 7, dtypes::int32), constant(g, dtypes::int32, 3)), constant(g, dtypes::int32, 6)),
+             constant(g, dtypes::int32, 1))};
+         return index(g, x[0], ids);
+       }},
+      {"index: a scalar and a vector index",
+       {{{3, 4, 2}}},
+       [](Graph& g, auto& x) {
+         const UOp* ids[] = {constant(g, dtypes::int32, 1),
+                             mod(g, arange(g, 5, dtypes::int32), constant(g, dtypes::int32, 4))};
+         return index(g, x[0], ids);
+       }},
+      {"stack",
+       {{{2, 3}, {2, 3}}},
+       [](Graph& g, auto& x) {
+         const UOp* xs[] = {x[0], mul(g, x[0], x[1]), x[1]};
+         return stack_leading(g, xs);
+       }},
+      {"slice", one, [](Graph& g, auto& x) { return slice(g, x[0], 3, 5, f64); }},
       {"one_hot mask (no gradient through the indices)", one,
        [](Graph& g, auto& x) {
          const UOp* hot = cast(g, one_hot(g, argmax(g, x[0], 1), 4, dtypes::int32), f64);

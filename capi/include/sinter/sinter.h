@@ -590,6 +590,22 @@ SN_API sn_uop *sn_tensor_detach(sn_graph *graph, sn_uop *x, sn_error **err);
    two updates of one buffer in one program are SN_E_INVALID_ARG. */
 SN_API sn_uop *sn_tensor_assign(sn_graph *graph, sn_uop *target, sn_uop *value, sn_error **err);
 
+/* ---- indexing and raw data (API version 5) ---- */
+
+/* The spec's Index: indices[k] (an integer tensor of shape () or (m,)) selects along axis k of x,
+   from the left (n <= rank); a ()-shaped index removes the axis, an (m,)-shaped one makes it m
+   long: a gather along the leading axes (an embedding lookup for one index). An index outside its
+   axis reads 0. */
+SN_API sn_uop *sn_tensor_index(sn_graph *graph, sn_uop *x, sn_uop *const *indices, size_t n, sn_error **err);
+/* The spec's Slice: `size` elements of `dtype` read from x's storage (its row-major bytes),
+   starting `offset` elements of x's dtype in; shape (size,). Past the end is SN_E_INVALID_ARG. */
+SN_API sn_uop *sn_tensor_slice(sn_graph *graph, sn_uop *x, int64_t offset, int64_t size, sn_dtype dtype,
+                               sn_error **err);
+/* The spec's Binary: a copy of data[0..nbytes-1] as a constant uint8 tensor of shape (nbytes,)
+   (view it with sn_uop_bitcast or sn_tensor_slice). A program that reads it holds the bytes in
+   device memory, filled once when compiled; sn_program_export_c writes them as a static array. */
+SN_API sn_uop *sn_tensor_binary(sn_graph *graph, const void *data, size_t nbytes, sn_error **err);
+
 /* ---- functions (API version 5) ---- */
 
 /* A reusable sub-graph (the spec's Function/Call): begin it with its parameters, build its body
@@ -961,6 +977,9 @@ typedef struct sn_api {
   sn_code (*function_set_flags)(sn_function *fn, uint32_t flags, sn_error **err);
   sn_code (*function_call)(sn_graph *graph, sn_function *fn, sn_uop *const *args, size_t nargs, sn_uop **results,
                            sn_error **err);
+  sn_uop *(*tensor_index)(sn_graph *graph, sn_uop *x, sn_uop *const *indices, size_t n, sn_error **err);
+  sn_uop *(*tensor_slice)(sn_graph *graph, sn_uop *x, int64_t offset, int64_t size, sn_dtype dtype, sn_error **err);
+  sn_uop *(*tensor_binary)(sn_graph *graph, const void *data, size_t nbytes, sn_error **err);
   /* ---- version 6 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 

@@ -1017,6 +1017,33 @@ extern "C" {
         err: *mut *mut sn_error,
     ) -> *mut sn_uop;
 }
+extern "C" {
+    pub fn sn_tensor_index(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        indices: *const *mut sn_uop,
+        n: usize,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_slice(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        offset: i64,
+        size: i64,
+        dtype: sn_dtype,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_binary(
+        graph: *mut sn_graph,
+        data: *const ::std::os::raw::c_void,
+        nbytes: usize,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct sn_function {
@@ -2001,6 +2028,33 @@ pub struct sn_api {
             results: *mut *mut sn_uop,
             err: *mut *mut sn_error,
         ) -> sn_code,
+    >,
+    pub tensor_index: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            indices: *const *mut sn_uop,
+            n: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_slice: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            offset: i64,
+            size: i64,
+            dtype: sn_dtype,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_binary: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            data: *const ::std::os::raw::c_void,
+            nbytes: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;
