@@ -288,11 +288,24 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
       fail(Code::InvalidArg, "schedule: output ", i, " (", op_name(o->op), " of ", o->dtype.name(),
            ") is not a tensor value");
   }
-  for (size_t i = 0; i < effects.size(); i++)
-    if (effects[i] == nullptr || effects[i]->op != Op::After || effects[i]->nsrc() != 2 ||
-        effects[i]->src(1)->op != Op::Store)
-      fail(Code::InvalidArg, "schedule: effect ", i, " is ", effects[i] ? op_name(effects[i]->op) : "null",
-           ", not an in-place update (the After of an assign)");
+  // Effects: Afters of assigns, their Stores, or Groups of those.
+  std::vector<const UOp*> flat_effects;
+  std::vector<const UOp*> pending(effects.rbegin(), effects.rend());
+  while (!pending.empty()) {
+    const UOp* e = pending.back();
+    pending.pop_back();
+    if (e != nullptr && e->op == Op::Group) {
+      pending.insert(pending.end(), e->src().rbegin(), e->src().rend());
+      continue;
+    }
+    if (e != nullptr && e->op == Op::Store && e->nsrc() == 2 && e->src(0)->op == Op::Buffer)
+      e = g.make(Op::After, e->src(0)->dtype, {e->src(0), e});
+    if (e == nullptr || e->op != Op::After || e->nsrc() != 2 || e->src(1)->op != Op::Store)
+      fail(Code::InvalidArg, "schedule: effect ", flat_effects.size(), " is ", e ? op_name(e->op) : "null",
+           ", not an in-place update (the After of an assign, its Store, or a Group of those)");
+    flat_effects.push_back(e);
+  }
+  effects = flat_effects;
   Schedule s;
   if (outputs.empty() && effects.empty()) return s;
 

@@ -686,9 +686,9 @@ typedef struct sn_compile_options {
   sn_uop *const *inputs;
   size_t ninputs;
   /* (API version 5) In-place updates to run besides the outputs: the uops sn_tensor_assign
-     returned. Each writes its value into its input's buffer when the program runs, after every
-     read of the old value in the program. NULL (neffects 0): none. An assign among the outputs
-     runs too (and is an output). */
+     returned (an After), their Stores, or Groups of those (sn_uop_new). Each writes its value into its input's buffer
+     when the program runs, after every read of the old value in the program. NULL (neffects 0): none. An assign among
+     the outputs runs too (and is an output). */
   sn_uop *const *effects;
   size_t neffects;
 } sn_compile_options;
