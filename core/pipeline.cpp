@@ -20,6 +20,7 @@
 
 #include "core/schedule/schedule.h"
 #include "core/tensor/tensor.h"
+#include "core/util/checked.h"
 #include "core/util/error.h"
 
 namespace sn {
@@ -161,7 +162,10 @@ std::string plan_memory(Program& p) {
     bytes.push_back(pb.nbytes());
     first.push_back(pb.first_use);
     last.push_back(pb.last_use);
-    p.unshared_bytes += (pb.nbytes() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    int64_t rounded = checked_add(int64_t(pb.nbytes()), int64_t(kBufferAlignment - 1), "memory plan: bytes");
+    p.unshared_bytes =
+        size_t(checked_add(int64_t(p.unshared_bytes), rounded / int64_t(kBufferAlignment) * int64_t(kBufferAlignment),
+                           "memory plan: unshared bytes"));
   }
   std::vector<size_t> offsets = plan_arena(bytes, first, last, kBufferAlignment, &p.arena_bytes);
   for (size_t k = 0; k < ids.size(); k++) p.buffers[ids[k]].arena_offset = offsets[k];
@@ -263,6 +267,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     }
     pb.dtype = b.dtype;
     pb.size = b.size;
+    // nbytes() and the memory plan multiply and add byte sizes without checks of their own.
+    (void)checked_bytes(b.size, b.dtype.itemsize(), "compile: a buffer of ", b.dtype.name());
     pb.index = b.index;
     p->buffers.push_back(pb);
     if (b.kind == ScheduleBuffer::Kind::Output) {

@@ -47,11 +47,7 @@ class CDevice final : public ComputeDevice {
 
   // Host memory, so that buffers for a program's shapes can still be made and filled.
   std::shared_ptr<Storage> allocate(size_t bytes) override {
-    size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    if (rounded < bytes) fail(Code::OutOfMemory, "C: cannot allocate ", bytes, " bytes");
-    void* p = std::aligned_alloc(kBufferAlignment, rounded ? rounded : kBufferAlignment);
-    if (!p) fail(Code::OutOfMemory, "C: cannot allocate ", bytes, " bytes");
-    return std::make_shared<Storage>(shared_from_this(), p, bytes, &std::free);
+    return std::make_shared<Storage>(shared_from_this(), host_allocate(name(), bytes), bytes, &std::free);
   }
   void copy_in(Storage& dst, size_t offset, const void* src, size_t bytes) override {
     std::memcpy(static_cast<char*>(dst.ptr()) + offset, src, bytes);

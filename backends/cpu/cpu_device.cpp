@@ -16,13 +16,7 @@ class CpuDevice final : public ComputeDevice {
   explicit CpuDevice(int threads) : CpuDevice(std::make_unique<CpuCompiler>(threads)) {}
 
   std::shared_ptr<Storage> allocate(size_t bytes) override {
-    // aligned_alloc needs a multiple of the alignment; a 0-byte buffer still gets a real address.
-    size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    if (rounded < bytes) fail(Code::OutOfMemory, "CPU: cannot allocate ", bytes, " bytes");
-    if (rounded == 0) rounded = kBufferAlignment;
-    void* p = std::aligned_alloc(kBufferAlignment, rounded);
-    if (!p) fail(Code::OutOfMemory, "CPU: cannot allocate ", bytes, " bytes");
-    return std::make_shared<Storage>(shared_from_this(), p, bytes, &std::free);
+    return std::make_shared<Storage>(shared_from_this(), host_allocate(name(), bytes), bytes, &std::free);
   }
 
   void copy_in(Storage& dst, size_t offset, const void* src, size_t bytes) override {

@@ -26,9 +26,25 @@
 inline constexpr uint32_t kContextMagic = 0x534e4358u;  // "SNCX"
 inline constexpr uint32_t kGraphMagic = 0x534e4752u;    // "SNGR"
 
+namespace sn::capi {
+
+// The references to a handle that has children, guarded by its registry's mutex. The caller's
+// references (create/retain/release) and those of child handles (a graph's or a device's on its
+// context, a buffer's or a program's on its device) are counted apart. With one shared count a
+// caller that released more often than it created or retained would drop the children's
+// references and free the parent under them; now such a release finds `user` at 0 and is rejected.
+// The handle stays live (in the registry, usable) until both counts are 0, then it is freed.
+struct HandleRefs {
+  int64_t user = 1;
+  int64_t internal = 0;
+  bool dead() const { return user == 0 && internal == 0; }
+};
+
+}  // namespace sn::capi
+
 struct sn_context {
   uint32_t magic = kContextMagic;
-  int64_t refs = 1;  // guarded by the registry mutex
+  sn::capi::HandleRefs refs;  // guarded by the registry mutex; children: graphs and devices
   // Devices, the debug level and the program cache of everything compiled in this context
   // (capi/src/runtime_api.cpp). Thread-safe on its own.
   sn::Runtime runtime;
@@ -36,7 +52,9 @@ struct sn_context {
 
 struct sn_graph {
   uint32_t magic = kGraphMagic;
-  int64_t refs = 1;  // guarded by the registry mutex
+  // Only the caller's references: no handle keeps a graph alive (uops are borrowed, and programs do
+  // not need their graph). Guarded by the registry mutex.
+  int64_t refs = 1;
   sn_context* ctx = nullptr;
   sn::Graph graph;
   // Every uop pointer handed out to the caller, so they can be dropped from the registry when the
@@ -65,7 +83,6 @@ struct sn_function {
 struct sn_error {
   sn_code code = SN_OK;
   std::string message;
-  bool is_static = false;  // the preallocated out-of-memory error; sn_error_free ignores it
 };
 
 namespace sn::capi {
@@ -78,6 +95,12 @@ struct Registry {
   std::unordered_set<const sn_graph*> graphs;
   std::unordered_map<const UOp*, sn_graph*> uops;
   std::unordered_set<const sn_function*> functions;
+  // The errors and strings handed to the caller and not freed yet, so that freeing one twice (or a
+  // pointer this library never returned) is detected instead of being a double free. Their own
+  // mutex: errors are reported while unwinding out of code that may hold `mu`.
+  std::mutex owned_mu;
+  std::unordered_set<const sn_error*> errors;
+  std::unordered_set<const char*> strings;
 };
 Registry& registry();
 
@@ -139,6 +162,10 @@ const UOp* uop_of(const sn_graph* g, const sn_uop* u, const char* param);
 const UOp* live_uop(const sn_uop* u, const char* param);
 // Registers `u` as handed out by `g` and returns its handle.
 sn_uop* hand_out(sn_graph* g, const UOp* u);
+// Adds and drops a child handle's reference to a context (HandleRefs::internal). `ctx` must exist:
+// validated by the caller, or kept alive by the child that is being made from it.
+void retain_context_ref(sn_context* ctx);
+void release_context_ref(sn_context* ctx);
 // Keeps a copy of `s` alive as long as `g` and returns it.
 const char* graph_string(sn_graph* g, const std::string& s);
 // The graph that handed out `u` (u must be live).
@@ -173,7 +200,8 @@ sn_arg read_arg(const sn_arg* a, const char* param);
 // fit the op or a value is bad.
 Arg to_core_arg(Graph& g, Op op, DType dt, const sn_arg& a);
 
-// Newly malloc'ed copy of `s` (freed by sn_string_free); throws bad_alloc.
+// Newly malloc'ed copy of `s`, registered as a live string (freed by sn_string_free); throws
+// bad_alloc.
 char* dup_string(const std::string& s);
 
 }  // namespace sn::capi

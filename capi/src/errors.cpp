@@ -1,5 +1,6 @@
 // Errors, the per-thread last error, returned strings and versions.
 #include <cstdlib>
+#include <memory>
 
 #include "capi/src/capi_internal.h"
 
@@ -7,8 +8,9 @@ namespace sn::capi {
 namespace {
 
 // Reporting an out-of-memory failure must not allocate: this one error object is made at load time
-// (its short message fits the string's inline buffer) and handed out to everyone.
-sn_error g_oom_error{SN_E_OUT_OF_MEMORY, "out of memory", true};
+// (its short message fits the string's inline buffer) and handed out to everyone. sn_error_free
+// knows it by its address and never frees it.
+sn_error g_oom_error{SN_E_OUT_OF_MEMORY, "out of memory"};
 constexpr const char* kOomMessage = "out of memory";
 
 struct LastError {
@@ -39,12 +41,15 @@ void report(sn_error** err, sn_code code, std::string_view fn, std::string_view 
   // already there is not leaked by being overwritten.
   if (err == nullptr || *err != nullptr) return;
   try {
-    auto* e = new sn_error;
+    auto e = std::make_unique<sn_error>();
     e->code = code;
     e->message.assign(fn);
     e->message.append(": ");
     e->message.append(message);
-    *err = e;
+    auto& r = registry();
+    std::lock_guard lock(r.owned_mu);
+    r.errors.insert(e.get());
+    *err = e.release();
   } catch (...) {
     *err = &g_oom_error;
   }
@@ -92,6 +97,14 @@ char* dup_string(const std::string& s) {
   if (p == nullptr) throw std::bad_alloc();
   std::memcpy(p, s.data(), s.size());
   p[s.size()] = '\0';
+  try {
+    auto& r = registry();
+    std::lock_guard lock(r.owned_mu);
+    r.strings.insert(p);
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
   return p;
 }
 
@@ -99,13 +112,51 @@ char* dup_string(const std::string& s) {
 
 using namespace sn::capi;
 
-sn_code sn_error_code(const sn_error* error) { return error == nullptr ? SN_OK : error->code; }
+namespace {
 
-const char* sn_error_message(const sn_error* error) { return error == nullptr ? "" : error->message.c_str(); }
+constexpr const char* kNotLiveError = "error is not a live sn_error (already freed, or not made by this library)";
+
+// Whether `e` is an error handed out and not freed yet (the static out-of-memory one included). Only
+// then may it be read: a freed or foreign pointer is never dereferenced.
+bool live_error(const sn_error* e) {
+  if (e == &g_oom_error) return true;
+  auto& r = registry();
+  std::lock_guard lock(r.owned_mu);
+  return r.errors.count(e) != 0;
+}
+
+}  // namespace
+
+sn_code sn_error_code(const sn_error* error) {
+  if (error == nullptr) return SN_OK;
+  return guard("sn_error_code", nullptr, SN_E_INVALID_ARG, [&] {
+    if (!live_error(error)) invalid(kNotLiveError);
+    return error->code;
+  });
+}
+
+const char* sn_error_message(const sn_error* error) {
+  if (error == nullptr) return "";
+  // Static, so the caller printing the message of a stale error reads why instead of freed memory.
+  static const char* const kStale =
+      "sn_error_message: error is not a live sn_error (already freed, or not made by this library)";
+  return guard("sn_error_message", nullptr, kStale, [&] {
+    if (!live_error(error)) invalid(kNotLiveError);
+    return error->message.c_str();
+  });
+}
 
 void sn_error_free(sn_error* error) {
-  if (error == nullptr || error->is_static) return;
-  delete error;
+  if (error == nullptr || error == &g_oom_error) return;  // the static out-of-memory error is never freed
+  guard("sn_error_free", nullptr, 0, [&] {
+    {
+      auto& r = registry();
+      std::lock_guard lock(r.owned_mu);
+      if (r.errors.erase(error) == 0) invalid(kNotLiveError);
+    }
+    delete error;
+    return 0;
+  });
 }
 
 sn_code sn_last_error_code(void) { return t_last.code; }
@@ -121,7 +172,19 @@ void sn_clear_last_error(void) {
   t_last.message.clear();
 }
 
-void sn_string_free(char* s) { std::free(s); }
+void sn_string_free(char* s) {
+  if (s == nullptr) return;
+  guard("sn_string_free", nullptr, 0, [&] {
+    {
+      auto& r = registry();
+      std::lock_guard lock(r.owned_mu);
+      if (r.strings.erase(s) == 0)
+        invalid("s is not a live string returned by this library (already freed, or not made by it)");
+    }
+    std::free(s);
+    return 0;
+  });
+}
 
 #define SN_STR2(x) #x
 #define SN_STR(x) SN_STR2(x)

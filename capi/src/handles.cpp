@@ -5,8 +5,10 @@
 namespace sn::capi {
 
 Registry& registry() {
-  static Registry r;
-  return r;
+  // Never destroyed: a handle released or an error freed from another static destructor at exit
+  // must still find the registry.
+  static auto* r = new Registry;
+  return *r;
 }
 
 sn_context* live_context(const sn_context* ctx, const char* param) {
@@ -61,6 +63,22 @@ sn_uop* hand_out(sn_graph* g, const UOp* u) {
   g->handed.reserve(g->handed.size() + 1);
   if (r.uops.emplace(u, g).second) g->handed.push_back(u);
   return to_handle(u);
+}
+
+void retain_context_ref(sn_context* ctx) {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  ++ctx->refs.internal;
+}
+
+void release_context_ref(sn_context* ctx) {
+  auto& r = registry();
+  {
+    std::lock_guard lock(r.mu);
+    if (--ctx->refs.internal > 0 || !ctx->refs.dead()) return;
+    r.contexts.erase(ctx);
+  }
+  delete ctx;
 }
 
 const char* graph_string(sn_graph* g, const std::string& s) {
@@ -130,8 +148,9 @@ sn_context* sn_context_retain(sn_context* ctx) {
   return guard("sn_context_retain", nullptr, static_cast<sn_context*>(nullptr), [&] {
     auto& r = registry();
     std::lock_guard lock(r.mu);
-    if (ctx == nullptr || r.contexts.count(ctx) == 0) invalid("ctx: context handle is not a live sn_context");
-    ++ctx->refs;
+    if (ctx == nullptr || r.contexts.count(ctx) == 0 || ctx->magic != kContextMagic)
+      invalid("ctx: context handle is not a live sn_context (released or not made by sn_context_create)");
+    ++ctx->refs.user;
     return ctx;
   });
 }
@@ -142,8 +161,14 @@ void sn_context_release(sn_context* ctx) {
     auto& r = registry();
     {
       std::lock_guard lock(r.mu);
-      if (r.contexts.count(ctx) == 0) invalid("ctx: context handle is not a live sn_context");
-      if (--ctx->refs > 0) return 0;
+      if (r.contexts.count(ctx) == 0 || ctx->magic != kContextMagic)
+        invalid("ctx: context handle is not a live sn_context (released or not made by sn_context_create)");
+      // Alive only through its graphs or devices: the caller has no reference left to drop.
+      if (ctx->refs.user == 0)
+        invalid(
+            "ctx: the caller holds no reference to this sn_context (released more often than created or "
+            "retained)");
+      if (--ctx->refs.user > 0 || !ctx->refs.dead()) return 0;
       r.contexts.erase(ctx);
     }
     delete ctx;
@@ -162,7 +187,7 @@ sn_graph* sn_graph_create(sn_context* ctx, sn_error** err) {
       // The context may have been released since the check above; only a live one is kept alive.
       if (r.contexts.count(ctx) == 0) invalid("ctx: context handle is not a live sn_context");
       r.graphs.insert(g);
-      ++ctx->refs;
+      ++ctx->refs.internal;
     } catch (...) {
       delete g;
       throw;
@@ -175,7 +200,8 @@ sn_graph* sn_graph_retain(sn_graph* graph) {
   return guard("sn_graph_retain", nullptr, static_cast<sn_graph*>(nullptr), [&] {
     auto& r = registry();
     std::lock_guard lock(r.mu);
-    if (graph == nullptr || r.graphs.count(graph) == 0) invalid("graph: graph handle is not a live sn_graph");
+    if (graph == nullptr || r.graphs.count(graph) == 0 || graph->magic != kGraphMagic)
+      invalid("graph: graph handle is not a live sn_graph (released or not made by sn_graph_create)");
     ++graph->refs;
     return graph;
   });
@@ -187,7 +213,8 @@ void sn_graph_release(sn_graph* graph) {
     auto& r = registry();
     {
       std::lock_guard lock(r.mu);
-      if (r.graphs.count(graph) == 0) invalid("graph: graph handle is not a live sn_graph");
+      if (r.graphs.count(graph) == 0 || graph->magic != kGraphMagic)
+        invalid("graph: graph handle is not a live sn_graph (released or not made by sn_graph_create)");
       if (--graph->refs > 0) return 0;
       r.graphs.erase(graph);
       for (const sn::UOp* u : graph->handed) r.uops.erase(u);
@@ -195,7 +222,7 @@ void sn_graph_release(sn_graph* graph) {
     }
     sn_context* ctx = graph->ctx;
     delete graph;
-    sn_context_release(ctx);
+    release_context_ref(ctx);
     return 0;
   });
 }

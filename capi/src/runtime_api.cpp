@@ -1,7 +1,9 @@
 // Devices, buffers, compiled programs and DLPack interchange of the C API. The handles wrap the
 // runtime's shared_ptrs (core/runtime) and are validated against a registry of live handles, like
 // contexts and graphs (handles.cpp). Children keep parents alive: a device retains its context, a
-// buffer and a program retain their device.
+// buffer and a program retain their device, a DLPack export its buffer. Those references are
+// counted apart from the caller's (HandleRefs), so a caller's surplus release is rejected instead of
+// freeing a parent under its children.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -19,21 +21,21 @@ inline constexpr uint32_t kProgramMagic = 0x534e5047u;  // "SNPG"
 
 struct sn_device {
   uint32_t magic = kDeviceMagic;
-  int64_t refs = 1;  // guarded by the runtime registry mutex
+  sn::capi::HandleRefs refs;  // guarded by the runtime registry mutex; children: buffers, programs
   sn_context* ctx = nullptr;
   std::shared_ptr<sn::ComputeDevice> dev;
 };
 
 struct sn_buffer {
   uint32_t magic = kBufferMagic;
-  int64_t refs = 1;
+  sn::capi::HandleRefs refs;  // guarded by the runtime registry mutex; children: DLPack exports
   sn_device* device = nullptr;
   std::shared_ptr<sn::Buffer> buf;
 };
 
 struct sn_program {
   uint32_t magic = kProgramMagic;
-  int64_t refs = 1;
+  sn::capi::HandleRefs refs;  // guarded by the runtime registry mutex; no children
   sn_device* device = nullptr;
   std::shared_ptr<const sn::Program> prog;
 };
@@ -46,10 +48,12 @@ struct RuntimeRegistry {
   std::unordered_set<const sn_device*> devices;
   std::unordered_set<const sn_buffer*> buffers;
   std::unordered_set<const sn_program*> programs;
+  // DLPack tensors exported and not yet deleted: a second call of the deleter is ignored.
+  std::unordered_set<const sn_dlpack_tensor*> dlpack;
 };
 RuntimeRegistry& rt_registry() {
-  static RuntimeRegistry r;
-  return r;
+  static auto* r = new RuntimeRegistry;  // never destroyed, like registry()
+  return *r;
 }
 
 template <class H>
@@ -75,17 +79,18 @@ sn_program* live_program(const sn_program* p, const char* param) {
 template <class H>
 H* register_handle(std::unordered_set<const H*>& set, H* h);
 
-// A new handle for the device `name` (NULL or "": the default) of a live context.
+// A new handle for the device `name` (NULL or "": the default) of a context that exists (live for
+// the caller, or kept alive by the graph it is taken from).
 sn_device* open_device(sn_context* c, const char* name) {
   auto dev = c->runtime.device(name == nullptr ? "" : name);
-  if (sn_context_retain(c) == nullptr) invalid("ctx: context handle is not a live sn_context");
+  retain_context_ref(c);
   auto* h = new sn_device;
   h->ctx = c;
   h->dev = std::move(dev);
   try {
     return register_handle(rt_registry().devices, h);
   } catch (...) {
-    sn_context_release(c);
+    release_context_ref(c);
     throw;
   }
 }
@@ -103,13 +108,44 @@ H* register_handle(std::unordered_set<const H*>& set, H* h) {
   return h;
 }
 
-// Adds a reference to a live device (for a child handle).
+// Adds a child handle's reference to a device that exists (validated, or held by the child's
+// parent handle).
 void retain_device(sn_device* d) {
   std::lock_guard lock(rt_registry().mu);
-  ++d->refs;
+  ++d->refs.internal;
 }
 
+// Frees a handle none references any more (already out of the registry), then drops its
+// reference on its parent.
 void release_device_ref(sn_device* d);
+void destroy(sn_device* d) {
+  sn_context* ctx = d->ctx;
+  delete d;
+  release_context_ref(ctx);
+}
+void destroy(sn_buffer* b) {
+  sn_device* d = b->device;
+  delete b;
+  release_device_ref(d);
+}
+void destroy(sn_program* p) {
+  sn_device* d = p->device;
+  delete p;
+  release_device_ref(d);
+}
+
+// Drops a child handle's reference; the last reference of all frees the handle.
+template <class H>
+void release_internal(std::unordered_set<const H*>& set, H* h) {
+  {
+    std::lock_guard lock(rt_registry().mu);
+    if (--h->refs.internal > 0 || !h->refs.dead()) return;
+    set.erase(h);
+  }
+  destroy(h);
+}
+
+void release_device_ref(sn_device* d) { release_internal(rt_registry().devices, d); }
 
 sn_buffer* new_buffer(sn_device* d, std::shared_ptr<Buffer> buf) {
   auto* h = new sn_buffer;
@@ -124,38 +160,31 @@ sn_buffer* new_buffer(sn_device* d, std::shared_ptr<Buffer> buf) {
   }
 }
 
-void release_device_ref(sn_device* d) {
-  {
-    std::lock_guard lock(rt_registry().mu);
-    if (--d->refs > 0) return;
-    rt_registry().devices.erase(d);
-  }
-  sn_context* ctx = d->ctx;
-  delete d;
-  sn_context_release(ctx);
-}
-
-// Drops one reference of a handle of kind H; the last one unregisters and deletes it and releases
-// its device.
+// Drops one of the caller's references to a handle of kind H. A pointer that is not a live handle,
+// or a live one the caller holds no reference to (it lives on only for its children), is rejected:
+// dropping a child's reference would free it under that child. The last reference of all frees it.
 template <class H>
-void release_handle(std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* kind) {
-  sn_device* parent = nullptr;
+void release_user(std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* param, const char* kind,
+                  const char* maker) {
   {
     std::lock_guard lock(rt_registry().mu);
-    if (set.count(h) == 0 || h->magic != magic) invalid(kind, " handle is not live");
-    if (--h->refs > 0) return;
+    if (set.count(h) == 0 || h->magic != magic)
+      invalid(param, ": handle is not a live ", kind, " (released or not made by ", maker, ")");
+    if (h->refs.user == 0)
+      invalid(param, ": the caller holds no reference to this ", kind, " (released more often than made or retained)");
+    if (--h->refs.user > 0 || !h->refs.dead()) return;
     set.erase(h);
-    parent = h->device;
   }
-  delete h;
-  release_device_ref(parent);
+  destroy(h);
 }
 
 template <class H>
-H* retain_handle(const std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* kind) {
+H* retain_user(const std::unordered_set<const H*>& set, H* h, uint32_t magic, const char* param, const char* kind,
+               const char* maker) {
   std::lock_guard lock(rt_registry().mu);
-  if (h == nullptr || set.count(h) == 0 || h->magic != magic) invalid(kind, " handle is not live");
-  ++h->refs;
+  if (h == nullptr || set.count(h) == 0 || h->magic != magic)
+    invalid(param, ": handle is not a live ", kind, " (released or not made by ", maker, ")");
+  ++h->refs.user;
   return h;
 }
 
@@ -228,14 +257,24 @@ const Launch& launch_at(const Program& p, size_t index) {
 struct DlpackExport {
   sn_dlpack_tensor tensor;
   std::vector<int64_t> shape;
-  sn_buffer* buffer;  // one reference, dropped by the deleter
+  sn_buffer* buffer;  // one child reference (HandleRefs::internal), dropped by the deleter
 };
 
+// Drops the export's reference to its buffer. A tensor deleted before (the deleter called twice)
+// or not exported by us is ignored, with the last error set, instead of being freed again.
 extern "C" void dlpack_export_deleter(sn_dlpack_tensor* self) {
   if (self == nullptr) return;
-  auto* holder = static_cast<DlpackExport*>(self->manager_ctx);
-  sn_buffer_release(holder->buffer);
-  delete holder;
+  guard("sn_dlpack_tensor deleter", nullptr, 0, [&] {
+    {
+      std::lock_guard lock(rt_registry().mu);
+      if (rt_registry().dlpack.erase(self) == 0)
+        invalid("self: not a live DLPack tensor of sn_buffer_to_dlpack (already deleted)");
+    }
+    auto* holder = static_cast<DlpackExport*>(self->manager_ctx);
+    release_internal(rt_registry().buffers, holder->buffer);
+    delete holder;
+    return 0;
+  });
 }
 
 sn_dlpack_dtype to_dlpack_dtype(DType dt) {
@@ -350,15 +389,15 @@ sn_device* sn_device_open(sn_context* ctx, const char* name, sn_error** err) {
 }
 
 sn_device* sn_device_retain(sn_device* device) {
-  return guard("sn_device_retain", nullptr, static_cast<sn_device*>(nullptr),
-               [&] { return retain_handle(rt_registry().devices, device, kDeviceMagic, "device: sn_device"); });
+  return guard("sn_device_retain", nullptr, static_cast<sn_device*>(nullptr), [&] {
+    return retain_user(rt_registry().devices, device, kDeviceMagic, "device", "sn_device", "sn_device_open");
+  });
 }
 
 void sn_device_release(sn_device* device) {
   if (device == nullptr) return;
   guard("sn_device_release", nullptr, 0, [&] {
-    live_device(device, "device");
-    release_device_ref(device);
+    release_user(rt_registry().devices, device, kDeviceMagic, "device", "sn_device", "sn_device_open");
     return 0;
   });
 }
@@ -479,14 +518,15 @@ sn_program* sn_compile(sn_graph* graph, sn_uop* const* outputs, size_t noutputs,
 }
 
 sn_program* sn_program_retain(sn_program* program) {
-  return guard("sn_program_retain", nullptr, static_cast<sn_program*>(nullptr),
-               [&] { return retain_handle(rt_registry().programs, program, kProgramMagic, "program: sn_program"); });
+  return guard("sn_program_retain", nullptr, static_cast<sn_program*>(nullptr), [&] {
+    return retain_user(rt_registry().programs, program, kProgramMagic, "program", "sn_program", "sn_compile");
+  });
 }
 
 void sn_program_release(sn_program* program) {
   if (program == nullptr) return;
   guard("sn_program_release", nullptr, 0, [&] {
-    release_handle(rt_registry().programs, program, kProgramMagic, "program: sn_program");
+    release_user(rt_registry().programs, program, kProgramMagic, "program", "sn_program", "sn_compile");
     return 0;
   });
 }
@@ -502,14 +542,15 @@ sn_buffer* sn_buffer_alloc(sn_device* device, sn_dtype dtype, const int64_t* sha
 }
 
 sn_buffer* sn_buffer_retain(sn_buffer* buffer) {
-  return guard("sn_buffer_retain", nullptr, static_cast<sn_buffer*>(nullptr),
-               [&] { return retain_handle(rt_registry().buffers, buffer, kBufferMagic, "buffer: sn_buffer"); });
+  return guard("sn_buffer_retain", nullptr, static_cast<sn_buffer*>(nullptr), [&] {
+    return retain_user(rt_registry().buffers, buffer, kBufferMagic, "buffer", "sn_buffer", "sn_buffer_alloc");
+  });
 }
 
 void sn_buffer_release(sn_buffer* buffer) {
   if (buffer == nullptr) return;
   guard("sn_buffer_release", nullptr, 0, [&] {
-    release_handle(rt_registry().buffers, buffer, kBufferMagic, "buffer: sn_buffer");
+    release_user(rt_registry().buffers, buffer, kBufferMagic, "buffer", "sn_buffer", "sn_buffer_alloc");
     return 0;
   });
 }
@@ -745,9 +786,15 @@ sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
     t.dl_tensor.shape = holder->shape.empty() ? nullptr : holder->shape.data();
     t.dl_tensor.strides = nullptr;
     t.dl_tensor.byte_offset = 0;
-    holder->buffer = sn_buffer_retain(b);
-    if (holder->buffer == nullptr) invalid("buffer was released concurrently");
     t.manager_ctx = holder.get();
+    {
+      std::lock_guard lock(rt_registry().mu);
+      if (rt_registry().buffers.count(b) == 0) invalid("buffer was released concurrently");
+      rt_registry().dlpack.insert(&t);
+      // A child's reference: the caller releasing the buffer (even too often) leaves the export alive.
+      ++b->refs.internal;
+    }
+    holder->buffer = b;
     return &holder.release()->tensor;
   });
 }
@@ -800,7 +847,7 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
       invalid("data + byte_offset is not aligned to the ", dt.itemsize(), "-byte ", dt.name(), " elements");
     alignas(kBufferAlignment) static char empty_target[kBufferAlignment];
     if (data == nullptr) data = empty_target;  // buffers always have an address
-    size_t nbytes = size_t(numel) * size_t(dt.itemsize());
+    auto nbytes = size_t(checked_bytes(numel, dt.itemsize(), "DLPack tensor of ", dt.name()));
     // The Storage owns the producer's tensor once the buffer exists (armed below): its release
     // calls the deleter. Before that, a failure leaves the tensor to the caller untouched.
     auto armed = std::make_shared<std::atomic<bool>>(false);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/ir/graph.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -371,7 +372,7 @@ int compute_axis(const UOp* u) {
         int64_t p = 1;
         for (size_t i = 0; i < k; i++) {
           if (!s[i].is_const()) return std::nullopt;
-          p *= s[i].value;
+          p = checked_mul(p, s[i].value, "Reshape: shard axis offset");
         }
         return p;
       };

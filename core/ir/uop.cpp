@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/util/checked.h"
+
 namespace sn {
 
 namespace {
@@ -151,12 +153,12 @@ std::string shape_str(const Shape& s) {
 }
 
 std::optional<int64_t> shape_numel(const Shape& s) {
-  int64_t n = 1;
+  std::vector<int64_t> dims;
   for (auto& d : s) {
     if (!d.is_const()) return std::nullopt;
-    n *= d.value;
+    dims.push_back(d.value);
   }
-  return n;
+  return checked_numel(dims, "shape_numel");
 }
 
 i128 UOp::const_int() const {

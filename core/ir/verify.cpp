@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/ir/graph.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -77,13 +78,24 @@ std::vector<int64_t> norm_axes(Op op, const std::vector<int64_t>& axes, size_t r
   return out;
 }
 
+// The constant dims of a shape (its symbolic dims left out).
+std::vector<int64_t> const_dims(const Shape& s) {
+  std::vector<int64_t> out;
+  for (auto& d : s)
+    if (d.is_const()) out.push_back(d.value);
+  return out;
+}
+
 // Product check for Reshape with possibly symbolic dims: constant parts equal and the same
 // multiset of symbolic dims.
-bool same_numel(const Shape& a, const Shape& b) {
-  int64_t pa = 1, pb = 1;
+bool same_numel(Op op, const Shape& a, const Shape& b) {
+  int64_t pa = checked_numel(const_dims(a), nm(op), ": source");
+  int64_t pb = checked_numel(const_dims(b), nm(op), ": new shape");
   std::vector<const UOp*> sa, sb;
-  for (auto& d : a) d.is_const() ? void(pa *= d.value) : sa.push_back(d.sym);
-  for (auto& d : b) d.is_const() ? void(pb *= d.value) : sb.push_back(d.sym);
+  for (auto& d : a)
+    if (!d.is_const()) sa.push_back(d.sym);
+  for (auto& d : b)
+    if (!d.is_const()) sb.push_back(d.sym);
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
   if (pa == 0 || pb == 0) return pa == pb;
@@ -243,7 +255,9 @@ void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg&
   }
 }
 
-bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out) {
+namespace {
+
+bool derive_shape_of(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out) {
   Shape& s = *out;
   switch (op) {
     case Op::Const:
@@ -261,7 +275,8 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
     case Op::Buffer: {
       auto& b = std::get<BufferArg>(arg);
       int64_t n = b.device.tuple ? int64_t(b.device.names.size()) : 1;
-      s = {Dim::of(n * b.size)};
+      s = {Dim::of(
+          checked_mul(b.size, n, nm(op), ": size x devices of ", b.device.tuple ? "a device tuple" : "one device"))};
       return true;
     }
     case Op::Binary:
@@ -290,9 +305,10 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       if (s.empty()) bad(op, "a scalar cannot change size from ", src[0]->dtype.name(), " to ", dtype.name());
       Dim& last = s.back();
       if (!last.is_const()) bad(op, "cannot rescale a symbolic last axis");
-      if ((last.value * from) % to)
-        bad(op, "last axis of ", last.value, " x ", from, " bytes is not a multiple of ", to, " bytes");
-      last.value = last.value * from / to;
+      int64_t bytes = checked_mul(last.value, from, nm(op), ": bytes of the last axis of ", src[0]->dtype.name(),
+                                  " (elements * itemsize)");
+      if (bytes % to) bad(op, "last axis of ", last.value, " x ", from, " bytes is not a multiple of ", to, " bytes");
+      last.value = bytes / to;
       return true;
     }
     case Op::Reshape: {
@@ -300,7 +316,7 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
       s = as_shape(shape_operand(op, src, 1, "shape"));
       for (auto& d : s)
         if (d.is_const() && d.value < 0) bad(op, "dimension ", d.value, " is negative in ", shape_str(s));
-      if (!same_numel(in, s)) bad(op, "element count changes: ", shape_str(in), " to ", shape_str(s));
+      if (!same_numel(op, in, s)) bad(op, "element count changes: ", shape_str(in), " to ", shape_str(s));
       return true;
     }
     case Op::Expand: {
@@ -324,10 +340,10 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
         if (!off[k].is_const() || !s[k].is_const() || !in[k].is_const()) continue;  // symbolic: checked at run time
         int64_t o = off[k].value, n = s[k].value, d = in[k].value;
         if (o < 0 || n < 0) bad(op, "axis ", k, ": negative offset ", o, " or size ", n);
-        if (op == Op::Pad && o + d > n)
+        if (op == Op::Pad && checked_add(o, d, nm(op), ": axis ", k, " offset + size") > n)
           bad(op, "axis ", k, ": offset ", o, " + size ", d, " exceeds the padded size ", n, " (input ", shape_str(in),
               ")");
-        if (op == Op::Shrink && o + n > d)
+        if (op == Op::Shrink && checked_add(o, n, nm(op), ": axis ", k, " offset + size") > d)
           bad(op, "axis ", k, ": offset ", o, " + size ", n, " exceeds the axis size ", d, " (input ", shape_str(in),
               ")");
       }
@@ -417,6 +433,16 @@ bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg
     return true;
   }
   return false;  // void ops (Sink, Group, End, Function, Tuple, Linear, Program, ...)
+}
+
+}  // namespace
+
+bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out) {
+  if (!derive_shape_of(op, dtype, src, arg, out)) return false;
+  // Every shape in a graph has an element count that fits int64 (checked_numel), so the passes
+  // after this (schedule, indexing, allocation) multiply dims without checks of their own.
+  (void)checked_numel(const_dims(*out), nm(op));
+  return true;
 }
 
 }  // namespace sn

@@ -1,6 +1,8 @@
 #include "core/runtime/buffer.h"
 
-#include <limits>
+#include <sys/sysinfo.h>
+
+#include <cstdlib>
 
 #include "core/runtime/device.h"
 #include "core/util/error.h"
@@ -14,15 +16,21 @@ std::string format_dims(const std::vector<int64_t>& shape) {
   return s + ")";
 }
 
-int64_t checked_numel(const std::vector<int64_t>& shape, const char* what) {
-  int64_t n = 1;
-  for (size_t k = 0; k < shape.size(); k++) {
-    if (shape[k] < 0) fail(Code::InvalidArg, what, ": dim ", k, " of shape ", format_dims(shape), " is negative");
-    if (shape[k] != 0 && n > std::numeric_limits<int64_t>::max() / shape[k])
-      fail(Code::InvalidArg, what, ": shape ", format_dims(shape), " has too many elements");
-    n *= shape[k];
+void* host_allocate(std::string_view device, size_t bytes) {
+  size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  if (rounded < bytes) fail(Code::OutOfMemory, device, ": cannot allocate ", bytes, " bytes");
+  if (rounded == 0) rounded = kBufferAlignment;
+  struct sysinfo info {};
+  if (sysinfo(&info) == 0) {
+    unsigned long long unit = info.mem_unit ? info.mem_unit : 1;
+    unsigned long long host = (info.totalram + info.totalswap) * unit;
+    if (rounded > host)
+      fail(Code::OutOfMemory, device, ": cannot allocate ", bytes, " bytes: more than the host's memory (", host,
+           " bytes of RAM and swap)");
   }
-  return n;
+  void* p = std::aligned_alloc(kBufferAlignment, rounded);
+  if (!p) fail(Code::OutOfMemory, device, ": cannot allocate ", bytes, " bytes");
+  return p;
 }
 
 std::shared_ptr<Buffer> Buffer::allocate(const std::shared_ptr<ComputeDevice>& device, DType dtype,
@@ -33,9 +41,8 @@ std::shared_ptr<Buffer> Buffer::allocate(const std::shared_ptr<ComputeDevice>& d
   if (std::string why = device->unsupported_dtype(dtype); !why.empty())
     fail(Code::Unsupported, "buffer: device ", device->name(), " cannot hold ", dtype.name(), ": ", why);
   int64_t n = checked_numel(shape, "buffer");
-  if (uint64_t(n) > std::numeric_limits<size_t>::max() / 2 / size_t(dtype.itemsize()))
-    fail(Code::OutOfMemory, "buffer: ", format_dims(shape), " of ", dtype.name(), " is too large");
-  auto storage = device->allocate(size_t(n) * size_t(dtype.itemsize()));
+  int64_t bytes = checked_bytes(n, dtype.itemsize(), "buffer ", format_dims(shape), " of ", dtype.name());
+  auto storage = device->allocate(size_t(bytes));
   return std::make_shared<Buffer>(std::move(storage), 0, dtype, std::move(shape));
 }
 
@@ -43,6 +50,8 @@ Buffer::Buffer(std::shared_ptr<Storage> storage, size_t byte_offset, DType dtype
     : storage_(std::move(storage)), offset_(byte_offset), dtype_(dtype), shape_(std::move(shape)) {
   if (!storage_) fail(Code::InvalidArg, "buffer: no storage");
   numel_ = checked_numel(shape_, "buffer");
+  // nbytes() multiplies without a check of its own.
+  (void)checked_bytes(numel_, dtype_.itemsize(), "buffer of ", dtype_.name());
   if (offset_ > storage_->bytes() || nbytes() > storage_->bytes() - offset_)
     fail(Code::InvalidArg, "buffer: ", format_dims(shape_), " of ", dtype_.name(), " at byte ", offset_,
          " does not fit in a storage of ", storage_->bytes(), " bytes");

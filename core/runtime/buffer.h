@@ -8,9 +8,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ir/dtype.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -98,7 +100,11 @@ class Buffer {
 
 // "(2,3)"; "()" for a scalar; "(5,)" for one axis.
 std::string format_dims(const std::vector<int64_t>& shape);
-// Product of the dims; throws InvalidArg for a negative dim or an overflow.
-int64_t checked_numel(const std::vector<int64_t>& shape, const char* what);
+
+// A new host allocation of `bytes` (rounded up to kBufferAlignment; 0 bytes still get an address)
+// for the host-memory devices, freed with std::free. More than the host's memory (RAM + swap) is
+// Error(OutOfMemory) naming the size before the allocator sees it: an absurd request must fail
+// cleanly, not reach aligned_alloc (which sanitizers abort on) or the kernel's overcommit.
+void* host_allocate(std::string_view device, size_t bytes);
 
 }  // namespace sn

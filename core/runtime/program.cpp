@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "core/util/checked.h"
 #include "core/util/error.h"
 
 namespace sn {
@@ -219,7 +220,10 @@ std::vector<size_t> plan_arena(std::span<const size_t> bytes, std::span<const in
   if (bytes.size() != first.size() || bytes.size() != last.size())
     fail(Code::Internal, "plan_arena: ", bytes.size(), " sizes, ", first.size(), " firsts, ", last.size(), " lasts");
   if (align == 0 || (align & (align - 1)) != 0) fail(Code::Internal, "plan_arena: alignment ", align);
-  auto round_up = [&](size_t n) { return (n + align - 1) / align * align; };
+  // Sizes are at most INT64_MAX (checked when the program is built); sums of them are checked here.
+  auto round_up = [&](size_t n) {
+    return size_t(checked_add(int64_t(n), int64_t(align - 1), "memory plan: bytes")) / align * align;
+  };
   std::vector<size_t> order(bytes.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -244,7 +248,7 @@ std::vector<size_t> plan_arena(std::span<const size_t> bytes, std::span<const in
     }
     offset[i] = at;
     placed.push_back(i);
-    total = std::max(total, at + need);
+    total = std::max(total, size_t(checked_add(int64_t(at), int64_t(need), "memory plan: arena bytes")));
   }
   *arena_bytes = total;
   return offset;

@@ -1,6 +1,7 @@
 #include "core/schedule/indexing.h"
 
 #include "core/symbolic/symbolic.h"
+#include "core/util/checked.h"
 
 namespace sn::sched {
 
@@ -19,7 +20,8 @@ const UOp* sub(Graph& g, const UOp* a, const UOp* b) {
 // Multiplies two index scalars, folding constants so that static shapes give plain strides
 // without a simplifier round trip.
 const UOp* mul_fold(Graph& g, const UOp* a, const UOp* b) {
-  if (a->is_const() && b->is_const()) return g.cint(int64_t(a->const_int() * b->const_int()));
+  if (a->is_const() && b->is_const())
+    return g.cint(checked_mul(int64_t(a->const_int()), int64_t(b->const_int()), "index: stride"));
   if (a->is_const_value(1)) return b;
   if (b->is_const_value(1)) return a;
   return mul(g, a, b);

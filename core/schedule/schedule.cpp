@@ -54,6 +54,7 @@
 #include "core/schedule/rangeify.h"
 #include "core/tensor/function.h"
 #include "core/tensor/tensor.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -159,7 +160,10 @@ const UOp* split_reduce(Graph& g, const UOp* u) {
   for (size_t i = 0; i < k; i++)
     if (axes[i] != int64_t(rank - k + i)) return nullptr;  // not the trailing axes
   int64_t outer = 1, n = 1;
-  for (size_t i = 0; i < rank; i++) (i < rank - k ? outer : n) *= dims[i];
+  for (size_t i = 0; i < rank; i++) {
+    int64_t& p = i < rank - k ? outer : n;
+    p = checked_mul(p, dims[i], "split reduce: element count");
+  }
   if (outer >= kMaxOutputs || n < kMinElements) return nullptr;
   int64_t chunks = 0;
   for (int64_t t : {64, 32, 16, 8, 4, 2})

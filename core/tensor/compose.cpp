@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/tensor/tensor.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -103,12 +104,17 @@ const UOp* prefix_sum_last(Graph& g, const UOp* x) {
   Dims zeros(s.size(), 0);
   Dims off = zeros;
   off.back() = n - 1;
-  const UOp* t = pad(g, x, off, with({2 * n - 1}));
-  t = reshape(g, t, with({1, 2 * n - 1}));
-  t = expand(g, t, with({n + 1, 2 * n - 1}));
-  t = reshape(g, t, with({(n + 1) * (2 * n - 1)}));
-  t = shrink(g, t, zeros, with({2 * n * n}));
-  t = reshape(g, t, with({n, 2 * n}));
+  // The tiling has (n+1)(2n-1) elements per row: past about 2^31 that no longer fits int64.
+  int64_t n2 = checked_mul(n, 2, "cumsum: axis of ", n, " elements: window");
+  int64_t tiled = checked_mul(n + 1, n2 - 1, "cumsum: axis of ", n, " elements: window tiling");
+  int64_t rows = checked_mul(n, n2, "cumsum: axis of ", n, " elements: window rows");
+  (void)checked_numel(with({tiled}), "cumsum: axis of ", n, " elements: window tiling of ", s.size(), "-d input");
+  const UOp* t = pad(g, x, off, with({n2 - 1}));
+  t = reshape(g, t, with({1, n2 - 1}));
+  t = expand(g, t, with({n + 1, n2 - 1}));
+  t = reshape(g, t, with({tiled}));
+  t = shrink(g, t, zeros, with({rows}));
+  t = reshape(g, t, with({n, n2}));
   t = shrink(g, t, Dims(s.size() + 1, 0), with({n, n}));
   t = sum(g, t, {int64_t(s.size())});
   return reshape(g, t, s);
@@ -123,10 +129,11 @@ const UOp* arange_int(Graph& g, int64_t n, DType dt) {
     return add(g, prefix_sum_last(g, ones), scalar(g, dt, -1));
   }
   int64_t b = int64_t(std::ceil(std::sqrt(double(n))));
-  int64_t a = (n + b - 1) / b;
+  int64_t a = (n - 1) / b + 1;  // ceil(n / b) without n + b - 1, which can overflow
+  int64_t cells = checked_mul(a, b, "arange: ", n, " values: grid of ", a, " x ", b);
   const UOp* hi = mul(g, reshape(g, arange_int(g, a, dt), {a, 1}), scalar(g, dt, double(b)));
   const UOp* lo = reshape(g, arange_int(g, b, dt), {1, b});
-  const UOp* grid = reshape(g, add(g, hi, lo), {a * b});
+  const UOp* grid = reshape(g, add(g, hi, lo), {cells});
   return shrink(g, grid, {0}, {n});
 }
 
@@ -142,7 +149,8 @@ DType compare_dtype(DType idx, int64_t n) {
 const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s, int64_t d, int64_t o) {
   Dims shape = static_shape(x);
   int64_t len = shape[axis];
-  int64_t padded = std::max(len, o * s - d);
+  int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
+  int64_t padded = std::max(len, os - d);
   Dims pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
   auto with = [&](std::initializer_list<int64_t> mid) {
     Dims r = pre;
@@ -152,14 +160,16 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
   };
   const UOp* t = x;
   if (padded > len) t = pad(g, t, Dims(shape.size(), 0), with({padded}));
-  int64_t row = padded + d;
-  int64_t tiles = (k * row + padded - 1) / padded;
+  int64_t row = checked_add(padded, d, "window: row of ", padded, " elements + dilation");
+  int64_t span = checked_mul(k, row, "window: ", k, " kernel taps of rows of ", row);
+  int64_t tiles = (span - 1) / padded + 1;  // ceil(span / padded) without overflowing
+  int64_t tiled = checked_mul(tiles, padded, "window: ", tiles, " tiles of ", padded);
   t = reshape(g, t, with({1, padded}));
   t = expand(g, t, with({tiles, padded}));
-  t = reshape(g, t, with({tiles * padded}));
-  t = shrink(g, t, Dims(shape.size(), 0), with({k * row}));
+  t = reshape(g, t, with({tiled}));
+  t = shrink(g, t, Dims(shape.size(), 0), with({span}));
   t = reshape(g, t, with({k, row}));
-  t = shrink(g, t, Dims(shape.size() + 1, 0), with({k, o * s}));
+  t = shrink(g, t, Dims(shape.size() + 1, 0), with({k, os}));
   t = reshape(g, t, with({k, o, s}));
   t = shrink(g, t, Dims(shape.size() + 2, 0), with({k, o, 1}));
   return reshape(g, t, with({k, o}));
@@ -167,7 +177,7 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
 
 // Output size of a window: floor((len - d*(k-1) - 1) / s) + 1; throws when no window fits.
 int64_t window_count(const char* op, int64_t len, int64_t k, int64_t s, int64_t d, const char* axis_name) {
-  int64_t span = d * (k - 1) + 1;
+  int64_t span = checked_add(checked_mul(d, k - 1, op, ": dilation x (kernel - 1) along ", axis_name), 1, op, ": span");
   if (len < span)
     fail(Code::InvalidArg, op, ": the kernel spans ", span, " elements along ", axis_name,
          " but the (padded) input has ", len);
@@ -199,7 +209,7 @@ void check_pool_args(const char* op, const Dims& shape, std::array<int64_t, 2> k
   check_positive(op, "kernel", k);
   check_positive(op, "stride", s);
   for (int a = 0; a < 2; a++)
-    if (p[a] < 0 || 2 * p[a] > k[a])
+    if (p[a] < 0 || p[a] > k[a] / 2)  // 2p > k without overflowing
       fail(Code::InvalidArg, op, ": padding ", dims_str(p), " must be >= 0 and at most half the kernel ", dims_str(k));
 }
 
@@ -211,8 +221,8 @@ const UOp* pad2d(Graph& g, const UOp* x, std::array<int64_t, 2> p, const UOp* fi
   size_t b = shape.size() - 2;
   off[b] = p[0];
   off[b + 1] = p[1];
-  big[b] += 2 * p[0];
-  big[b + 1] += 2 * p[1];
+  big[b] = checked_add(big[b], checked_mul(p[0], 2, "pad2d: padding"), "pad2d: padded H");
+  big[b + 1] = checked_add(big[b + 1], checked_mul(p[1], 2, "pad2d: padding"), "pad2d: padded W");
   const UOp* t = pad(g, x, off, big);
   if (fill == nullptr) return t;
   // inside = true exactly where x was placed (Pad fills bool with false)
@@ -241,7 +251,7 @@ std::pair<const UOp*, const UOp*> seed_key(Graph& g, const char* op, const UOp* 
 std::pair<const UOp*, const UOp*> random_words(Graph& g, const char* op, const Dims& shape, const UOp* seed) {
   for (int64_t d : shape)
     if (d < 0) fail(Code::InvalidArg, op, ": shape ", dims_str(shape), " has a negative dim");
-  int64_t n = numel(shape);
+  int64_t n = numel(shape, op);
   if (n > (int64_t(1) << 32))
     fail(Code::InvalidArg, op, ": ", n, " elements exceed the 2^32 counters of one Threefry stream");
   auto [k0, k1] = seed_key(g, op, seed);
@@ -427,7 +437,7 @@ const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
     if (!same)
       fail(Code::InvalidArg, "concat: tensor ", j, " has shape ", dims_str(s), ", which differs from tensor 0's ",
            dims_str(s0), " off axis ", a);
-    total += s[a];
+    total = checked_add(total, s[a], "concat: length of axis ", a);
   }
   if (xs.size() == 1) return xs[0];
   Dims full_shape = s0;
@@ -670,7 +680,8 @@ const UOp* avg_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std
   const UOp* total = sum(g, win, {int64_t(r - 2), int64_t(r - 1)});
   Dims out = static_shape(win);
   out.resize(out.size() - 2);
-  return reshape(g, divide(g, total, scalar(g, x->dtype, double(kernel[0] * kernel[1]))), out);
+  double taps = double(checked_mul(kernel[0], kernel[1], "avg_pool2d: kernel size"));
+  return reshape(g, divide(g, total, scalar(g, x->dtype, taps)), out);
 }
 
 // ---- random numbers ---------------------------------------------------------------------------

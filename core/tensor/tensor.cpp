@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/util/checked.h"
+
 namespace sn {
 
 namespace {
@@ -114,12 +116,7 @@ bool tensor_elementwise(Op op) {
 
 }  // namespace
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (__builtin_mul_overflow(n, d, &n)) fail(Code::InvalidArg, "shape ", dims_str(shape), " has too many elements");
-  return n;
-}
+int64_t numel(const std::vector<int64_t>& shape, const char* op) { return checked_numel(shape, op); }
 
 std::vector<int64_t> static_shape(const UOp* t, const char* what) {
   if (t == nullptr) fail(Code::InvalidArg, what, ": tensor is null");
@@ -155,7 +152,7 @@ const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const
   check_tensor_dtype("input", dtype);
   check_nonnegative("input", "dims", shape);
   if (device.empty()) fail(Code::InvalidArg, "input: device name is empty");
-  int64_t n = numel(shape);
+  int64_t n = numel(shape, "input");
   BufferArg arg{g.next_buffer_id(), n, Device{{device}, false}, AddrSpace::Global};
   const UOp* buf = g.make(Op::Buffer, dtype, {}, std::move(arg));
   return reshape(g, buf, shape);
@@ -209,7 +206,7 @@ const UOp* assign(Graph& g, const UOp* target, const UOp* value) {
 const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {
   std::vector<int64_t> old = static_shape(x, "reshape");
   check_nonnegative("reshape", "dims", shape);
-  if (numel(old) != numel(shape))
+  if (numel(old, "reshape") != numel(shape, "reshape"))
     fail(Code::InvalidArg, "reshape: element count must stay the same: ", dims_str(old), " has ", numel(old), ", ",
          dims_str(shape), " has ", numel(shape));
   if (old == shape) return x;
@@ -264,7 +261,7 @@ const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, cons
   check_rank("pad", "new shape", new_shape.size(), old.size(), old);
   check_nonnegative("pad", "offsets", offsets);
   for (size_t k = 0; k < old.size(); k++)
-    if (offsets[k] + old[k] > new_shape[k])
+    if (checked_add(offsets[k], old[k], "pad: axis ", k, " offset + size") > new_shape[k])
       fail(Code::InvalidArg, "pad: ", dims_str(old), " at offsets ", dims_str(offsets), " does not fit in ",
            dims_str(new_shape), " (axis ", k, ": ", offsets[k], "+", old[k], " > ", new_shape[k], ")");
   if (old == new_shape) return x;  // then every offset is 0
@@ -278,7 +275,7 @@ const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, c
   check_nonnegative("shrink", "offsets", offsets);
   check_nonnegative("shrink", "sizes", sizes);
   for (size_t k = 0; k < old.size(); k++)
-    if (offsets[k] + sizes[k] > old[k])
+    if (checked_add(offsets[k], sizes[k], "shrink: axis ", k, " offset + size") > old[k])
       fail(Code::InvalidArg, "shrink: window at offsets ", dims_str(offsets), " of sizes ", dims_str(sizes), " leaves ",
            dims_str(old), " (axis ", k, ": ", offsets[k], "+", sizes[k], " > ", old[k], ")");
   if (old == sizes) return x;  // then every offset is 0

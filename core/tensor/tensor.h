@@ -36,7 +36,8 @@ const UOp* constant_int(Graph& g, DType dtype, i128 value);
 // The constant dims of a tensor's shape; throws InvalidArg naming `what` when it has no shape or
 // a symbolic dim.
 std::vector<int64_t> static_shape(const UOp* t, const char* what = "tensor");
-int64_t numel(const std::vector<int64_t>& shape);
+// The element count of a shape (checked_numel); an overflow is InvalidArg naming `op`.
+int64_t numel(const std::vector<int64_t>& shape, const char* op = "numel");
 
 // An in-place update: value written into the Buffer of input tensor `target` (Store), and the
 // target after that write (After, returned; it reads as `value`). A program that includes the

@@ -9,13 +9,17 @@
  *   - Owned handles (sn_context, sn_graph) are reference counted. `_create` returns a handle with
  *     one reference; `_retain` adds one and returns its argument; `_release` drops one. Release is
  *     NULL-safe. A child keeps its parent alive (a graph retains its context), so handles may be
- *     released in any order.
+ *     released in any order. The caller's references and the children's are counted apart: a
+ *     release beyond the references the caller holds (made + retained) is ignored and recorded as
+ *     the last error (SN_E_INVALID_ARG), so it can never free a parent under its children.
  *   - sn_uop is BORROWED: it belongs to the graph that made it and is valid while that graph lives.
  *     Never release a uop. UOps are immutable and hash-consed: building the same node twice in one
  *     graph returns the same pointer, so pointer equality is structural equality.
  *   - Handles are validated against a registry of live handles: a released, foreign or random
- *     pointer is reported as SN_E_INVALID_ARG and never dereferenced. (A released handle whose
- *     address a newer handle of the same kind reuses cannot be told apart from it.)
+ *     pointer is reported as SN_E_INVALID_ARG and never dereferenced. Releasing or freeing one
+ *     (a second sn_error_free or sn_string_free included) does nothing but set the last error.
+ *     (A released handle whose address a newer handle of the same kind reuses cannot be told apart
+ *     from it.)
  *
  * Errors. Every call that can fail takes a trailing `sn_error **err`.
  *   - On failure a handle-returning call returns NULL, a call returning sn_code returns the error's
@@ -123,11 +127,14 @@ typedef enum sn_code {
   SN_E_INTERNAL = 99      /* a bug in Sinter: please report it with the message */
 } sn_code;
 
-/* Code of an error (SN_OK for NULL). */
+/* Code of an error (SN_OK for NULL; SN_E_INVALID_ARG, with the last error set, for an error that
+   was freed or not made by this library). */
 SN_API sn_code sn_error_code(const sn_error *error);
-/* Message of an error ("" for NULL). Borrowed: valid until the error is freed. */
+/* Message of an error ("" for NULL; a static message saying so for an error that was freed or not
+   made by this library). Borrowed: valid until the error is freed. */
 SN_API const char *sn_error_message(const sn_error *error);
-/* Frees an error. NULL-safe. (An out-of-memory error is a static object that this ignores.) */
+/* Frees an error. NULL-safe. (An out-of-memory error is a static object that this ignores.) An
+   error freed before, or not made by this library, is ignored (last error set). */
 SN_API void sn_error_free(sn_error *error);
 
 /* The calling thread's last error (see "Errors" above): SN_OK and "" when none was recorded since
@@ -137,7 +144,8 @@ SN_API sn_code sn_last_error_code(void);
 SN_API const char *sn_last_error_message(void);
 SN_API void sn_clear_last_error(void);
 
-/* Frees a string returned by this API. NULL-safe. */
+/* Frees a string returned by this API. NULL-safe; a string freed before, or not returned by this
+   API, is ignored (last error set). */
 SN_API void sn_string_free(char *s);
 
 /* ==== Enums of the dialect ==================================================================== */
@@ -714,7 +722,9 @@ SN_API void sn_program_release(sn_program *program);
 /* ---- buffers ---- */
 
 /* A new buffer of `dtype` and shape[ndim] on `device` (contents undefined). Its memory is 64-byte
-   aligned. A dtype the device cannot hold is SN_E_UNSUPPORTED. */
+   aligned. A dtype the device cannot hold is SN_E_UNSUPPORTED. An element count or byte size that
+   does not fit int64 is SN_E_INVALID_ARG, more bytes than the device has SN_E_OUT_OF_MEMORY (each
+   naming the size). */
 SN_API sn_buffer *sn_buffer_alloc(sn_device *device, sn_dtype dtype, const int64_t *shape, size_t ndim, sn_error **err);
 SN_API sn_buffer *sn_buffer_retain(sn_buffer *buffer);
 SN_API void sn_buffer_release(sn_buffer *buffer);
