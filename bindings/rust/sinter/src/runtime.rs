@@ -285,17 +285,29 @@ pub struct CompileOptions<'g> {
     pub use_cache: bool,
     /// The program's inputs in run order (None: every input the outputs read, in creation order).
     pub inputs: Option<Vec<UOp<'g>>>,
+    /// In-place updates to run besides the outputs: uops made by [`Graph::assign`]. Each writes its value
+    /// into its input's buffer when the program runs, after every read of the old value (API version 5).
+    pub effects: Option<Vec<UOp<'g>>>,
 }
 
 impl Default for CompileOptions<'_> {
     fn default() -> Self {
-        CompileOptions { debug: None, optimize: true, threads: true, keep_stages: false, use_cache: true, inputs: None }
+        CompileOptions {
+            debug: None,
+            optimize: true,
+            threads: true,
+            keep_stages: false,
+            use_cache: true,
+            inputs: None,
+            effects: None,
+        }
     }
 }
 
 impl Graph {
     /// Compiles the tensor program under `outputs` for `device` (None: the context's default device).
-    /// The program does not need the graph afterwards.
+    /// The program does not need the graph afterwards. `outputs` may be empty when `options.effects` lists
+    /// in-place updates.
     pub fn compile(
         &self,
         outputs: &[UOp<'_>],
@@ -305,6 +317,10 @@ impl Graph {
         let outs = self.handles("Graph::compile", outputs)?;
         let ins = match &options.inputs {
             Some(v) => Some(self.handles("Graph::compile (inputs)", v)?),
+            None => None,
+        };
+        let effects = match &options.effects {
+            Some(v) => Some(self.handles("Graph::compile (effects)", v)?),
             None => None,
         };
         // SAFETY: sn_compile_options is plain data; init sets struct_size and the defaults we then override.
@@ -319,6 +335,10 @@ impl Graph {
             if let Some(ins) = &ins {
                 o.inputs = ins.as_ptr();
                 o.ninputs = ins.len();
+            }
+            if let Some(effects) = &effects {
+                o.effects = effects.as_ptr();
+                o.neffects = effects.len();
             }
             let dev = device.map_or(ptr::null_mut(), |d| d.ptr.as_ptr());
             let ptr = call_ptr(|e| sys::sn_compile(self.as_ptr(), outs.as_ptr(), outs.len(), dev, &o, e))?;

@@ -6,7 +6,7 @@
 use std::ptr;
 
 use crate::enums::DType;
-use crate::error::Result;
+use crate::error::{call_code, Result};
 use crate::graph::{c_string, Graph, UOp};
 use crate::sys;
 
@@ -49,6 +49,29 @@ impl Graph {
         let xs = self.handles("Graph::cat", xs)?;
         // SAFETY: xs are uops of this graph.
         self.build_node(|g, e| unsafe { sys::sn_tensor_cat(g, xs.as_ptr(), xs.len(), axis, e) })
+    }
+
+    /// Reverse-mode gradients: `d loss / d wrt[i]` for every `wrt[i]`, each of its shape and dtype. `loss` is a
+    /// float tensor of one element (e.g. a full `sum`). See `sn_tensor_gradient`.
+    pub fn gradient<'g>(&'g self, loss: UOp<'_>, wrt: &[UOp<'_>]) -> Result<Vec<UOp<'g>>> {
+        let l = self.handle("Graph::gradient (loss)", loss)?;
+        let w = self.handles("Graph::gradient (wrt)", wrt)?;
+        let mut grads: Vec<*mut sys::sn_uop> = vec![ptr::null_mut(); w.len()];
+        // SAFETY: l and w are uops of this graph; grads has one slot per wrt.
+        call_code(|e| unsafe {
+            sys::sn_tensor_gradient(self.as_ptr(), l, w.as_ptr(), w.len(), grads.as_mut_ptr(), e)
+        })?;
+        grads.into_iter().map(|p| self.build_node(|_, _| p)).collect()
+    }
+
+    /// An in-place update: writes `value` into the buffer of input `target` when a program that includes the
+    /// result (among its outputs or in [`CompileOptions::effects`](crate::CompileOptions)) runs, after every
+    /// read of the old value. The result reads as `value`.
+    pub fn assign<'g>(&'g self, target: UOp<'_>, value: UOp<'_>) -> Result<UOp<'g>> {
+        let t = self.handle("Graph::assign (target)", target)?;
+        let v = self.handle("Graph::assign (value)", value)?;
+        // SAFETY: both are uops of this graph.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_assign(g, t, v, e) })
     }
 
     /// Stacks same-shape tensors along a new `axis`.
@@ -146,6 +169,12 @@ impl<'g> UOp<'g> {
         self.graph().build_node(|g, e| unsafe {
             sys::sn_tensor_avg_pool2d(g, self.as_ptr(), p.kernel.as_ptr(), pair(&p.stride), pair(&p.padding), e)
         })
+    }
+
+    /// `self` with the gradient stopped ([`Graph::gradient`] does not flow through this use).
+    pub fn detach(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_detach(g, self.as_ptr(), e) })
     }
 
     /// Softmax along `axis` (max-subtracted).
