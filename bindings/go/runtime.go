@@ -322,6 +322,7 @@ type CompileOptions struct {
 	KeepStages bool  // keep the graph after every stage as text (Program.Stage)
 	UseCache   bool  // reuse a program compiled before from the same content
 	Inputs     []UOp // the program's inputs in Run order; nil: every input the outputs read, in creation order
+	Effects    []UOp // in-place updates (Graph.Assign) to run besides the outputs (API version 5)
 }
 
 // DefaultCompileOptions are the library's defaults.
@@ -337,7 +338,8 @@ func cbool(b bool) C.int32_t {
 }
 
 // Compile compiles the tensor program under outputs for dev (nil: the context's default device) with opts
-// (nil: the defaults). The program does not need the graph afterwards.
+// (nil: the defaults). The program does not need the graph afterwards. outputs may be empty when
+// opts.Effects lists in-place updates.
 func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Program, error) {
 	if opts == nil {
 		d := DefaultCompileOptions()
@@ -353,6 +355,11 @@ func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Prog
 		return nil, err
 	}
 	defer C.free(unsafe.Pointer(ins))
+	effects, neffects, err := g.uopArray(opts.Effects)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(effects))
 	var cdev *C.sn_device
 	if dev != nil {
 		if dev.p == nil {
@@ -375,6 +382,10 @@ func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Prog
 		if opts.Inputs != nil {
 			o.inputs = ins // C memory: a struct handed to C must not point into Go memory
 			o.ninputs = nins
+		}
+		if opts.Effects != nil {
+			o.effects = effects
+			o.neffects = neffects
 		}
 		prog = C.sn_compile(gp, outs, nouts, cdev, &o, &cerr)
 		return check(cerr)

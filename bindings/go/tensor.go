@@ -269,3 +269,47 @@ func (u UOp) ScatterAdd(axis int64, idx, val UOp) (UOp, error) {
 		return C.sn_tensor_scatter_add(g, u.p, C.int64_t(axis), idx.p, val.p, e)
 	})
 }
+
+// Gradient returns d loss / d wrt[i] for every wrt[i] (each of its shape and dtype). loss is a float tensor
+// of one element, e.g. a full Sum. (API version 5.)
+func (g *Graph) Gradient(loss UOp, wrt ...UOp) ([]UOp, error) {
+	if loss.g != g {
+		return nil, &Error{Code: CodeInvalidArg, Message: "sinter: Gradient: loss is a zero UOp or belongs to another graph"}
+	}
+	arr, n, err := g.uopArray(wrt)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	grads := (**C.sn_uop)(C.malloc(C.size_t(len(wrt)+1) * C.size_t(unsafe.Sizeof((*C.sn_uop)(nil)))))
+	defer C.free(unsafe.Pointer(grads))
+	var out []UOp
+	err = g.locked(func(p *C.sn_graph) error {
+		var cerr *C.sn_error
+		if err := checkCode(C.sn_tensor_gradient(p, loss.p, arr, n, grads, &cerr), cerr); err != nil {
+			return err
+		}
+		for _, u := range unsafe.Slice(grads, len(wrt)) {
+			out = append(out, g.wrap(u))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Assign is an in-place update: it writes value into the buffer of input target when a program that
+// includes the result (among its outputs or in CompileOptions.Effects) runs, after every read of the old
+// value. The result reads as value. (API version 5.)
+func (g *Graph) Assign(target, value UOp) (UOp, error) {
+	if target.g != g || value.g != g {
+		return UOp{}, &Error{Code: CodeInvalidArg, Message: "sinter: Assign: a zero UOp or one of another graph"}
+	}
+	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_assign(p, target.p, value.p, cerr)
+	})
+}
+
+// Detach is u with the gradient stopped (Gradient does not flow through this use).
+func (u UOp) Detach() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_detach(g, u.p, e) })
+}

@@ -414,7 +414,7 @@ const char *snj_uop_arg_device(const sn_uop *uop, sn_error **err) {
 /* sn_compile with the options as arguments (debug -1 = the context's; inputs NULL = the default order). */
 sn_program *snj_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device, int debug,
                         int optimize, int threads, int keep_stages, int use_cache, sn_uop *const *inputs,
-                        size_t ninputs, int has_inputs, sn_error **err) {
+                        size_t ninputs, int has_inputs, sn_uop *const *xs, size_t neffects, sn_error **err) {
   sn_compile_options o;
   if (sn_compile_options_init(&o, sizeof o, err) != SN_OK) return NULL;
   o.debug = debug;
@@ -426,7 +426,20 @@ sn_program *snj_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs
     o.inputs = inputs;
     o.ninputs = ninputs;
   }
+  o.effects = xs; /* the in-place updates (API version 5) */
+  o.neffects = neffects;
   return sn_compile(graph, outputs, noutputs, device, &o, err);
+}
+
+/* grads[i] of sn_tensor_gradient(graph, loss, xs, n). The graph hash-conses, so asking for each i in turn
+   builds the gradient graph once. NULL with *err set on failure. */
+sn_uop *snj_gradient(sn_graph *graph, sn_uop *loss, sn_uop *const *xs, size_t n, size_t i, sn_error **err) {
+  sn_uop **grads = (sn_uop **)calloc(n > 0 ? n : 1, sizeof *grads);
+  sn_uop *out = NULL;
+  if (grads == NULL) return NULL;
+  if (sn_tensor_gradient(graph, loss, xs, n, grads, err) == SN_OK && i < n) out = grads[i];
+  free(grads);
+  return out;
 }
 
 sn_code snj_copy_in_f32(sn_buffer *b, const float *in_data, size_t in_count, sn_error **err) {

@@ -10,6 +10,7 @@ public final class CompileOptions {
   boolean keepStages = false;
   boolean useCache = true;
   List<UOp> inputs = null;
+  List<UOp> effects = List.of();
 
   /** SN_DEBUG level for this compile and the program's runs (-1: the context's). */
   public CompileOptions debug(int level) {
@@ -38,6 +39,12 @@ public final class CompileOptions {
   /** Reuse a program compiled before from the same content. */
   public CompileOptions useCache(boolean on) {
     useCache = on;
+    return this;
+  }
+
+  /** In-place updates ({@link Graph#assign}) to run besides the outputs. (API version 5.) */
+  public CompileOptions effects(UOp... updates) {
+    effects = List.of(updates);
     return this;
   }
 

@@ -165,16 +165,42 @@ public final class Graph implements AutoCloseable {
     return build(g -> SinterNative.sn_tensor_stack(g, h, h.length, axis));
   }
 
+  /**
+   * Reverse-mode gradients: {@code d loss / d wrt[i]} for every {@code wrt[i]}, each of its shape and dtype.
+   * {@code loss} is a float tensor of one element (e.g. a full sum). (API version 5.)
+   */
+  public UOp[] gradient(UOp loss, UOp... wrt) {
+    long l = own(loss);
+    long[] w = own(wrt);
+    UOp[] out = new UOp[w.length];
+    for (int i = 0; i < w.length; i++) {
+      final int k = i;
+      out[i] = build(g -> SinterNative.snj_gradient(g, l, w, w.length, k));
+    }
+    return out;
+  }
+
+  /**
+   * An in-place update: writes {@code value} into the buffer of input {@code target} when a program that
+   * includes the result (among its outputs or in {@link CompileOptions#effects}) runs, after every read of the
+   * old value. The result reads as {@code value}. (API version 5.)
+   */
+  public UOp assign(UOp target, UOp value) {
+    long t = own(target), v = own(value);
+    return build(g -> SinterNative.sn_tensor_assign(g, t, v));
+  }
+
   /** Compiles the tensor program under {@code outputs} for {@code device} (null: the context's default). */
   public Program compile(Device device, CompileOptions options, UOp... outputs) {
     long[] outs = own(outputs);
     long[] ins = options.inputs == null ? null : own(options.inputs.toArray(new UOp[0]));
+    long[] effects = own(options.effects.toArray(new UOp[0]));
     long dev = device == null ? 0 : device.ptr();
     synchronized (this) {
       try {
         return new Program(SinterNative.snj_compile(ptr(), outs, outs.length, dev, options.debug,
             options.optimize ? 1 : 0, options.threads ? 1 : 0, options.keepStages ? 1 : 0, options.useCache ? 1 : 0,
-            ins, ins == null ? 0 : ins.length, ins == null ? 0 : 1));
+            ins, ins == null ? 0 : ins.length, ins == null ? 0 : 1, effects, effects.length));
       } finally {
         Reference.reachabilityFence(this);
         Reference.reachabilityFence(device);

@@ -350,6 +350,12 @@ public final class UOp {
     return graph.build(g -> SinterNative.sn_tensor_log(g, ptr));
   }
 
+  /** This value with the gradient stopped ({@link Graph#gradient} does not flow through this use). */
+  public UOp detach() {
+    return graph.build(g -> SinterNative.sn_tensor_detach(g, ptr));
+  }
+
+  /** max(x, 0). */
   public UOp relu() {
     return graph.build(g -> SinterNative.sn_tensor_relu(g, ptr));
   }
