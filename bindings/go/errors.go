@@ -57,9 +57,9 @@ func (e *Error) Is(target error) bool {
 }
 
 // ErrClosed is returned by calls on a Context or Graph after Close (and on UOps of a closed Graph).
-var ErrClosed = &Error{Code: CodeInvalidArg, Message: "sinter: use after Close"}
+var ErrClosed = &Error{Code: CodeInvalidArg, Message: "use after Close"}
 
-var errZero = &Error{Code: CodeInvalidArg, Message: "sinter: the zero UOp is no node"}
+var errZero = &Error{Code: CodeInvalidArg, Message: "the zero UOp is no node"}
 
 // takeError turns a C error into an *Error and frees it. cerr must be non-nil.
 func takeError(cerr *C.sn_error) error {

@@ -131,7 +131,7 @@ func (g *Graph) uopArray(srcs []UOp) (**C.sn_uop, C.size_t, error) {
 	for i, u := range srcs {
 		if u.g != g {
 			C.free(unsafe.Pointer(arr))
-			return nil, 0, &Error{Code: CodeInvalidArg, Message: "sinter: a source is a zero UOp or belongs to another graph"}
+			return nil, 0, &Error{Code: CodeInvalidArg, Message: "a source is a zero UOp or belongs to another graph"}
 		}
 		view[i] = u.p
 	}
@@ -272,7 +272,7 @@ func (g *Graph) SimplifyGiven(valid, expr UOp) (UOp, error) {
 func (g *Graph) owns(us ...UOp) error {
 	for _, u := range us {
 		if u.g != g {
-			return &Error{Code: CodeInvalidArg, Message: "sinter: a uop is a zero UOp or belongs to another graph"}
+			return &Error{Code: CodeInvalidArg, Message: "a uop is a zero UOp or belongs to another graph"}
 		}
 	}
 	return nil

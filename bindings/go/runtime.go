@@ -221,7 +221,7 @@ func (b *Buffer) CopyFrom(src *Buffer) error {
 		return ErrClosed
 	}
 	if src == nil || src.p == nil {
-		return &Error{Code: CodeInvalidArg, Message: "sinter: CopyFrom: the source buffer is nil or closed"}
+		return &Error{Code: CodeInvalidArg, Message: "CopyFrom: the source buffer is nil or closed"}
 	}
 	var cerr *C.sn_error
 	code := C.sn_buffer_copy(b.p, src.p, &cerr)
@@ -252,7 +252,7 @@ func checkElem[T Element](what string, b *Buffer) error {
 		return ErrClosed
 	}
 	if dt, want := b.DType(), DTypeOf[T](); dt != want {
-		msg := fmt.Sprintf("sinter: %s: the buffer holds %s, the slice %s", what, dt, want)
+		msg := fmt.Sprintf("%s: the buffer holds %s, the slice %s", what, dt, want)
 		return &Error{Code: CodeInvalidArg, Message: msg}
 	}
 	return nil
@@ -434,7 +434,7 @@ func bufferArray(bufs []*Buffer) ([]*C.sn_buffer, error) {
 	out := make([]*C.sn_buffer, len(bufs))
 	for i, b := range bufs {
 		if b == nil || b.p == nil {
-			return nil, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("sinter: buffer %d is nil or closed", i)}
+			return nil, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("buffer %d is nil or closed", i)}
 		}
 		out[i] = b.p
 	}

@@ -274,7 +274,7 @@ func (u UOp) ScatterAdd(axis int64, idx, val UOp) (UOp, error) {
 // of one element, e.g. a full Sum. (API version 5.)
 func (g *Graph) Gradient(loss UOp, wrt ...UOp) ([]UOp, error) {
 	if loss.g != g {
-		return nil, &Error{Code: CodeInvalidArg, Message: "sinter: Gradient: loss is a zero UOp or belongs to another graph"}
+		return nil, &Error{Code: CodeInvalidArg, Message: "Gradient: loss is a zero UOp or belongs to another graph"}
 	}
 	arr, n, err := g.uopArray(wrt)
 	if err != nil {
@@ -302,7 +302,7 @@ func (g *Graph) Gradient(loss UOp, wrt ...UOp) ([]UOp, error) {
 // value. The result reads as value. (API version 5.)
 func (g *Graph) Assign(target, value UOp) (UOp, error) {
 	if target.g != g || value.g != g {
-		return UOp{}, &Error{Code: CodeInvalidArg, Message: "sinter: Assign: a zero UOp or one of another graph"}
+		return UOp{}, &Error{Code: CodeInvalidArg, Message: "Assign: a zero UOp or one of another graph"}
 	}
 	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
 		return C.sn_tensor_assign(p, target.p, value.p, cerr)

@@ -92,3 +92,14 @@ func TestAssign(t *testing.T) {
 		t.Fatalf("assign to a non-input: %v", err)
 	}
 }
+
+// Error strings name the library once ("sinter: sinter: CopyIn ..." was a new user's report).
+func TestErrorsNameTheLibraryOnce(t *testing.T) {
+	_, dev := cpu(t)
+	b := buffer(t, dev, []float32{1, 2, 3}, 3)
+	for _, err := range []error{CopyIn(b, []float64{1, 2, 3}), b.CopyFrom(nil)} {
+		if err == nil || strings.Count(err.Error(), "sinter:") != 1 {
+			t.Fatalf("error %q", err)
+		}
+	}
+}

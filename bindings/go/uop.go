@@ -152,12 +152,12 @@ func (u UOp) StaticShape() ([]int64, error) {
 		return nil, err
 	}
 	if dims == nil {
-		return nil, &Error{Code: CodeInvalidArg, Message: "sinter: StaticShape: the node has no shape"}
+		return nil, &Error{Code: CodeInvalidArg, Message: "StaticShape: the node has no shape"}
 	}
 	out := make([]int64, len(dims))
 	for i, d := range dims {
 		if !d.Sym.IsZero() {
-			return nil, &Error{Code: CodeInvalidArg, Message: "sinter: StaticShape: symbolic dimension " + d.String()}
+			return nil, &Error{Code: CodeInvalidArg, Message: "StaticShape: symbolic dimension " + d.String()}
 		}
 		out[i] = d.Size
 	}
@@ -327,7 +327,7 @@ func (u UOp) offsetsSizes(what string, offsets, sizes []int64,
 	f func(g *C.sn_graph, x *C.sn_uop, o, s *C.int64_t, n C.size_t, e **C.sn_error) *C.sn_uop) (UOp, error) {
 	if len(offsets) != len(sizes) {
 		return UOp{}, &Error{Code: CodeInvalidArg,
-			Message: fmt.Sprintf("sinter: %s: %d offsets but %d sizes", what, len(offsets), len(sizes))}
+			Message: fmt.Sprintf("%s: %d offsets but %d sizes", what, len(offsets), len(sizes))}
 	}
 	po, n := int64s(offsets)
 	ps, _ := int64s(sizes)
@@ -416,7 +416,7 @@ func (u UOp) Scalar(v float64) (UOp, error) {
 		return u.g.ConstFloat(dt, v)
 	}
 	if v != math.Trunc(v) {
-		return UOp{}, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("sinter: Scalar: %v is not an integer for %s", v, dt)}
+		return UOp{}, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("Scalar: %v is not an integer for %s", v, dt)}
 	}
 	return u.g.ConstInt(dt, int64(v))
 }

@@ -62,14 +62,17 @@ void check_var(const Program& p, size_t v, int64_t value) {
     fail(Code::InvalidArg, "variable ", kv.name, " = ", value, " is outside its range [", kv.min, ", ", kv.max, "]");
 }
 
+// "1 input", "2 inputs".
+std::string count_of(size_t n, const char* noun) { return cat(n, " ", noun, n == 1 ? "" : "s"); }
+
 // Runs every launch of `p` on the bound buffers. `arena` holds the intermediates (p.arena_bytes).
 void execute(const Program& p, const std::vector<const Buffer*>& inputs, const std::vector<const Buffer*>& outputs,
              const std::vector<int64_t>& vars, const std::vector<bool>& var_bound, Storage* arena,
              std::vector<double>* timings) {
   if (inputs.size() != p.inputs.size())
-    fail(Code::InvalidArg, "the program takes ", p.inputs.size(), " inputs, got ", inputs.size());
+    fail(Code::InvalidArg, "the program takes ", count_of(p.inputs.size(), "input"), ", got ", inputs.size());
   if (outputs.size() != p.outputs.size())
-    fail(Code::InvalidArg, "the program has ", p.outputs.size(), " outputs, got ", outputs.size());
+    fail(Code::InvalidArg, "the program has ", count_of(p.outputs.size(), "output"), ", got ", outputs.size());
   if (std::string why = p.device->cannot_run(); !why.empty())
     fail(Code::Device, "the program is compiled for ", p.device->name(), ", which cannot run kernels: ", why);
   for (size_t i = 0; i < inputs.size(); i++) check_binding(p, "input", i, p.inputs[i], inputs[i]);
@@ -185,13 +188,15 @@ CommandBuffer::CommandBuffer(std::shared_ptr<const Program> program) : program_(
 }
 
 void CommandBuffer::set_input(size_t i, std::shared_ptr<Buffer> buffer) {
-  if (i >= inputs_.size()) fail(Code::InvalidArg, "the program takes ", inputs_.size(), " inputs, got input ", i);
+  if (i >= inputs_.size())
+    fail(Code::InvalidArg, "the program takes ", count_of(inputs_.size(), "input"), ", got input ", i);
   if (buffer) check_binding(*program_, "input", i, program_->inputs[i], buffer.get());
   inputs_[i] = std::move(buffer);
 }
 
 void CommandBuffer::set_output(size_t i, std::shared_ptr<Buffer> buffer) {
-  if (i >= outputs_.size()) fail(Code::InvalidArg, "the program has ", outputs_.size(), " outputs, got output ", i);
+  if (i >= outputs_.size())
+    fail(Code::InvalidArg, "the program has ", count_of(outputs_.size(), "output"), ", got output ", i);
   if (buffer) check_binding(*program_, "output", i, program_->outputs[i], buffer.get());
   outputs_[i] = std::move(buffer);
 }

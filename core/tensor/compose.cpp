@@ -468,7 +468,11 @@ const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
 const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
   if (xs.empty()) fail(Code::InvalidArg, "stack: needs at least one tensor");
   Dims s0 = static_shape(xs[0], "stack");
-  size_t a = size_t(norm_axis("stack", axis, Dims(s0.size() + 1, 1)));
+  int64_t rank = int64_t(s0.size()) + 1;  // the new axis goes anywhere from 0 to the tensors' rank
+  if (axis < -rank || axis >= rank)
+    fail(Code::InvalidArg, "stack: axis ", axis, " is out of range for stacking tensors of shape ", dims_str(s0),
+         " (the new axis is in [", -rank, ", ", rank - 1, "])");
+  size_t a = size_t(axis < 0 ? axis + rank : axis);
   for (size_t j = 0; j < xs.size(); j++) {
     Dims s = static_shape(xs[j], "stack");
     if (s != s0)

@@ -535,7 +535,7 @@ static void test_errors(void) {
   ins[0] = good;
   ins[1] = good;
   CHECK(sn_program_run(p, ins, 2, &o, 1, &e) != SN_OK);
-  EXPECT_ERROR(e, SN_E_INVALID_ARG, "takes 1 inputs, got 2");
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "takes 1 input, got 2");
   ins[0] = NULL;
   CHECK(sn_program_run(p, ins, 1, &o, 1, &e) != SN_OK);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "inputs[0] is NULL");

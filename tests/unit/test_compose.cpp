@@ -477,7 +477,8 @@ TEST_F(ComposeJoin, Stack) {
         stack(g, std::vector<const UOp*>{ts[0], input(g, dtypes::int32, {3, 2})}, 0);
       },
       {"stack", "tensor 1", "(3,2)"});
-  expect_invalid([&] { stack(g, ts, 3); }, {"stack", "axis 3"});
+  // the message names the tensors' shape, not a shape of ones (a new user's report)
+  expect_invalid([&] { stack(g, ts, 3); }, {"stack", "axis 3", "[-3, 2]"});
 }
 
 // ---- elementwise --------------------------------------------------------------------------------

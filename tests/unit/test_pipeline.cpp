@@ -610,13 +610,13 @@ TEST_F(PipelineTest, ErrorsAreClear) {
   EXPECT_NE(error_of([&] { p->run(bad_shape, outs); }).find("shape"), std::string::npos);
   EXPECT_NE(error_of([&] { p->run(bad_dtype, outs); }).find("int32"), std::string::npos);
   EXPECT_NE(error_of([&] { p->run(none, outs); }).find("not bound"), std::string::npos);
-  EXPECT_NE(error_of([&] { p->run(two, outs); }).find("takes 1 inputs"), std::string::npos);
+  EXPECT_NE(error_of([&] { p->run(two, outs); }).find("takes 1 input, got"), std::string::npos);
   // An output that overlaps an input would be read after it is written.
   std::vector<std::shared_ptr<Buffer>> alias{good};
   EXPECT_NE(error_of([&] { p->run(ins, alias); }).find("overlaps"), std::string::npos);
   CommandBuffer cb(p);
   EXPECT_NE(error_of([&] { cb.run(); }).find("not bound"), std::string::npos);
-  EXPECT_NE(error_of([&] { cb.set_input(1, good); }).find("takes 1 inputs"), std::string::npos);
+  EXPECT_NE(error_of([&] { cb.set_input(1, good); }).find("takes 1 input, got"), std::string::npos);
   EXPECT_NE(error_of([&] { cb.set_var("n", 3); }).find("no variable"), std::string::npos);
 }
 
