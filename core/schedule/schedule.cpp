@@ -316,12 +316,18 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
   // ---- calls: every function's body substituted for its GetTuples ----
   std::vector<const UOp*> roots(outputs.begin(), outputs.end());
   roots.insert(roots.end(), effects.begin(), effects.end());
-  roots = resolve_functions(g, roots);
+  // One walk says whether there is anything to resolve, so a plain program pays one scan for both.
+  bool has_calls = false, has_updates = false;
+  for (const UOp* u : toposort(roots)) {
+    has_calls = has_calls || u->op == Op::Function || u->op == Op::Param;
+    has_updates = has_updates || u->op == Op::After;
+  }
+  if (has_calls) roots = resolve_functions(g, roots);
   std::vector<const UOp*> resolved_outputs(roots.begin(), roots.begin() + long(outputs.size()));
   outputs = resolved_outputs;
 
   // ---- in-place updates: each After reads as its value; the writes come last ----
-  Assigns assigns = collect_assigns(g, roots);
+  Assigns assigns = has_updates ? collect_assigns(g, roots) : Assigns{};
   roots.assign(outputs.begin(), outputs.end());
   for (const auto& [buf, value] : assigns.writes) roots.push_back(value);
   if (!assigns.reads_as.empty())

@@ -15,16 +15,11 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-std::string dims_str(const Dims& d) {
-  std::string s = "(";
-  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
-  if (d.size() == 1) s += ",";
-  return s + ")";
-}
+using sn::dims_str;  // tensor.h's
 
 template <size_t N>
 std::string dims_str(const std::array<int64_t, N>& a) {
-  return dims_str(Dims(a.begin(), a.end()));
+  return sn::dims_str(Dims(a.begin(), a.end()));
 }
 
 // A possibly negative axis of a rank-`rank` shape as 0..rank-1.

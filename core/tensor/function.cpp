@@ -7,13 +7,6 @@ namespace sn {
 
 namespace {
 
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "(";
-  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
-  if (d.size() == 1) s += ",";
-  return s + ")";
-}
-
 // GetTuple(Function(Tuple(body...), args...), i) -> body[i] with Param k replaced by args[k]. A
 // precompiled function reads materialized arguments and its result is materialized, so the
 // kernels of its body are the same at every call (the kernel cache compiles them once).

@@ -9,13 +9,6 @@ namespace sn {
 
 namespace {
 
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "(";
-  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
-  if (d.size() == 1) s += ",";
-  return s + ")";
-}
-
 // Tensors hold scalar elements of a real value type; vectors, pointers, void and index belong to
 // the lowered stages.
 void check_tensor_dtype(const char* op, DType dt) {
@@ -115,6 +108,13 @@ bool tensor_elementwise(Op op) {
 }
 
 }  // namespace
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "(";
+  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
+  if (d.size() == 1) s += ",";
+  return s + ")";
+}
 
 int64_t numel(const std::vector<int64_t>& shape, const char* op) { return checked_numel(shape, op); }
 

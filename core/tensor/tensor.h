@@ -36,6 +36,8 @@ const UOp* constant_int(Graph& g, DType dtype, i128 value);
 // The constant dims of a tensor's shape; throws InvalidArg naming `what` when it has no shape or
 // a symbolic dim.
 std::vector<int64_t> static_shape(const UOp* t, const char* what = "tensor");
+// "(2,3)", "(5,)", "()": how every message of the tensor front writes static dims.
+std::string dims_str(const std::vector<int64_t>& dims);
 // The element count of a shape (checked_numel); an overflow is InvalidArg naming `op`.
 int64_t numel(const std::vector<int64_t>& shape, const char* op = "numel");
 

@@ -14,14 +14,7 @@ namespace {
 using namespace testrt;
 using Dims = std::vector<int64_t>;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testutil::error_of;
 
 // One SGD step on a linear least-squares problem, as one program: the loss (an output, from the old
 // w), the gradient (reads all of w through a matmul) and the update of w. Run 5 times on the same

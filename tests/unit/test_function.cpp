@@ -17,14 +17,7 @@ using namespace testrt;
 using Dims = std::vector<int64_t>;
 const DType f32 = dtypes::float32;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testutil::error_of;
 
 // f(a, b) = (a * b + a, sum over the last axis of a), called three times, once inside another
 // function's body, compared with the same math written without functions.

@@ -111,14 +111,7 @@ TEST(IndexOps, MatchTheOracleOnOpenCL) {
 TEST(IndexOps, BadArgumentsAreClearErrors) {
   Graph g;
   const UOp* x = input(g, dtypes::float32, {2, 3});
-  auto msg = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto msg = [](const std::function<void()>& f) { return testutil::error_of(f); };
   const UOp* f_idx[] = {input(g, dtypes::float32, {2})};
   const UOp* m_idx[] = {input(g, dtypes::int32, {2, 2})};
   const UOp* three[] = {input(g, dtypes::int32, {}), input(g, dtypes::int32, {}), input(g, dtypes::int32, {})};
@@ -128,7 +121,7 @@ TEST(IndexOps, BadArgumentsAreClearErrors) {
   const UOp* mixed[] = {x, input(g, dtypes::float32, {3, 2})};
   EXPECT_NE(msg([&] { stack_leading(g, mixed); }).find("shapes must match"), std::string::npos);
   EXPECT_NE(msg([&] { slice(g, x, 4, 3, dtypes::float32); }).find("run past"), std::string::npos);
-  EXPECT_EQ(msg([&] { slice(g, x, 0, 3, dtypes::float64); }), "no error");
+  EXPECT_EQ(msg([&] { slice(g, x, 0, 3, dtypes::float64); }), "");
 }
 
 }  // namespace
