@@ -6,6 +6,8 @@
 //   lower        kernel AST          Linear                            core/codegen (optimize, expand, reduce,
 //                                                                      isel, linearize)
 //   compile      Linear              compiled kernel                   the device's backend (render + compile)
+//   precompute   launch list         input-independent launches run    core/runtime/precompute.cpp
+//                                    once; what they wrote = constants
 //   plan         launch list         intermediate arena offsets        plan_arena (core/runtime/program.cpp)
 //
 // Each stage can be dumped (CompileOptions::on_stage / keep_stages, SN_DEBUG >= 3).
@@ -18,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/runtime/precompute.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/tensor.h"
 #include "core/util/checked.h"
@@ -317,15 +320,20 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     p->launches.push_back(std::move(launch));
   }
 
+  // precompute: what no input or variable changes runs once, here
+  size_t precomputed = precompute_constants(*p);
+
   // plan
   std::string plan = plan_memory(*p);
   if (options.keep_stages) dump.text("plan", -1, plan, false);
   p->stages = dump.take();
 
   if (debug >= 2) {
-    std::fprintf(stderr, "sn: program %016llx: %zu kernels for %s in %.1f ms; arena %zu bytes (%zu unshared)\n",
+    std::fprintf(stderr,
+                 "sn: program %016llx: %zu kernels for %s in %.1f ms (%zu more ran once, at compile); arena %zu bytes "
+                 "(%zu unshared)\n",
                  static_cast<unsigned long long>(s.hash), p->launches.size(), device->name().c_str(), ms_since(t0),
-                 p->arena_bytes, p->unshared_bytes);
+                 precomputed, p->arena_bytes, p->unshared_bytes);
     for (size_t k = 0; k < p->launches.size(); k++) {
       const Launch& l = p->launches[k];
       std::string bufs;
