@@ -175,6 +175,7 @@ std::string plan_memory(Program& p) {
 
   std::string text;
   static const char* kRole[] = {"input", "output", "intermediate", "constant"};
+  static_assert(sizeof kRole / sizeof kRole[0] == size_t(ProgramBuffer::Role::Constant) + 1);
   for (size_t b = 0; b < p.buffers.size(); b++) {
     const ProgramBuffer& pb = p.buffers[b];
     text += cat("buffer ", b, ": ", kRole[int(pb.role)], " ", pb.index, " ", pb.dtype.name(), "[", pb.size, "]");
@@ -187,7 +188,8 @@ std::string plan_memory(Program& p) {
 }
 
 std::string schedule_text(const Schedule& s) {
-  static const char* kKind[] = {"input", "output", "intermediate"};
+  static const char* kKind[] = {"input", "output", "intermediate", "constant"};
+  static_assert(sizeof kKind / sizeof kKind[0] == size_t(ScheduleBuffer::Kind::Constant) + 1);
   std::string text;
   for (size_t b = 0; b < s.buffers.size(); b++)
     text += cat("buffer ", b, ": ", kKind[int(s.buffers[b].kind)], " ", s.buffers[b].index, " ",

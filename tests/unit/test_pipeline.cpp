@@ -507,6 +507,19 @@ TEST_F(PipelineTest, StageDumps) {
   EXPECT_EQ(q->stage_text("source"), "");
 }
 
+// Constant bytes (the spec's Binary) and precomputed values are buffers of their own kind in the schedule and
+// plan dumps (the schedule's printer once read past its table of kind names: found by tests/fuzz).
+TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
+  const UOp* x = in(dtypes::float32, {2});
+  std::string bytes(8, '\0');
+  const UOp* out = mul(g, x, bitcast(g, binary_data(g, bytes), dtypes::float32));
+  CompileOptions o;
+  o.keep_stages = true;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  EXPECT_NE(p->stage_text("schedule").find(": constant "), std::string::npos) << p->stage_text("schedule");
+  EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
+}
+
 TEST_F(PipelineTest, InputOrderFollowsCreationOrListing) {
   const UOp* a = input(g, dtypes::float32, {3});
   const UOp* b = input(g, dtypes::int32, {2, 3});
