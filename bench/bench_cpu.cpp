@@ -13,6 +13,8 @@
 //                                                 the same thread count, compiled -O2
 //   conv2d_64x56x56   1x64x56x56 * 64x64x3x3,     im2col + cblas_sgemm (OpenBLAS), the classic CPU lowering
 //                     pad 1
+//   cumsum_1M         inclusive prefix sum of     a sequential C++ loop (one thread: a scan does not split
+//                     1,000,000 f32               without extra passes); ours is the scan in blocks
 // Each result is checked against its baseline's (a wrong fast kernel is not a result).
 //   bench_cpu [filter]    runs only the cases whose name contains `filter`
 #include <cblas.h>
@@ -225,6 +227,32 @@ Case bench_softmax() {
   return c;
 }
 
+Case bench_cumsum() {
+  Case c{"cumsum_1M"};
+  const int64_t n = 1000000;
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {n});
+  auto dx = random_floats(size_t(n), 7, -1, 1);
+  Compiled p = compile_cold(g, {cumsum(g, x, 0)}, {dx}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> want(static_cast<size_t>(n));
+  auto reference = [&] {
+    float acc = 0;
+    for (int64_t i = 0; i < n; i++) want[size_t(i)] = acc += dx[size_t(i)];
+  };
+  c.base_ms = median_ms(reference);
+  // Sums of up to a million values of either sign: compare against the running magnitude, not the value.
+  std::vector<float> got = p.output();
+  double scale = 0;
+  for (size_t i = 0; i < got.size(); i++) {
+    scale += std::fabs(double(dx[i]));
+    double err = std::fabs(double(got[i]) - double(want[i])) / (1.0 + scale);
+    c.max_err = std::max(c.max_err, err);
+    if (!(err <= 1e-5)) c.ok = false;
+  }
+  return c;
+}
+
 Case bench_conv() {
   Case c{"conv2d_64x56x56"};
   const int64_t C = 64, H = 56, W = 56, K = 3;
@@ -313,6 +341,7 @@ int main(int argc, char** argv) {
   run("matmul_2048", [] { return bench_matmul(2048); });
   run("softmax_4096x4096", bench_softmax);
   run("conv2d_64x56x56", bench_conv);
+  run("cumsum_1M", bench_cumsum);
 
   std::printf("\n# cold compile (fresh runtime: nothing cached)\n");
   std::printf("%-20s %8s %12s %16s %10s\n", "name", "kernels", "total_ms", "llvm_ms/kernel", "max_err");

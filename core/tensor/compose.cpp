@@ -86,7 +86,8 @@ Dims inverse(const Dims& order) {
 // Inclusive prefix sum along the last axis with the spec's window trick: pad n-1 zeros in front,
 // tile the row n+1 times, and cut the flat tiling into rows of 2n: row i then starts i elements
 // later in the padded row (2n = (2n-1) + 1), so its first n entries are n-1-i zeros and x[0..i].
-const UOp* prefix_sum_last(Graph& g, const UOp* x) {
+// O(n) work per element: for short rows only (prefix_sum_last blocks longer ones).
+const UOp* window_prefix_sum_last(Graph& g, const UOp* x) {
   Dims s = static_shape(x);
   int64_t n = s.back();
   if (n == 0) return x;
@@ -115,13 +116,48 @@ const UOp* prefix_sum_last(Graph& g, const UOp* x) {
   return reshape(g, t, s);
 }
 
+// Rows up to this long take the window form directly; longer ones are scanned in blocks of it.
+constexpr int64_t kScanBlock = 16;
+
+// Inclusive prefix sum along the last axis in O(n log n) work: cut the row into blocks of kScanBlock (the tail
+// padded with zeros), scan inside each block with the window form, scan the blocks' totals the same way
+// (recursively: log_B n levels), and add to each block the total of the blocks before it.
+const UOp* prefix_sum_last(Graph& g, const UOp* x) {
+  Dims s = static_shape(x);
+  const int64_t n = s.back(), b = kScanBlock;
+  if (n <= b) return window_prefix_sum_last(g, x);
+  const size_t last = s.size() - 1;
+  Dims pre(s.begin(), s.end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Dims d = pre;
+    d.insert(d.end(), tail);
+    return d;
+  };
+  const int64_t m = (n - 1) / b + 1;  // blocks: ceil(n / b) without n + b - 1, which can overflow
+  const int64_t padded = checked_mul(m, b, "cumsum: axis of ", n, " elements: ", m, " blocks of ", b);
+  // The in-block window tiles (b+1)(2b-1) elements per block: the most any level holds.
+  (void)checked_numel(with({m, (b + 1) * (2 * b - 1)}), "cumsum: axis of ", n, " elements: scan in blocks of ", b, " (",
+                      s.size(), "-d input)");
+  const UOp* blocks = reshape(g, pad(g, x, Dims(s.size(), 0), with({padded})), with({m, b}));
+  const UOp* within = window_prefix_sum_last(g, blocks);
+  const UOp* totals = reshape(g, sum(g, blocks, {int64_t(last + 1)}), with({m}));
+  // Exclusive scan of the totals: the inclusive one shifted right by one block (exact, unlike subtracting).
+  Dims shift(s.size(), 0);
+  shift.back() = 1;
+  const UOp* before = shrink(g, pad(g, prefix_sum_last(g, totals), shift, with({m + 1})), Dims(s.size(), 0), with({m}));
+  // Materialized (m values, b times fewer than the row): else every element would recompute every level's scan.
+  before = g.make(Op::Contiguous, before->dtype, {before});
+  const UOp* out = add(g, within, expand(g, reshape(g, before, with({m, 1})), with({m, b})));
+  return shrink(g, reshape(g, out, with({padded})), Dims(s.size(), 0), s);
+}
+
 // [0, n) in the integer dtype `dt` (which must hold a few more than n values; see arange).
 const UOp* arange_int(Graph& g, int64_t n, DType dt) {
   // Up to here the spec's quadratic prefix sum is cheap; past it the index splits as q*b + r.
   constexpr int64_t kDirect = 64;
   if (n <= kDirect) {
     const UOp* ones = full(g, dt, 1, {n});
-    return add(g, prefix_sum_last(g, ones), scalar(g, dt, -1));
+    return add(g, window_prefix_sum_last(g, ones), scalar(g, dt, -1));
   }
   int64_t b = int64_t(std::ceil(std::sqrt(double(n))));
   int64_t a = (n - 1) / b + 1;  // ceil(n / b) without n + b - 1, which can overflow

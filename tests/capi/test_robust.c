@@ -291,9 +291,9 @@ static void test_shape_overflow(void) {
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "cumsum: axis of 4611686018427387904 elements");
   h8 = sn_tensor_input(g, SN_DTYPE_INT8, two31, 1, NULL, &e);
   EXPECT_OK(e);
-  CHECK(sn_tensor_cumsum(g, h8, 0, &e) == NULL);
-  CHECK(e != NULL && !contains(sn_error_message(e), "-9223372034707292161"));
-  EXPECT_ERROR(e, SN_E_INVALID_ARG, "cumsum: axis of 2147483648 elements");
+  /* 2^31 elements once overflowed the quadratic window; the scan in blocks builds it */
+  CHECK(sn_tensor_cumsum(g, h8, 0, &e) != NULL);
+  EXPECT_OK(e);
 
   h16 = sn_tensor_input(g, SN_DTYPE_INT16, huge, 1, NULL, &e);
   EXPECT_OK(e);

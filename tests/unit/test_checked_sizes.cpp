@@ -90,9 +90,9 @@ TEST(CheckedSizes, Compositions) {
   expect_invalid([&] { arange(g, kMax, dtypes::float32); }, {"arange: 9223372036854775807 values", "overflows int64"});
   expect_invalid([&] { cumsum(g, input(g, dtypes::float32, {k2p62}), 0); },
                  {"cumsum: axis of 4611686018427387904 elements", "overflows int64"});
-  std::string m = error_of([&] { cumsum(g, input(g, dtypes::int8, {int64_t(1) << 31}), 0); });
-  EXPECT_NE(m.find("cumsum: axis of 2147483648 elements"), std::string::npos) << m;
-  EXPECT_EQ(m.find("-9223372034707292161"), std::string::npos) << m;
+  // 2^31 elements once overflowed the quadratic window (with a message showing -9223372034707292161); the scan in
+  // blocks needs O(n) space, so that graph now builds.
+  EXPECT_EQ(error_of([&] { cumsum(g, input(g, dtypes::int8, {int64_t(1) << 31}), 0); }), "");
   const UOp* big = input(g, dtypes::int8, {kMax});
   const UOp* both[] = {big, big};
   expect_invalid([&] { concat(g, both, 0); }, {"concat: length of axis 0", "overflows int64"});
