@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   cmake ninja-build gcc g++ pkg-config ccache clang-format
+  # clang 19 + libFuzzer (scripts/fuzz.sh: the C API fuzz target, and the clang sanitizer build)
+  clang-19
   # LLVM 19: the CPU backend (ORC JIT) and the NVPTX/AMDGPU code generators
   llvm-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
   # tests, benchmarks and their baselines

@@ -4,6 +4,7 @@
 #   1. scripts/bootstrap.sh     system packages via apt (quick no-op when all are present)
 #   2. build/                   RelWithDebInfo, warnings are errors; ctest
 #   3. build-asan/              Debug -O1 with ASan + UBSan; ctest with leak checking
+#   4. build-tsan/              ThreadSanitizer: the library and the threading tests only (label: threads)
 #   (4. language bindings: see the hook below)
 #
 # Every step runs even when an earlier independent one failed, so one run reports everything; the script exits
@@ -11,7 +12,7 @@
 # SN_SHARED_DIR=/path/to/shared). Environment knobs:
 #   SN_JOBS=N          parallel build jobs (default: nproc)
 #   SN_TEST_JOBS=N     parallel ctest jobs (default: 2)
-#   SN_SKIP_ASAN=1     skip the sanitizer build (quick local iteration only; CI never sets it)
+#   SN_SKIP_ASAN=1     skip the sanitizer builds (quick local iteration only; CI never sets it)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -133,7 +134,22 @@ else
   fi
 fi
 
-# 4. HOOK: language bindings. Tests registered with add_test() in bindings/<lang>/CMakeLists.txt already run in
+# 4. ThreadSanitizer: one program run from many threads, graphs compiled on many threads (the kernel and program
+# caches), the thread pool, the registry. Only the library and the tests labelled "threads" are built.
+if [[ "${SN_SKIP_ASAN:-0}" == 1 ]]; then
+  skip_step tsan "SN_SKIP_ASAN=1"
+else
+  if run_step tsan-configure configure build-tsan -DCMAKE_BUILD_TYPE=Debug -DSN_SANITIZE_THREAD=ON -DSN_WERROR=ON \
+    "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DSN_BUILD_BENCH=OFF -DSN_BUILD_EXAMPLES=OFF &&
+    run_step tsan-build cmake --build "$ROOT/build-tsan" -j "$JOBS" --target sn_threads_tests; then
+    export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+    run_step tsan-ctest ctest --test-dir "$ROOT/build-tsan" -L threads --output-on-failure --no-tests=error
+  else
+    skip_step tsan-ctest "build failed"
+  fi
+fi
+
+# 5. HOOK: language bindings. Tests registered with add_test() in bindings/<lang>/CMakeLists.txt already run in
 # the ctest steps above. Steps that need their own driver go here, one run_step each, e.g.
 #   run_step rust  bash "$ROOT/bindings/rust/test.sh"  "$ROOT/build"
 #   run_step go    bash "$ROOT/bindings/go/test.sh"    "$ROOT/build"

@@ -1,6 +1,9 @@
 /* The C API's threading contract (sinter.h, "Threads"): the last error is per thread, graphs on one
- * shared context can be built in parallel, and the structural queries on one graph may overlap.
- * Small on purpose (the machine has two cores); run it under TSan to check the registry's locking.
+ * shared context can be built in parallel, and the structural queries on one graph may overlap;
+ * one program runs from many threads at once (each with its own buffers, sharing the device's
+ * thread pool), and graphs compiled on several threads share the kernel and program caches.
+ * Small on purpose (the machine has two cores); CI runs it under ThreadSanitizer too (build-tsan in
+ * scripts/test.sh), which checks the locking of the registry, the caches, the arena and the pool.
  * Prints "N passed, N failed" last and exits non-zero on failure. */
 #define _POSIX_C_SOURCE 200112L
 #include <pthread.h>
@@ -11,13 +14,18 @@
 
 #define NTHREADS 4
 #define NNODES 200
+#define NRUNS 8
+#define N (1 << 18) /* large enough for multi-core kernels; sums of small integers stay exact in float */
 
 static sn_context *g_ctx;
+static sn_device *g_cpu;
+static sn_program *g_program; /* y = x * 2 + 1 over N floats, then its sum: two kernels, multi-core */
 static sn_graph *g_shared;
 static sn_uop *g_shared_root;
 
 /* Each thread records its own verdicts; main sums them after join (no shared counters). */
 struct result {
+  int id; /* the thread's number, 0 .. NTHREADS-1 */
   int passed;
   int failed;
   char first_failure[160];
@@ -69,6 +77,106 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* y = x * 2 + 1 (N,) and sum(y): compiled on `g` for the shared device. */
+static sn_program *compile_affine(sn_graph *g, sn_error **e) {
+  int64_t shape[1] = {N}, axis[1] = {0};
+  sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 1, NULL, e);
+  sn_uop *two = sn_uop_const_float(g, SN_DTYPE_FLOAT32, 2.0, e);
+  sn_uop *one = sn_uop_const_float(g, SN_DTYPE_FLOAT32, 1.0, e);
+  sn_uop *y = sn_uop_binary(g, SN_OP_ADD, sn_uop_binary(g, SN_OP_MUL, x, two, e), one, e);
+  sn_uop *outs[2];
+  outs[0] = y;
+  outs[1] = sn_uop_reduce(g, y, SN_OP_ADD, axis, 1, e);
+  return sn_compile(g, outs, 2, g_cpu, NULL, e);
+}
+
+/* Runs `p` NRUNS times on this thread's own buffers, each time with other data, and checks the results. */
+static void run_affine(struct result *r, sn_program *p, int seed) {
+  sn_error *e = NULL;
+  int64_t shape[1] = {N};
+  static float in[NTHREADS][N]; /* per thread: large for a stack */
+  float out[8], total = 0;
+  float *x = in[r->id];
+  int run, i;
+  sn_buffer *bx = sn_buffer_alloc(g_cpu, SN_DTYPE_FLOAT32, shape, 1, &e);
+  sn_buffer *by = sn_program_alloc_output(p, 0, &e);
+  sn_buffer *bs = sn_program_alloc_output(p, 1, &e);
+  sn_buffer *outs[2];
+  outs[0] = by;
+  outs[1] = bs;
+  for (run = 0; run < NRUNS && e == NULL; run++) {
+    for (i = 0; i < N; i++) x[i] = (float)((i + seed + run) % 7);
+    if (sn_buffer_copy_in(bx, x, sizeof(float) * N, &e) != SN_OK) break;
+    if (sn_program_run(p, &bx, 1, outs, 2, &e) != SN_OK) break;
+    if (sn_buffer_copy_out(bs, &total, sizeof total, &e) != SN_OK) break;
+    {
+      /* small integers: the float sum is exact */
+      double want = 0;
+      for (i = 0; i < N; i++) want += x[i] * 2.0 + 1.0;
+      RECORD(r, (double)total == want);
+    }
+  }
+  {
+    sn_buffer *view;
+    int64_t s8[1] = {8};
+    view = sn_buffer_view(by, N - 8, s8, 1, &e);
+    RECORD(r, view != NULL && sn_buffer_copy_out(view, out, sizeof out, &e) == SN_OK);
+    RECORD(r, out[7] == x[N - 1] * 2 + 1);
+    sn_buffer_release(view);
+  }
+  RECORD(r, e == NULL);
+  if (e) {
+    printf("thread %d: %s\n", r->id, sn_error_message(e));
+    sn_error_free(e);
+  }
+  sn_buffer_release(bx);
+  sn_buffer_release(by);
+  sn_buffer_release(bs);
+}
+
+/* One program, many threads: the program's cached arena is taken by one run at a time. */
+static void *runner(void *arg) {
+  struct result *r = (struct result *)arg;
+  run_affine(r, g_program, r->id);
+  return NULL;
+}
+
+/* A graph per thread compiled to the same program (the caches see it four times at once), then run. */
+static void *compiler(void *arg) {
+  struct result *r = (struct result *)arg;
+  sn_error *e = NULL;
+  sn_graph *g = sn_graph_create(g_ctx, &e);
+  sn_program *p = compile_affine(g, &e);
+  RECORD(r, p != NULL && e == NULL);
+  if (p) run_affine(r, p, 3 * r->id + 1);
+  if (e) sn_error_free(e);
+  sn_program_release(p);
+  sn_graph_release(g);
+  return NULL;
+}
+
+/* Runs `fn` on NTHREADS threads and adds their verdicts to *passed / *failed. */
+static int run_threads(void *(*fn)(void *), const char *what, int *passed, int *failed) {
+  pthread_t threads[NTHREADS];
+  struct result results[NTHREADS];
+  int i;
+  memset(results, 0, sizeof results);
+  for (i = 0; i < NTHREADS; i++) {
+    results[i].id = i;
+    if (pthread_create(&threads[i], NULL, fn, &results[i]) != 0) {
+      printf("pthread_create failed\n");
+      return 0;
+    }
+  }
+  for (i = 0; i < NTHREADS; i++) pthread_join(threads[i], NULL);
+  for (i = 0; i < NTHREADS; i++) {
+    *passed += results[i].passed;
+    *failed += results[i].failed;
+    if (results[i].failed) printf("FAIL (%s, thread %d): %s\n", what, i, results[i].first_failure);
+  }
+  return 1;
+}
+
 int main(void) {
   sn_error *e = NULL;
   pthread_t threads[NTHREADS];
@@ -109,6 +217,24 @@ int main(void) {
     failed++;
     printf("FAIL: main thread sees a last error: %s\n", sn_last_error_message());
   }
+
+  /* programs: one compiled program run from every thread; graphs compiled on every thread */
+  g_cpu = sn_device_open(g_ctx, "CPU", &e);
+  {
+    sn_graph *g = sn_graph_create(g_ctx, &e);
+    g_program = compile_affine(g, &e);
+    sn_graph_release(g);
+  }
+  if (e != NULL) {
+    printf("FAIL: compile: %s\n", sn_error_message(e));
+    sn_error_free(e);
+    failed++;
+  } else if (!run_threads(runner, "one program", &passed, &failed) ||
+             !run_threads(compiler, "compile on every thread", &passed, &failed)) {
+    failed++;
+  }
+  sn_program_release(g_program);
+  sn_device_release(g_cpu);
 
   sn_graph_release(g_shared);
   sn_context_release(g_ctx);

@@ -631,7 +631,7 @@ SN_API sn_uop *sn_tensor_binary(sn_graph *graph, const void *data, size_t nbytes
    every call runs the same kernels, compiled once. Gradients flow through calls. An sn_function
    belongs to its graph and lives as long as the graph (no release). */
 typedef struct sn_function sn_function;
-enum { SN_FUNCTION_PRECOMPILE = 1 };
+typedef enum sn_function_flags { SN_FUNCTION_PRECOMPILE = 1 } sn_function_flags;
 /* Parameter k has dtypes[k] and shape shapes[k][0 .. ranks[k]-1] (shapes[k] may be NULL when
    ranks[k] is 0). */
 SN_API sn_function *sn_function_begin(sn_graph *graph, size_t nparams, const sn_dtype *dtypes,

@@ -1049,8 +1049,12 @@ extern "C" {
 pub struct sn_function {
     _unused: [u8; 0],
 }
-pub const SN_FUNCTION_PRECOMPILE: _bindgen_ty_1 = 1;
-pub type _bindgen_ty_1 = ::std::os::raw::c_uint;
+impl sn_function_flags {
+    pub const SN_FUNCTION_PRECOMPILE: sn_function_flags = sn_function_flags(1);
+}
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct sn_function_flags(pub ::std::os::raw::c_uint);
 extern "C" {
     pub fn sn_function_begin(
         graph: *mut sn_graph,
