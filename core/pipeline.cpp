@@ -34,6 +34,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
 // Collects and prints stage dumps: kept when asked (keep_stages), printed by SN_DEBUG level
 // (3: optimized ASTs, 4: source, 5: linearized UOps), handed to the caller's hook.
 class Dumper {
@@ -227,7 +233,9 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   if (dump.wants_graphs()) dump.graph("tensor", -1, g.sink(roots));
 
   // schedule: Callify + Rangeify + kernel split
+  auto t_schedule = std::chrono::steady_clock::now();
   Schedule s = schedule_graph(g, outputs, options.effects);
+  const double schedule_ms = ms_since(t_schedule);
   if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
   std::vector<InputBinding> inputs = bind_inputs(s, roots, options.inputs);
 
@@ -297,10 +305,12 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   LowerOptions lo;
   lo.optimize = options.optimize;
   lo.allow_threads = options.allow_threads;
+  std::vector<bool> cached(s.kernels.size(), false);  // found compiled: no stage ran for it here
   for (size_t k = 0; k < s.kernels.size(); k++) {
     const ScheduledKernel& sk = s.kernels[k];
     std::shared_ptr<const DeviceKernel> kernel;
     if (!dump.wants_graphs()) kernel = device->find(kernel_key(sk.ast, device->target(), lo));
+    cached[k] = kernel != nullptr;
     if (!kernel) {
       LowerOptions klo = lo;
       if (dump.wants_graphs())
@@ -322,6 +332,10 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     p->launches.push_back(std::move(launch));
   }
 
+  // The launches' kernels in schedule order, for the per-stage times (precompute drops launches).
+  std::vector<std::shared_ptr<const DeviceKernel>> lowered;
+  for (const Launch& l : p->launches) lowered.push_back(l.kernel);
+
   // precompute: what no input or variable changes runs once, here
   size_t precomputed = precompute_constants(*p);
 
@@ -332,10 +346,24 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
 
   if (debug >= 2) {
     std::fprintf(stderr,
-                 "sn: program %016llx: %zu kernels for %s in %.1f ms (%zu more ran once, at compile); arena %zu bytes "
-                 "(%zu unshared)\n",
+                 "sn: program %016llx: %zu kernels for %s in %.1f ms (schedule %.2f ms; %zu more ran once, at "
+                 "compile); arena %zu bytes (%zu unshared)\n",
                  static_cast<unsigned long long>(s.hash), p->launches.size(), device->name().c_str(), ms_since(t0),
-                 precomputed, p->arena_bytes, p->unshared_bytes);
+                 schedule_ms, precomputed, p->arena_bytes, p->unshared_bytes);
+    // Milliseconds per stage per kernel (SN_DEBUG=2): our lowering stages, then the backend's render + compile.
+    for (size_t k = 0; k < lowered.size(); k++) {
+      std::string line;
+      double ours = 0;
+      for (const auto& [stage, ms] : lowered[k]->stage_ms) {
+        line += cat(" ", stage, " ", fixed2(ms));
+        ours += ms;
+      }
+      if (cached[k])
+        std::fprintf(stderr, "sn: ms   %4zu %-32s compiled before\n", k, lowered[k]->name.c_str());
+      else
+        std::fprintf(stderr, "sn: ms   %4zu %-32s%s = %s ours + %s backend\n", k, lowered[k]->name.c_str(),
+                     line.c_str(), fixed2(ours).c_str(), fixed2(lowered[k]->compile_ms).c_str());
+    }
     for (size_t k = 0; k < p->launches.size(); k++) {
       const Launch& l = p->launches[k];
       std::string bufs;

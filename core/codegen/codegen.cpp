@@ -2,6 +2,7 @@
 #include "core/codegen/codegen.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -135,9 +136,15 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   k.ast = ast;
   k.target = target;
   k.key = kernel_key(ast, target, opts);
+  // Each stage's time runs from the end of the one before (the hook's own time excluded).
+  auto t0 = std::chrono::steady_clock::now();
   auto stage = [&](const char* name, const UOp* root) {
+    auto t1 = std::chrono::steady_clock::now();
+    if (std::string_view(name) != "ast")
+      k.stage_ms.emplace_back(name, std::chrono::duration<double, std::milli>(t1 - t0).count());
     k.stages.emplace_back(name, root);
     if (opts.on_stage) opts.on_stage(name, root);
+    t0 = std::chrono::steady_clock::now();
   };
   stage("ast", ast);
   OptResult o = optimize_kernel(g, ast, target, opts);

@@ -85,6 +85,7 @@ struct LoweredKernel {
   std::vector<Opt> opts;                                   // the optimizer's choices, in order (replayable)
   uint64_t key = 0;                                        // content hash of the AST + target + options (cache key)
   std::vector<std::pair<std::string, const UOp*>> stages;  // graph after each stage
+  std::vector<std::pair<std::string, double>> stage_ms;    // milliseconds each stage took, in order
 };
 
 // Lowers a kernel AST (Sink root, kernel IR) for the target. Throws Error(InvalidArg) when the

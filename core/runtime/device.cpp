@@ -16,6 +16,7 @@ void DeviceKernel::describe(const LoweredKernel& k) {
   dims = k.dims;
   features = k.features;
   opts = k.opts;
+  stage_ms = k.stage_ms;
 }
 
 std::string DeviceKernel::launch_shape() const {

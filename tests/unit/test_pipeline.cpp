@@ -520,6 +520,23 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
   EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
 }
 
+// Every lowering stage is timed (SN_DEBUG=2 prints them per kernel): the stages in order, each time >= 0.
+TEST_F(PipelineTest, LoweringStagesAreTimed) {
+  const UOp* x = in(dtypes::float32, {16, 16});
+  const UOp* out = reduce(g, mul(g, x, x), Op::Add, {1});
+  CompileOptions o;
+  o.use_cache = false;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  ASSERT_EQ(p->launches.size(), 1u);
+  std::vector<std::string> names;
+  for (const auto& [stage, ms] : p->launches[0].kernel->stage_ms) {
+    names.push_back(stage);
+    EXPECT_GE(ms, 0.0) << stage;
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"optimized", "expanded", "simplified", "reduce", "parallel", "isel", "linear"}));
+}
+
 TEST_F(PipelineTest, InputOrderFollowsCreationOrListing) {
   const UOp* a = input(g, dtypes::float32, {3});
   const UOp* b = input(g, dtypes::int32, {2, 3});
