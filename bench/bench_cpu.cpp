@@ -14,6 +14,8 @@
 //                                                 the same thread count, compiled -O2
 //   conv2d_64x56x56   1x64x56x56 * 64x64x3x3,     im2col + cblas_sgemm (OpenBLAS), the classic CPU lowering
 //                     pad 1
+//   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
+//   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
 //   cumsum_1M         inclusive prefix sum of     a sequential C++ loop (one thread: a scan does not split
 //                     1,000,000 f32               without extra passes); ours is the scan in blocks
 // Each result is checked against its baseline's (a wrong fast kernel is not a result).
@@ -88,6 +90,7 @@ struct Case {
   double ours_ms = 0, base_ms = 0;
   size_t kernels = 0;
   double compile_ms = 0, llvm_ms = 0, stages_ms = 0;  // stages: our lowering (optimize .. linearize)
+  double gflop = 0;                                   // work of one run, when the case knows it
   double max_err = 0;
   bool ok = true;
 };
@@ -139,6 +142,14 @@ void compare(Case& c, const std::vector<float>& got, const std::vector<float>& w
     c.max_err = std::max(c.max_err, err);
     if (!(err <= rtol)) c.ok = false;
   }
+}
+
+// "  (ours 12.3 GFLOP/s, baseline 45.6)"
+std::string cat_gflops(const Case& c) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "   (ours %.1f GFLOP/s, baseline %.1f)", c.gflop / c.ours_ms * 1e3,
+                c.gflop / c.base_ms * 1e3);
+  return buf;
 }
 
 bool selected(const std::string& name) { return std::strstr(name.c_str(), g_filter) != nullptr; }
@@ -257,32 +268,37 @@ Case bench_cumsum() {
   return c;
 }
 
-Case bench_conv() {
-  Case c{"conv2d_64x56x56"};
-  const int64_t C = 64, H = 56, W = 56, K = 3;
+// conv2d of (n, ci, h, w) with co 3x3 filters, stride 1, pad 1. Baseline: per image, im2col + cblas_sgemm.
+Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int64_t H, int64_t W) {
+  Case c{name};
+  const int64_t K = 3;
   Graph g;
-  const UOp* x = input(g, dtypes::float32, {1, C, H, W});
-  const UOp* w = input(g, dtypes::float32, {C, C, K, K});
-  auto dx = random_floats(size_t(C * H * W), 7), dw = random_floats(size_t(C * C * K * K), 8, -0.1f, 0.1f);
+  const UOp* x = input(g, dtypes::float32, {N, CI, H, W});
+  const UOp* w = input(g, dtypes::float32, {CO, CI, K, K});
+  auto dx = random_floats(size_t(N * CI * H * W), 7), dw = random_floats(size_t(CO * CI * K * K), 8, -0.1f, 0.1f);
   Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, {dx, dw}, c);
   c.ours_ms = median_ms([&] { p.run(); });
-  // im2col: cols[(ci*K + ky)*K + kx][y*W + x] = padded input; then out (C, H*W) = w (C, C*K*K) @ cols.
-  std::vector<float> cols(size_t(C * K * K * H * W)), want(size_t(C * H * W));
+  // im2col: cols[(ci*K + ky)*K + kx][y*W + x] = padded input; then out (CO, H*W) = w (CO, CI*K*K) @ cols.
+  std::vector<float> cols(size_t(CI * K * K * H * W)), want(size_t(N * CO * H * W));
   auto baseline = [&] {
-    for (int64_t ci = 0; ci < C; ci++)
-      for (int64_t ky = 0; ky < K; ky++)
-        for (int64_t kx = 0; kx < K; kx++) {
-          float* row = cols.data() + ((ci * K + ky) * K + kx) * H * W;
-          for (int64_t y = 0; y < H; y++)
-            for (int64_t xx = 0; xx < W; xx++) {
-              int64_t iy = y + ky - 1, ix = xx + kx - 1;
-              row[y * W + xx] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? dx[size_t((ci * H + iy) * W + ix)] : 0.0f;
-            }
-        }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(C), int(H * W), int(C * K * K), 1.0f, dw.data(),
-                int(C * K * K), cols.data(), int(H * W), 0.0f, want.data(), int(H * W));
+    for (int64_t n = 0; n < N; n++) {
+      const float* img = dx.data() + n * CI * H * W;
+      for (int64_t ci = 0; ci < CI; ci++)
+        for (int64_t ky = 0; ky < K; ky++)
+          for (int64_t kx = 0; kx < K; kx++) {
+            float* row = cols.data() + ((ci * K + ky) * K + kx) * H * W;
+            for (int64_t y = 0; y < H; y++)
+              for (int64_t xx = 0; xx < W; xx++) {
+                int64_t iy = y + ky - 1, ix = xx + kx - 1;
+                row[y * W + xx] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? img[(ci * H + iy) * W + ix] : 0.0f;
+              }
+          }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(CO), int(H * W), int(CI * K * K), 1.0f, dw.data(),
+                  int(CI * K * K), cols.data(), int(H * W), 0.0f, want.data() + n * CO * H * W, int(H * W));
+    }
   };
   c.base_ms = median_ms(baseline);
+  c.gflop = 2.0 * double(N * CO * H * W) * double(CI * K * K) / 1e9;
   compare(c, p.output(), want, 1e-4);
   return c;
 }
@@ -328,8 +344,8 @@ int main(int argc, char** argv) {
     if (!selected(name)) return;
     try {
       Case c = fn();
-      std::printf("%-20s %12.3f %12.3f %8.2f%s\n", c.name.c_str(), c.ours_ms, c.base_ms, c.ours_ms / c.base_ms,
-                  c.ok ? "" : "   RESULT MISMATCH");
+      std::printf("%-20s %12.3f %12.3f %8.2f%s%s\n", c.name.c_str(), c.ours_ms, c.base_ms, c.ours_ms / c.base_ms,
+                  c.gflop > 0 ? cat_gflops(c).c_str() : "", c.ok ? "" : "   RESULT MISMATCH");
       std::fflush(stdout);
       cases.push_back(c);
     } catch (const std::exception& e) {
@@ -344,7 +360,10 @@ int main(int argc, char** argv) {
   run("matmul_1024", [] { return bench_matmul(1024); });
   run("matmul_2048", [] { return bench_matmul(2048); });
   run("softmax_4096x4096", bench_softmax);
-  run("conv2d_64x56x56", bench_conv);
+  run("conv2d_64x56x56", [] { return bench_conv("conv2d_64x56x56", 1, 64, 64, 56, 56); });
+  // the convolutions of a small CNN (batch 8): 3->16 at 32x32, 16->32 at 16x16
+  run("conv2d_cnn1_b8", [] { return bench_conv("conv2d_cnn1_b8", 8, 3, 16, 32, 32); });
+  run("conv2d_cnn2_b8", [] { return bench_conv("conv2d_cnn2_b8", 8, 16, 32, 16, 16); });
   run("cumsum_1M", bench_cumsum);
 
   std::printf("\n# cold compile (fresh runtime: nothing cached)\n");
