@@ -3,8 +3,10 @@
 //   stage        in                  out                               where
 //   check        tensor graph        (errors only)                     here
 //   schedule     tensor graph        kernels over buffers, in order    core/schedule (Callify, Rangeify, split)
-//   lower        kernel AST          Linear                            core/codegen (optimize, expand, reduce,
-//                                                                      isel, linearize)
+//   lower        kernel AST          Linear                            lower_kernel below, one line per stage:
+//                                                                      optimize (core/opt), expand, simplify,
+//                                                                      reduce, parallel, isel, linearize
+//                                                                      (core/codegen; opt builds on codegen)
 //   compile      Linear              compiled kernel                   the device's backend (render + compile)
 //   precompute   launch list         input-independent launches run    core/runtime/precompute.cpp
 //                                    once; what they wrote = constants
@@ -20,6 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/opt/opt.h"
 #include "core/runtime/precompute.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/tensor.h"
@@ -215,6 +218,49 @@ uint64_t program_key(uint64_t schedule_hash, const ComputeDevice& device, const 
 }
 
 }  // namespace
+
+// ---- lower: one kernel, stage by stage ------------------------------------------------------
+
+LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const LowerOptions& opts) {
+  check_kernel_ast(ast);
+  LoweredKernel k;
+  k.ast = ast;
+  k.target = target;
+  k.key = kernel_key(ast, target, opts);
+  // Each stage's time runs from the end of the one before (the hook's own time excluded).
+  auto t0 = std::chrono::steady_clock::now();
+  auto stage = [&](const char* name, const UOp* root) {
+    auto t1 = std::chrono::steady_clock::now();
+    if (std::string_view(name) != "ast")
+      k.stage_ms.emplace_back(name, std::chrono::duration<double, std::milli>(t1 - t0).count());
+    k.stages.emplace_back(name, root);
+    if (opts.on_stage) opts.on_stage(name, root);
+    t0 = std::chrono::steady_clock::now();
+  };
+  stage("ast", ast);
+  OptResult o = optimize_kernel(g, ast, target, opts);
+  stage("optimized", o.sink);
+  k.opts = o.applied;
+  k.name = kernel_name(o.sink);
+  const UOp* s = expand_kernel(g, o.sink);
+  stage("expanded", s);
+  if (opts.simplify) {
+    s = simplify_indices(g, s);
+    stage("simplified", s);
+  }
+  s = lower_reduces(g, s);
+  stage("reduce", s);
+  ParallelDims dims;
+  s = index_parallel_axes(g, s, target, &dims);
+  stage("parallel", s);
+  k.threads = dims.threads;
+  s = select_instructions(g, s, target);
+  stage("isel", s);
+  k.linear = linearize(g, s);
+  stage("linear", k.linear);
+  describe_lowered(k, target, dims);
+  return k;
+}
 
 std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<const UOp* const> outputs,
                                                std::shared_ptr<ComputeDevice> device, const CompileOptions& options) {

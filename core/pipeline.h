@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/codegen/codegen.h"
 #include "core/ir/graph.h"
 #include "core/runtime/program.h"
 #include "core/runtime/runtime.h"
@@ -43,6 +44,12 @@ struct CompileOptions {
 // The result is cached by the schedule's content hash, so the same program built again (on other
 // buffers, in another graph) compiles once. Throws sn::Error: InvalidArg for a bad graph,
 // Unsupported for what cannot be compiled (naming the dtype or op), ComputeDevice, Compile.
+// Lowers one kernel AST (Sink root, kernel IR) for the target, the per-kernel rows of the table: optimize
+// (core/opt), expand, simplify, reduce, parallel, isel, linearize (core/codegen); each stage timed and kept in
+// LoweredKernel::stages. Throws Error(InvalidArg) when the AST breaks the kernel IR contract, Error(Unsupported)
+// for what codegen cannot lower yet.
+LoweredKernel lower_kernel(Graph& g, const UOp* kernel_ast, const Target& target, const LowerOptions& opts = {});
+
 std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<const UOp* const> outputs,
                                                std::shared_ptr<ComputeDevice> device = nullptr,
                                                const CompileOptions& options = {});

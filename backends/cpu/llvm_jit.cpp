@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/pipeline.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"

@@ -2,13 +2,11 @@
 #include "core/codegen/codegen.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/codegen/kernel_util.h"
-#include "core/opt/opt.h"
 
 namespace sn {
 
@@ -38,6 +36,8 @@ bool kernel_ir_op(Op op) {
       return is_elementwise(op);
   }
 }
+
+}  // namespace
 
 // Checks the kernel IR contract of core/schedule/schedule.h.
 void check_kernel_ast(const UOp* ast) {
@@ -78,49 +78,6 @@ void check_kernel_ast(const UOp* ast) {
   }
 }
 
-std::string kernel_name(const UOp* sink) {
-  if (sink->holds<std::string>() && !sink->as<std::string>().empty()) return sink->as<std::string>();
-  std::vector<const UOp*> loops, reduces;
-  classify_ranges(sink, &loops, &reduces);
-  std::vector<std::pair<int, int64_t>> dims;  // (type rank, bound) in order
-  auto rank = [](AxisType t) {
-    switch (t) {
-      case AxisType::Thread:
-      case AxisType::Global:
-        return 0;
-      case AxisType::Local:
-        return 1;
-      case AxisType::Loop:
-        return 2;
-      case AxisType::GroupReduce:
-        return 3;
-      case AxisType::Reduce:
-        return 5;
-      case AxisType::Upcast:
-        return 4;
-      case AxisType::Unroll:
-        return 6;
-      default:
-        return 7;
-    }
-  };
-  std::vector<const UOp*> all = loops;
-  all.insert(all.end(), reduces.begin(), reduces.end());
-  std::stable_sort(all.begin(), all.end(), [&](const UOp* a, const UOp* b) {
-    int ra = rank(a->as<RangeArg>().type), rb = rank(b->as<RangeArg>().type);
-    if (ra != rb) return ra < rb;
-    return a->as<RangeArg>().id < b->as<RangeArg>().id;
-  });
-  std::string name = reduces.empty() ? "E" : "r";
-  for (const UOp* r : all) {
-    int64_t n = const_bound(r);
-    name += n >= 0 ? cat("_", n) : "_n";
-  }
-  return name;
-}
-
-}  // namespace
-
 uint64_t kernel_key(const UOp* ast, const Target& target, const LowerOptions& opts) {
   uint64_t h = hash_combine(ast->content_hash(), fnv1a(target.key()));
   h = hash_combine(h, uint64_t(opts.optimize) | uint64_t(opts.allow_threads) << 1 | uint64_t(bool(opts.opts)) << 2 |
@@ -130,44 +87,9 @@ uint64_t kernel_key(const UOp* ast, const Target& target, const LowerOptions& op
   return hash_combine(h, uint64_t(opts.min_ops_per_thread));
 }
 
-LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const LowerOptions& opts) {
-  check_kernel_ast(ast);
-  LoweredKernel k;
-  k.ast = ast;
-  k.target = target;
-  k.key = kernel_key(ast, target, opts);
-  // Each stage's time runs from the end of the one before (the hook's own time excluded).
-  auto t0 = std::chrono::steady_clock::now();
-  auto stage = [&](const char* name, const UOp* root) {
-    auto t1 = std::chrono::steady_clock::now();
-    if (std::string_view(name) != "ast")
-      k.stage_ms.emplace_back(name, std::chrono::duration<double, std::milli>(t1 - t0).count());
-    k.stages.emplace_back(name, root);
-    if (opts.on_stage) opts.on_stage(name, root);
-    t0 = std::chrono::steady_clock::now();
-  };
-  stage("ast", ast);
-  OptResult o = optimize_kernel(g, ast, target, opts);
-  stage("optimized", o.sink);
-  k.opts = o.applied;
-  k.name = kernel_name(o.sink);
-  const UOp* s = expand_kernel(g, o.sink);
-  stage("expanded", s);
-  if (opts.simplify) {
-    s = simplify_indices(g, s);
-    stage("simplified", s);
-  }
-  s = lower_reduces(g, s);
-  stage("reduce", s);
-  ParallelDims dims;
-  s = index_parallel_axes(g, s, target, &dims);
-  stage("parallel", s);
-  k.threads = dims.threads;
-  s = select_instructions(g, s, target);
-  stage("isel", s);
-  k.linear = linearize(g, s);
-  stage("linear", k.linear);
-
+// Fills what a backend and the runtime need from k.linear: params (slots, sizes, read/written), vars, GPU features,
+// the launch grid (from `dims`); checks the target's local memory.
+void describe_lowered(LoweredKernel& k, const Target& target, const ParallelDims& dims) {
   std::map<int64_t, KernelParam> params;
   std::map<std::string, KernelVar> vars;
   for (const UOp* u : k.linear->src()) {
@@ -209,7 +131,6 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
     k.dims.local[d] = dims.local[d];
     if (dims.global[d]) k.dims.global[d] = LaunchExpr::of(dims.global[d], k.vars);
   }
-  return k;
 }
 
 std::string linear_str(const UOp* linear) {

@@ -2,7 +2,8 @@
 // list of instructions in execution order, ready for a renderer.
 //
 // Stages (each a small set of rewrites; `LoweredKernel::stages` keeps the graph after each):
-//   optimize   core/opt: OptOps chosen by the target's heuristic (or forced): loop order (Swap),
+//   optimize   core/opt (which builds on codegen, never the reverse): OptOps chosen by the target's heuristic (or
+//   forced): loop order (Swap),
 //              UPCAST / UNROLL, THREAD on CPUs; GLOBAL grid, LOCAL and GROUP_REDUCE on GPUs
 //   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
 //              vector and masked loads); other UPCAST / UNROLL ranges become unrolled copies
@@ -55,7 +56,7 @@
 #include "core/codegen/launch.h"
 #include "core/codegen/target.h"
 #include "core/ir/graph.h"
-#include "core/opt/opt_op.h"
+#include "core/ir/opt_op.h"
 
 namespace sn {
 
@@ -88,10 +89,6 @@ struct LoweredKernel {
   std::vector<std::pair<std::string, double>> stage_ms;    // milliseconds each stage took, in order
 };
 
-// Lowers a kernel AST (Sink root, kernel IR) for the target. Throws Error(InvalidArg) when the
-// AST breaks the kernel IR contract, Error(Unsupported) for what codegen cannot lower yet.
-LoweredKernel lower_kernel(Graph& g, const UOp* kernel_ast, const Target& target, const LowerOptions& opts = {});
-
 // Cache key of lower_kernel(ast, target, opts) without lowering.
 uint64_t kernel_key(const UOp* kernel_ast, const Target& target, const LowerOptions& opts = {});
 
@@ -99,6 +96,9 @@ uint64_t kernel_key(const UOp* kernel_ast, const Target& target, const LowerOpti
 std::string linear_str(const UOp* linear);
 
 // ---- the stages, for tests and for other backends -----------------------------------------
+// (lower_kernel in core/pipeline.h runs them in order, after core/opt's optimize_kernel.)
+// Throws Error(InvalidArg) when `ast` breaks the kernel IR contract of core/schedule/schedule.h.
+void check_kernel_ast(const UOp* ast);
 // Each takes and returns a Sink.
 const UOp* expand_kernel(Graph& g, const UOp* sink);  // UPCAST/UNROLL copies and vector lanes
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
@@ -126,5 +126,7 @@ inline constexpr Op kTranscendentals[] = {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt,
 // polynomials and bit manipulation (see transcendental.cpp for the algorithms and accuracy).
 const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const Op> ops = kTranscendentals);
 const UOp* linearize(Graph& g, const UOp* sink);  // -> Linear
+// Fills k's params, vars, features and launch grid (from `dims`) from k.linear; checks the target's local memory.
+void describe_lowered(LoweredKernel& k, const Target& target, const ParallelDims& dims);
 
 }  // namespace sn

@@ -295,4 +295,45 @@ OptResult optimize_kernel(Graph& g, const UOp* sink, const Target& target, const
   return res;
 }
 
+std::string kernel_name(const UOp* sink) {
+  if (sink->holds<std::string>() && !sink->as<std::string>().empty()) return sink->as<std::string>();
+  std::vector<const UOp*> loops, reduces;
+  classify_ranges(sink, &loops, &reduces);
+  std::vector<std::pair<int, int64_t>> dims;  // (type rank, bound) in order
+  auto rank = [](AxisType t) {
+    switch (t) {
+      case AxisType::Thread:
+      case AxisType::Global:
+        return 0;
+      case AxisType::Local:
+        return 1;
+      case AxisType::Loop:
+        return 2;
+      case AxisType::GroupReduce:
+        return 3;
+      case AxisType::Reduce:
+        return 5;
+      case AxisType::Upcast:
+        return 4;
+      case AxisType::Unroll:
+        return 6;
+      default:
+        return 7;
+    }
+  };
+  std::vector<const UOp*> all = loops;
+  all.insert(all.end(), reduces.begin(), reduces.end());
+  std::stable_sort(all.begin(), all.end(), [&](const UOp* a, const UOp* b) {
+    int ra = rank(a->as<RangeArg>().type), rb = rank(b->as<RangeArg>().type);
+    if (ra != rb) return ra < rb;
+    return a->as<RangeArg>().id < b->as<RangeArg>().id;
+  });
+  std::string name = reduces.empty() ? "E" : "r";
+  for (const UOp* r : all) {
+    int64_t n = const_bound(r);
+    name += n >= 0 ? cat("_", n) : "_n";
+  }
+  return name;
+}
+
 }  // namespace sn

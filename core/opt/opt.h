@@ -1,4 +1,4 @@
-// Kernel optimization: the spec's OptOps (core/opt/opt_op.h) applied to a kernel AST, and the
+// Kernel optimization: the spec's OptOps (core/ir/opt_op.h) applied to a kernel AST, and the
 // hand-coded heuristics that choose them per target. Every choice a heuristic makes is an Opt, so
 // the list it returns replays exactly the same kernel (LowerOptions::opts).
 //
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/codegen/codegen.h"
+#include "core/ir/opt_op.h"
 
 namespace sn {
 
@@ -57,6 +58,10 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
 void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts);
 
 // ---- helpers for the heuristics ----------------------------------------------------------------
+
+// A readable kernel name from its ranges: "r_256_16" (reduce) or "E_4096" (elementwise), the bounds by axis
+// type (grid, local, loop, upcast, reduce, unroll), or the Sink's own name when it has one.
+std::string kernel_name(const UOp* sink);
 
 // Ranges closed by some Reduce (reduce axes) and the others (loop axes), both by id.
 void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vector<const UOp*>* reduces);

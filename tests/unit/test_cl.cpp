@@ -5,6 +5,7 @@
 
 #if SN_BACKEND_CPU && SN_BACKEND_CL
 #include "core/codegen/codegen.h"
+#include "core/pipeline.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "tests/unit/test_pipeline_util.h"

@@ -12,6 +12,7 @@
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
 #include "core/opt/opt.h"
+#include "core/pipeline.h"
 #include "core/runtime/thread_pool.h"
 #include "test_codegen_kernels.h"
 

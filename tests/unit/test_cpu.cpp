@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/pipeline.h"
 #include "test_codegen_kernels.h"
 
 namespace sn {

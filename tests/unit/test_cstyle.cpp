@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "backends/cstyle/cstyle.h"
+#include "core/pipeline.h"
 #include "core/schedule/schedule.h"
 #include "tests/unit/test_pipeline_util.h"
 #include "tests/util/ops_case.h"

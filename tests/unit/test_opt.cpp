@@ -4,6 +4,7 @@
 
 #include "core/codegen/codegen.h"
 #include "core/opt/opt.h"
+#include "core/pipeline.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"

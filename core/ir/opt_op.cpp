@@ -1,4 +1,4 @@
-#include "core/opt/opt_op.h"
+#include "core/ir/opt_op.h"
 
 #include <charconv>
 #include <vector>
