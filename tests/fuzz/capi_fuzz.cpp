@@ -664,8 +664,9 @@ void run(Bytes& in, State& st) {
   if (ni > 16 || no > 16) violation("program", "implausible input or output count");
   std::vector<sn_buffer*> ins, outs, made;
   for (size_t i = 0; i < ni; i++) {
-    sn_buffer* b = in.pick(8) ? make_buffer(in, st, p, false, i) : pick_from(in, st.buffers, st);
-    if (b && std::find(st.buffers.begin(), st.buffers.end(), b) == st.buffers.end()) made.push_back(b);
+    const bool fresh = in.pick(8) != 0;  // else one of the pool's (live, released or fake)
+    sn_buffer* b = fresh ? make_buffer(in, st, p, false, i) : pick_from(in, st.buffers, st);
+    if (fresh && b) made.push_back(b);
     ins.push_back(b);
     if (b && in.coin()) {  // contents: bytes from the input, some of the time the wrong size
       size_t nbytes = sn_buffer_nbytes(b, &e);
@@ -679,8 +680,9 @@ void run(Bytes& in, State& st) {
     }
   }
   for (size_t i = 0; i < no; i++) {
-    sn_buffer* b = in.pick(8) ? make_buffer(in, st, p, true, i) : pick_from(in, st.buffers, st);
-    if (b && std::find(st.buffers.begin(), st.buffers.end(), b) == st.buffers.end()) made.push_back(b);
+    const bool fresh = in.pick(8) != 0;
+    sn_buffer* b = fresh ? make_buffer(in, st, p, true, i) : pick_from(in, st.buffers, st);
+    if (fresh && b) made.push_back(b);
     outs.push_back(b);
   }
   // Sometimes too few or too many buffers.
