@@ -230,9 +230,15 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
   const std::string placeholder = "__sn_kernel__";
   std::string text = render_llvm_ir(k, placeholder);
   if (auto it = I.by_source.find(text); it != I.by_source.end()) {
+    // The same machine code, but this kernel's own description: the IR names no variable (they are slots of
+    // `vars`), so kernels over different variables can share code, never the names the launch binds.
+    auto alias = std::make_shared<CpuKernel>(*it->second);
+    alias->describe(k);
+    alias->compile_ms = 0;
+    alias->opt_ms = 0;
     I.stats.cache_hits++;
-    I.by_key[k.key] = it->second;
-    return it->second;
+    I.by_key[k.key] = alias;
+    return alias;
   }
   auto ck = std::make_shared<CpuKernel>();
   ck->describe(k);

@@ -8,6 +8,9 @@
 // plain replay driver (fuzz_replay.cpp) that runs the committed corpus in every ctest run, under gcc's ASan+UBSan
 // in CI.
 //
+// Every byte is read in a fixed order (never two reads in one call's arguments, whose order C++ leaves to the
+// compiler), so an input means the same calls to clang's libFuzzer build and to gcc's replay.
+//
 // Sizes are kept where a run finishes fast: dims are small (0..8) or huge (>= 2^40, so anything that allocates or
 // loops over them must be refused); a program whose tensors exceed 2^16 elements is compiled but never run.
 #include <algorithm>
@@ -206,15 +209,23 @@ void build_leaf(Bytes& in, State& st) {
     case 0:
     case 1: {
       auto d = in.dims();
-      add(st, got(sn_tensor_input(g, dtype(in), d.data(), d.size(), device_name(in), &e), e, in, "tensor_input"));
+      sn_dtype dt = dtype(in);
+      const char* dev = device_name(in);
+      add(st, got(sn_tensor_input(g, dt, d.data(), d.size(), dev, &e), e, in, "tensor_input"));
       break;
     }
-    case 2:
-      add(st, got(sn_uop_const_int(g, dtype(in), in.dim(), &e), e, in, "const_int"));
+    case 2: {
+      sn_dtype dt = dtype(in);
+      int64_t v = in.dim();
+      add(st, got(sn_uop_const_int(g, dt, v, &e), e, in, "const_int"));
       break;
-    case 3:
-      add(st, got(sn_uop_const_float(g, dtype(in), in.real(), &e), e, in, "const_float"));
+    }
+    case 3: {
+      sn_dtype dt = dtype(in);
+      double v = in.real();
+      add(st, got(sn_uop_const_float(g, dt, v, &e), e, in, "const_float"));
       break;
+    }
     case 4: {
       const char* names[] = {"n", "batch", "", nullptr};
       int64_t lo = in.dim(), hi = in.dim();
@@ -222,12 +233,18 @@ void build_leaf(Bytes& in, State& st) {
       break;
     }
     case 5: {
-      add(st, got(sn_uop_buffer(g, dtype(in), in.dim(), device_name(in), &e), e, in, "uop_buffer"));
+      sn_dtype dt = dtype(in);
+      int64_t size = in.dim();
+      const char* dev = device_name(in);
+      add(st, got(sn_uop_buffer(g, dt, size, dev, &e), e, in, "uop_buffer"));
       break;
     }
     case 6: {
       auto d = in.dims();
-      add(st, got(sn_uop_param(g, in.dim(), dtype(in), d.data(), d.size(), device_name(in), &e), e, in, "uop_param"));
+      int64_t slot = in.dim();
+      sn_dtype dt = dtype(in);
+      const char* dev = device_name(in);
+      add(st, got(sn_uop_param(g, slot, dt, d.data(), d.size(), dev, &e), e, in, "uop_param"));
       break;
     }
   }
@@ -237,24 +254,32 @@ void build_elementwise(Bytes& in, State& st) {
   sn_error* e = nullptr;
   sn_graph* g = graph(in, st);
   switch (in.pick(6)) {
-    case 0:
-      add(st, got(sn_uop_unary(g, any_op(in), uop(in, st), &e), e, in, "unary"));
+    case 0: {
+      sn_op op = any_op(in);
+      sn_uop* a = uop(in, st);
+      add(st, got(sn_uop_unary(g, op, a, &e), e, in, "unary"));
       break;
+    }
     case 1:
     case 2: {
       sn_uop* a = uop(in, st);
-      add(st, got(sn_uop_binary(g, any_op(in), a, uop(in, st), &e), e, in, "binary"));
+      sn_op op = any_op(in);
+      sn_uop* b = uop(in, st);
+      add(st, got(sn_uop_binary(g, op, a, b, &e), e, in, "binary"));
       break;
     }
     case 3: {
       sn_uop* a = uop(in, st);
       sn_uop* b = uop(in, st);
-      add(st, got(sn_uop_ternary(g, any_op(in), a, b, uop(in, st), &e), e, in, "ternary"));
+      sn_op op = any_op(in);
+      sn_uop* c = uop(in, st);
+      add(st, got(sn_uop_ternary(g, op, a, b, c, &e), e, in, "ternary"));
       break;
     }
     case 4: {
       auto v = uop_list(in, st, 4);
-      add(st, got(sn_uop_alu(g, any_op(in), v.data(), v.size(), &e), e, in, "alu"));
+      sn_op op = any_op(in);
+      add(st, got(sn_uop_alu(g, op, v.data(), v.size(), &e), e, in, "alu"));
       break;
     }
     case 5: {
@@ -330,8 +355,9 @@ void build_tensor(Bytes& in, State& st) {
     case 2: {
       int64_t d2[2] = {int64_t(1 + in.pick(3)), int64_t(1 + in.pick(3))};
       sn_uop* bias = in.coin() ? uop(in, st) : nullptr;
-      add(st,
-          got(sn_tensor_conv2d(g, x, y, bias, stride, pad, in.coin() ? d2 : nullptr, in.dim(), &e), e, in, "conv2d"));
+      const int64_t* dilation = in.coin() ? d2 : nullptr;
+      int64_t groups = in.dim();
+      add(st, got(sn_tensor_conv2d(g, x, y, bias, stride, pad, dilation, groups, &e), e, in, "conv2d"));
       break;
     }
     case 3:
@@ -348,7 +374,10 @@ void build_tensor(Bytes& in, State& st) {
       break;
     case 7: {
       sn_uop* b = in.coin() ? uop(in, st) : nullptr;
-      add(st, got(sn_tensor_layernorm(g, x, in.axis(), in.coin() ? y : nullptr, b, in.real(), &e), e, in, "layernorm"));
+      int64_t naxes = in.axis();
+      sn_uop* w = in.coin() ? y : nullptr;
+      double eps = in.real();
+      add(st, got(sn_tensor_layernorm(g, x, naxes, w, b, eps, &e), e, in, "layernorm"));
       break;
     }
     case 8:
@@ -372,9 +401,12 @@ void build_tensor(Bytes& in, State& st) {
     case 14:
       add(st, got(sn_tensor_cumsum(g, x, in.axis(), &e), e, in, "cumsum"));
       break;
-    case 15:
-      add(st, got(sn_tensor_argmax(g, x, in.axis(), in.coin(), &e), e, in, "argmax"));
+    case 15: {
+      int64_t axis = in.axis();
+      int keep = in.coin();
+      add(st, got(sn_tensor_argmax(g, x, axis, keep, &e), e, in, "argmax"));
       break;
+    }
     case 16: {
       auto v = uop_list(in, st, 4);
       add(st, got(sn_tensor_cat(g, v.data(), v.size(), in.axis(), &e), e, in, "cat"));
@@ -385,12 +417,18 @@ void build_tensor(Bytes& in, State& st) {
       add(st, got(sn_tensor_stack(g, v.data(), v.size(), in.axis(), &e), e, in, "stack"));
       break;
     }
-    case 18:
-      add(st, got(sn_tensor_one_hot(g, x, in.dim(), dtype(in), &e), e, in, "one_hot"));
+    case 18: {
+      int64_t n = in.dim();
+      sn_dtype dt = dtype(in);
+      add(st, got(sn_tensor_one_hot(g, x, n, dt, &e), e, in, "one_hot"));
       break;
-    case 19:
-      add(st, got(sn_tensor_arange(g, in.dim(), dtype(in), &e), e, in, "arange"));
+    }
+    case 19: {
+      int64_t n = in.dim();
+      sn_dtype dt = dtype(in);
+      add(st, got(sn_tensor_arange(g, n, dt, &e), e, in, "arange"));
       break;
+    }
     case 20:
       add(st, got(sn_tensor_gather(g, x, in.axis(), y, &e), e, in, "gather"));
       break;
@@ -415,7 +453,9 @@ void build_tensor(Bytes& in, State& st) {
     }
     case 24: {
       int64_t off = in.dim();
-      add(st, got(sn_tensor_slice(g, x, off, in.dim(), dtype(in), &e), e, in, "slice"));
+      int64_t size = in.dim();
+      sn_dtype dt = dtype(in);
+      add(st, got(sn_tensor_slice(g, x, off, size, dt, &e), e, in, "slice"));
       break;
     }
     case 25: {
@@ -602,6 +642,18 @@ void compile(Bytes& in, State& st) {
   // A program whose tensors are small may run. Compiling one over large, huge or symbolic sizes would run its
   // input-independent kernels (core/runtime/precompute.h) over those sizes: it compiles for the compile-only C
   // device instead, and is only queried.
+  if (std::getenv("SN_FUZZ_TRACE")) {  // what is compiled, to turn a failing input into a test
+    for (sn_uop* r : roots) {
+      sn_error* te = nullptr;
+      char* text = sn_uop_to_tree(r, &te);
+      std::fprintf(stderr, "compile root %p: %s\n", static_cast<void*>(r), text ? text : sn_error_message(te));
+      sn_string_free(text);
+      sn_error_free(te);
+    }
+  }
+  if (std::getenv("SN_FUZZ_TRACE"))
+    std::fprintf(stderr, "compile: %zu outputs, %zu inputs listed, %zu effects, graph %p\n", outs.size(),
+                 o.inputs ? o.ninputs : 0, o.effects ? o.neffects : 0, static_cast<void*>(g));
   const bool small = largest_tensor(roots) <= kRunLimit;
   sn_device* d = small ? device(in, st) : st.compile_only;
   if (d == nullptr) return;
@@ -723,7 +775,9 @@ void buffers(Bytes& in, State& st) {
     case 0: {
       auto d = in.dims(3);
       if (costly(d.data(), d.size())) break;
-      sn_buffer* b = got(sn_buffer_alloc(device(in, st), dtype(in), d.data(), d.size(), &e), e, in, "buffer_alloc");
+      sn_device* dev = device(in, st);
+      sn_dtype dt = dtype(in);
+      sn_buffer* b = got(sn_buffer_alloc(dev, dt, d.data(), d.size(), &e), e, in, "buffer_alloc");
       if (b) st.buffers.size() < 16 ? st.buffers.push_back(b) : sn_buffer_release(b);
       break;
     }
@@ -818,9 +872,9 @@ void query_uop(Bytes& in, State& st) {
       maybe(e, in, "uop_rank");
       int64_t v = 0;
       sn_uop* sym = nullptr;
-      if (status(sn_uop_dim(u, size_t(r < 0 ? 0 : r) + in.pick(2) - 1, &v, in.coin() ? &sym : nullptr, &e), e, in,
-                 "uop_dim") == SN_OK)
-        add(st, sym);
+      size_t index = size_t(r < 0 ? 0 : r) + in.pick(2) - 1;
+      sn_uop** symp = in.coin() ? &sym : nullptr;
+      if (status(sn_uop_dim(u, index, &v, symp, &e), e, in, "uop_dim") == SN_OK) add(st, sym);
       break;
     }
     case 4: {
@@ -902,8 +956,11 @@ void query_program(Bytes& in, State& st) {
       sn_dtype dt;
       int64_t shape[2];
       size_t nd;
-      (void)status(sn_program_input_info(p, in.pick(4), &dt, shape, in.pick(3), &nd, &e), e, in, "input_info");
-      (void)status(sn_program_output_info(p, in.pick(4), &dt, shape, in.pick(3), &nd, &e), e, in, "output_info");
+      size_t i = in.pick(4), cap = in.pick(3);
+      (void)status(sn_program_input_info(p, i, &dt, shape, cap, &nd, &e), e, in, "input_info");
+      i = in.pick(4);
+      cap = in.pick(3);
+      (void)status(sn_program_output_info(p, i, &dt, shape, cap, &nd, &e), e, in, "output_info");
       break;
     }
     case 5: {

@@ -537,6 +537,25 @@ TEST_F(PipelineTest, LoweringStagesAreTimed) {
             (std::vector<std::string>{"optimized", "expanded", "simplified", "reduce", "parallel", "isel", "linear"}));
 }
 
+// Two kernels that differ only in the variable they read render the same IR (variables are slots of the launch's
+// values): they may share machine code, never the description that names the variable (found by tests/fuzz).
+TEST_F(PipelineTest, KernelsOverDifferentVariablesShareCodeNotNames) {
+  for (const char* other : {"batch", "m"}) {
+    Graph g2;
+    const UOp* n = cast(g2, g2.var("n", 0, 0), dtypes::int32);
+    const UOp* b = cast(g2, g2.var(other, 0, 0), dtypes::int32);
+    auto p1 = compile_program(runtime(), g2, std::vector<const UOp*>{n, n});
+    auto p2 = compile_program(runtime(), g2, std::vector<const UOp*>{b, b});
+    ASSERT_EQ(p2->vars.size(), 1u);
+    EXPECT_EQ(p2->vars[0].name, other);
+    for (const Launch& l : p2->launches)
+      for (const KernelVar& v : l.kernel->vars) EXPECT_EQ(v.name, other);
+    std::vector<std::shared_ptr<Buffer>> outs{p2->allocate_output(0), p2->allocate_output(1)};
+    std::vector<std::pair<std::string, int64_t>> vars{{other, 0}};
+    p2->run({}, outs, vars);
+  }
+}
+
 TEST_F(PipelineTest, InputOrderFollowsCreationOrListing) {
   const UOp* a = input(g, dtypes::float32, {3});
   const UOp* b = input(g, dtypes::int32, {2, 3});
