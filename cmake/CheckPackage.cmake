@@ -1,5 +1,5 @@
 # ctest script: install the build into a staging prefix, then build C programs against the INSTALLED package
-# twice -- once with pkg-config (what cgo and build.rs use) and once with find_package(Sinter) -- and run them.
+# twice -- once with pkg-config (what the Rust binding's build.rs uses) and once with find_package(Sinter) -- and run them.
 # Catches a header that is not installed, a wrong export set, a broken .pc file or a missing SONAME link.
 #
 #   cmake -DBUILD_DIR=<build> -DWORK_DIR=<scratch> -DCC=<c compiler> -DPKG_CONFIG=<pkg-config>

@@ -1,5 +1,5 @@
 # Install rules for libsinter: the shared library (with its SONAME symlinks), the public headers,
-# a CMake package (Sinter::sinter) and a pkg-config file (sinter.pc, used by cgo and build.rs).
+# a CMake package (Sinter::sinter) and a pkg-config file (sinter.pc, also used by the Rust binding's build.rs).
 # Nothing else is installed: sinter_core is an implementation detail linked into libsinter.so.
 include(CMakePackageConfigHelpers)
 

@@ -1,7 +1,6 @@
 package sinter
 
 /*
-#cgo pkg-config: sinter
 #include <stdlib.h>
 #include <sinter/sinter.h>
 */

@@ -16,7 +16,9 @@
  * at the end pass its fixed fields as a long[12] (order in org.sinter.Arg) and its arrays separately.
  * Likewise snj_compile takes sn_compile_options as plain arguments, and the typed snj_buffer_copy_* helpers
  * replace the void* copies. Not wrapped: the dlopen function table (sn_api, sn_get_api) and raw host pointers,
- * which a JVM has no use for, DLPack (sinter_dlpack.h), and the last-error functions, which exceptions replace.
+ * which a JVM has no use for, and the last-error functions, which exceptions replace.
+ * DLPack (sinter_dlpack.h): a sn_dlpack_tensor* is a long like the handles; the snj_dlpack_* helpers read its
+ * fields and call its deleter, so the facade (org.sinter.DLPackTensor) needs no struct wrappers.
  */
 %module(jniclassname="SinterNativeJNI") SinterNative
 
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sinter/sinter.h>
+#include <sinter/sinter_dlpack.h>
 
 /* Throws org.sinter.SinterException(int code, String message) for `e` and frees it. Leaves any exception that
    is already pending (e.g. an OutOfMemoryError from an argument conversion) in place. */
@@ -55,8 +58,9 @@ static int snj_arg_get(const sn_uop *uop, sn_arg *a, sn_error **err) {
 
 %pragma(java) jniclasscode=%{
   static {
-    // libsinterjni.so (this glue) links libsinter.so; -Djava.library.path must name its directory.
-    System.loadLibrary("sinterjni");
+    // libsinterjni.so (this glue, which links libsinter.so.0) from java.library.path, $SINTER_LIB_DIR, beside
+    // sinter.jar or the installed lib directory: see NativeLibrary.
+    NativeLibrary.load();
   }
 %}
 
@@ -94,6 +98,7 @@ SN_HANDLE(sn_uop)
 SN_HANDLE(sn_device)
 SN_HANDLE(sn_buffer)
 SN_HANDLE(sn_program)
+SN_HANDLE(sn_dlpack_tensor)
 
 /* ---- int64 arrays (shapes, axes, offsets) as long[] ---- */
 %typemap(jni) const int64_t * "jlongArray"
@@ -336,6 +341,50 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_get_api_fn;
 
 %include <sinter/sinter.h>
+
+/* ---- DLPack: the two functions and the constants; the structs are read by snj_dlpack_* below ---- */
+%javaconst(0) SN_DLPACK_FLAG_READ_ONLY; /* "1u" */
+%javaconst(0) SN_DLPACK_FLAG_IS_COPIED;
+%ignore sn_dlpack_version;
+%ignore sn_dlpack_device;
+%ignore sn_dlpack_dtype;
+%ignore sn_dlpack_dl_tensor;
+%ignore sn_dlpack_tensor;
+%include <sinter/sinter_dlpack.h>
+
+%inline %{
+/* The fixed fields of a DLPack tensor, in this order: version major, version minor, data, byte_offset, ndim,
+   dtype code, dtype bits, dtype lanes, device type, device id, flags, and 1 when strides is not NULL. */
+void snj_dlpack_fields(const sn_dlpack_tensor *t, int64_t *fields12) {
+  if (t == NULL) return;
+  fields12[0] = t->version.major;
+  fields12[1] = t->version.minor;
+  fields12[2] = (int64_t)(intptr_t)t->dl_tensor.data;
+  fields12[3] = (int64_t)t->dl_tensor.byte_offset;
+  fields12[4] = t->dl_tensor.ndim;
+  fields12[5] = t->dl_tensor.dtype.code;
+  fields12[6] = t->dl_tensor.dtype.bits;
+  fields12[7] = t->dl_tensor.dtype.lanes;
+  fields12[8] = t->dl_tensor.device.device_type;
+  fields12[9] = t->dl_tensor.device.device_id;
+  fields12[10] = (int64_t)t->flags;
+  fields12[11] = t->dl_tensor.strides != NULL;
+}
+
+/* shape (strides = 0) or strides (strides = 1) into out_data[out_count], out_count = ndim. */
+void snj_dlpack_dims(const sn_dlpack_tensor *t, int strides, int64_t *out_data, size_t out_count) {
+  const int64_t *src;
+  size_t i;
+  if (t == NULL || t->dl_tensor.ndim < 0) return;
+  src = strides ? t->dl_tensor.strides : t->dl_tensor.shape;
+  for (i = 0; src != NULL && i < out_count && i < (size_t)t->dl_tensor.ndim; i++) out_data[i] = src[i];
+}
+
+/* Calls the tensor's deleter (DLPack: its owner does, exactly once; a NULL deleter frees nothing). */
+void snj_dlpack_delete(sn_dlpack_tensor *t) {
+  if (t != NULL && t->deleter != NULL) t->deleter(t);
+}
+%}
 
 /* ---- sn_arg through flat fields: fields / fields12 = {kind, int_value, nints, dtype, reduce_op, str_len, id,
    axis_type, addrspace, size, min, max} ---- */

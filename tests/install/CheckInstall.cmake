@@ -6,6 +6,7 @@ foreach(_v BUILD_DIR WORK_DIR LIBDIR INCLUDEDIR VERSION SOVERSION CC PKG_CONFIG 
   endif()
 endforeach()
 string(REPLACE "|" ";" EXTRA_FLAGS "${EXTRA_FLAGS}")
+string(REPLACE "|" ";" JAVA_FILES "${JAVA_FILES}") # the Java binding's (component java), when it is built
 
 function(sn_run out_var)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
@@ -30,7 +31,7 @@ set(_expected
   "${LIBDIR}/pkgconfig/sinter.pc"
   "${LIBDIR}/cmake/Sinter/SinterConfig.cmake" "${LIBDIR}/cmake/Sinter/SinterConfigVersion.cmake"
   "${LIBDIR}/cmake/Sinter/SinterTargets.cmake")
-list(APPEND _expected ${_public_headers})
+list(APPEND _expected ${_public_headers} ${JAVA_FILES})
 if(NOT "${INCLUDEDIR}/sinter/sinter.h" IN_LIST _files)
   message(FATAL_ERROR "sinter/sinter.h is not installed under ${INCLUDEDIR}")
 endif()
@@ -72,7 +73,13 @@ sn_run(_dyn "${READELF}" -d "${_lib}/libsinter.so.${VERSION}")
 if(NOT _dyn MATCHES "\\(SONAME\\)[^\n]*\\[libsinter\\.so\\.${SOVERSION}\\]")
   message(FATAL_ERROR "installed library has the wrong SONAME:\n${_dyn}")
 endif()
-string(REGEX MATCH "\\((RPATH|RUNPATH)\\)[^\n]*" _rpath "${_dyn}")
+foreach(_so IN LISTS JAVA_FILES)
+  if(_so MATCHES "\\.so$")
+    sn_run(_sodyn "${READELF}" -d "${_stage}/${_so}")
+    string(APPEND _dyn "${_sodyn}")
+  endif()
+endforeach()
+string(REGEX MATCHALL "\\((RPATH|RUNPATH)\\)[^\n]*" _rpath "${_dyn}")
 if(_rpath MATCHES "${BUILD_DIR}")
   message(FATAL_ERROR "installed library still points into the build tree: ${_rpath}")
 endif()

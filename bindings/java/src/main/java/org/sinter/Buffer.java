@@ -207,6 +207,19 @@ public final class Buffer implements AutoCloseable {
     }
   }
 
+  /**
+   * Exports this buffer as a DLPack tensor without copying: its data is this buffer's memory, which it keeps alive
+   * until the tensor is closed (its deleter runs), even after this buffer is closed. Only buffers in host memory
+   * (the CPU device); others throw SinterException(UNSUPPORTED).
+   */
+  public DLPackTensor toDLPack() {
+    try {
+      return new DLPackTensor(SinterNative.sn_buffer_to_dlpack(ptr()));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
   /** Releases the buffer. Idempotent. */
   @Override
   public void close() {

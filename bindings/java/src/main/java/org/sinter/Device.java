@@ -72,6 +72,22 @@ public final class Device implements AutoCloseable {
     return fill(b, () -> b.copyFrom(data));
   }
 
+  /**
+   * Imports a DLPack tensor as a buffer on this (CPU) device. A writable tensor with compact row-major strides and
+   * element-aligned data becomes the buffer without copying: the buffer owns the tensor and calls its deleter when
+   * the buffer and its views are released. Other tensors (strided, read-only) are copied, and their deleter runs
+   * before this returns. Either way {@code tensor} is closed afterwards. On failure (SinterException: UNSUPPORTED
+   * for a dtype Sinter lacks, VERSION for a tensor that is not DLPack 1.x, ...) the tensor still owns it.
+   */
+  public Buffer fromDLPack(DLPackTensor tensor) {
+    if (tensor == null) throw new IllegalArgumentException("tensor is null");
+    try {
+      return new Buffer(tensor.consume(t -> SinterNative.sn_buffer_from_dlpack(ptr(), t)));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
   private static Buffer fill(Buffer b, Runnable copy) {
     try {
       copy.run();
