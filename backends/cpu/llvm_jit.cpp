@@ -101,6 +101,8 @@ Target host_cpu_target() {
   t.has_threads = true;
   t.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   t.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
+  const bool x86 = llvm::Triple(t.triple).isX86();
+  t.vector_registers = x86 && !has("avx512f") ? 16 : 32;
   // glibc's vector math library: the JIT resolves its symbols once it is loaded.
   static const bool libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
   if (libmvec && has("avx512f"))

@@ -46,6 +46,9 @@ struct Target {
   // Widest SIMD register in bits: vector lanes of UPCAST/UNROLL axes become vector values up to
   // this width. 0: the renderer has no vector types, isel splits every vector into scalars.
   int vector_bits = 0;
+  // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
+  // accumulators within half of them, so operands and addresses never spill.
+  int vector_registers = 32;
   // One bit per Scalar kind the target can store and compute (f16/bf16/fp8 math runs in float32
   // on every target; isel rounds after each op). Index is always supported.
   uint32_t dtypes = ~0u;

@@ -116,7 +116,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //    The innermost output axis, when loads walk it contiguously, becomes vector lanes (two
   //    vector registers wide when it divides); then the output axis whose copies share the most
   //    load work (a vector load counts as a vector's worth) is unrolled, keeping the
-  //    accumulators within 16 vector registers (half the AVX-512 file: the rest hold operands).
+  //    accumulators within half the vector register file (8 of AVX2's 16, 16 of AVX-512's 32: the
+  //    rest hold operands; 16 accumulators on AVX2 spilled, a small CNN's convolutions ran 2x slower).
   bool inner_upcast = false;  // the innermost loop axis got an UPCAST
   if (!reduces.empty() && nloops > 0) {
     topo = toposort(k.sink);
@@ -179,7 +180,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (score > best_score) best = r, best_score = score, best_pos = pos;
     }
     if (best) {
-      int64_t limit = std::max<int64_t>(1, 16 / vregs);
+      int64_t limit = std::max<int64_t>(1, target.vector_registers / 2 / vregs);
       int64_t n = const_bound(best);
       int64_t amt = 0;
       for (int64_t c : {8, 4, 2})
