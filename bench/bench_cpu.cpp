@@ -17,7 +17,7 @@
 //   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
 //   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
 //   cumsum_1M         inclusive prefix sum of     a sequential C++ loop (one thread: a scan does not split
-//                     1,000,000 f32               without extra passes); ours is the scan in blocks
+//                     1,000,000 f32               without extra passes); ours is the scan in blocks (of 4, then 16)
 // Each result is checked against its baseline's (a wrong fast kernel is not a result).
 //   bench_cpu [filter]    runs only the cases whose name contains `filter`
 #include <cblas.h>

@@ -116,16 +116,24 @@ const UOp* window_prefix_sum_last(Graph& g, const UOp* x) {
   return reshape(g, t, s);
 }
 
-// Rows up to this long take the window form directly; longer ones are scanned in blocks of it.
-constexpr int64_t kScanBlock = 16;
+// Rows up to this long take the window form directly; longer ones are scanned in blocks.
+constexpr int64_t kScanDirect = 16;
+// The window form costs b adds per element inside a block of b, and the last kernel of a level touches every
+// element of it: levels of many elements take blocks of 4 (a quarter of the adds of 16: 1,000,000 f32 ran ~2.5x
+// faster), small ones blocks of 16 (fewer levels, so fewer kernels to compile and launch).
+constexpr int64_t kScanSmallBlock = 4, kScanLargeBlock = 16;
+constexpr int64_t kScanManyElements = int64_t(1) << 14;
 
-// Inclusive prefix sum along the last axis in O(n log n) work: cut the row into blocks of kScanBlock (the tail
-// padded with zeros), scan inside each block with the window form, scan the blocks' totals the same way
-// (recursively: log_B n levels), and add to each block the total of the blocks before it.
+// Inclusive prefix sum along the last axis: cut the row into blocks of b (the tail padded with zeros), scan inside
+// each block with the window form, scan the blocks' totals the same way (recursively: log_4 levels while they are
+// large, log_16 after), and add to each block the total of the blocks before it. Each level is b times smaller
+// than the one below, so the work is O(b n) in all; each level costs two kernels (its blocks' totals, and its
+// scan: the carries materialized for the level below, or the output): 1,000,000 elements take 6 levels, 12 kernels.
 const UOp* prefix_sum_last(Graph& g, const UOp* x) {
   Dims s = static_shape(x);
-  const int64_t n = s.back(), b = kScanBlock;
-  if (n <= b) return window_prefix_sum_last(g, x);
+  const int64_t n = s.back();
+  if (n <= kScanDirect) return window_prefix_sum_last(g, x);
+  const int64_t b = numel(s, "cumsum") > kScanManyElements ? kScanSmallBlock : kScanLargeBlock;
   const size_t last = s.size() - 1;
   Dims pre(s.begin(), s.end() - 1);
   auto with = [&](std::initializer_list<int64_t> tail) {
