@@ -52,18 +52,21 @@ std::vector<BenchCase> cases() {
          return {add(g, input(g, f32, {4096, 4096}), input(g, f32, {4096, 4096}))};
        }},
       {"sum_4096x4096",
-       [f32](Graph& g) -> std::vector<const UOp*> { return {reduce(g, input(g, f32, {4096, 4096}), Op::Add, {0, 1})}; }},
+       [f32](Graph& g) -> std::vector<const UOp*> {
+         return {reduce(g, input(g, f32, {4096, 4096}), Op::Add, {0, 1})};
+       }},
       {"matmul_1024",
        [f32](Graph& g) -> std::vector<const UOp*> {
          return {gemm(g, input(g, f32, {1024, 1024}), input(g, f32, {1024, 1024}))};
        }},
       {"softmax_4096x4096",
-       [f32](Graph& g) -> std::vector<const UOp*> { return {softmax(g, input(g, f32, {4096, 4096}), 1)}; }},
+       [f32](Graph& g) -> std::vector<const UOp*> {
+         return {softmax(g, input(g, f32, {4096, 4096}), 1)};
+       }},
       {"conv2d_64x56x56", conv(1, 64, 64, 56, 56)},
       {"conv2d_cnn1_b8", conv(8, 3, 16, 32, 32)},
       {"conv2d_cnn2_b8", conv(8, 16, 32, 16, 16)},
-      {"cumsum_1M",
-       [f32](Graph& g) -> std::vector<const UOp*> { return {cumsum(g, input(g, f32, {1000000}), 0)}; }},
+      {"cumsum_1M", [f32](Graph& g) -> std::vector<const UOp*> { return {cumsum(g, input(g, f32, {1000000}), 0)}; }},
   };
 }
 
@@ -83,7 +86,8 @@ int child() {
       auto kernel = compiler.compile_ast(g, s.kernels[k].ast);
       double ms = ms_since(t);
       bool from_disk = compiler.stats().disk_hits > disk_before;
-      std::printf("K %s %zu %s %.3f %s\n", c.name.c_str(), k, kernel->name.c_str(), ms, from_disk ? "disk" : "compiled");
+      std::printf("K %s %zu %s %.3f %s\n", c.name.c_str(), k, kernel->name.c_str(), ms,
+                  from_disk ? "disk" : "compiled");
     }
   }
   return 0;
@@ -155,8 +159,8 @@ int main(int argc, char** argv) {
     n++;
     from_disk += b.how == "disk";
   }
-  std::printf("\n%-20s %3zu %-28s %10.3f %10.3f %8.1f\n", "mean per kernel", n, "", sum1 / double(n),
-              sum2 / double(n), sum2 > 0 ? sum1 / sum2 : 0.0);
+  std::printf("\n%-20s %3zu %-28s %10.3f %10.3f %8.1f\n", "mean per kernel", n, "", sum1 / double(n), sum2 / double(n),
+              sum2 > 0 ? sum1 / sum2 : 0.0);
   std::printf("# process 2: %zu of %zu kernels from disk, max %.3f ms; target <= 1 ms per kernel: %s\n", from_disk, n,
               max2, sum2 / double(n) <= 1.0 ? "met" : "NOT met");
   std::printf("# cache.db: %.1f KiB\n", double(db_bytes) / 1024.0);

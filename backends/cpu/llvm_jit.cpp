@@ -28,13 +28,13 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -124,8 +124,8 @@ constexpr char kPayloadMagic[4] = {'S', 'N', 'K', 'C'};
 
 // The full identity of a cached kernel, and the short key it is stored under.
 std::string disk_identity(uint64_t key, const std::string& target_key) {
-  return cat("cpu-kernel|format ", kPayloadFormat, "|sinter ", disk_cache_version(), "|llvm ", LLVM_VERSION_STRING,
-             "|", target_key, "|", hex64(key));
+  return cat("cpu-kernel|format ", kPayloadFormat, "|sinter ", disk_cache_version(), "|llvm ", LLVM_VERSION_STRING, "|",
+             target_key, "|", hex64(key));
 }
 std::string disk_key(const std::string& identity, uint64_t key) {
   return cat("cpu/", kPayloadFormat, "/", disk_cache_version(), "/", hex64(fnv1a(identity)), "/", hex64(key));
@@ -337,9 +337,9 @@ struct CpuCompiler::Impl {
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
   uint64_t counter = 0;
-  std::shared_ptr<DiskCache> disk;        // the process's cache, as the environment said when made
-  std::string target_key;                 // target.key()
-  std::unordered_set<std::string> symbols;  // entry points added to the JIT (or tried)
+  std::shared_ptr<DiskCache> disk;           // the process's cache, as the environment said when made
+  std::string target_key;                    // target.key()
+  std::unordered_set<std::string> symbols;   // entry points added to the JIT (or tried)
   std::unordered_set<uint64_t> disk_missed;  // keys not usable on disk: find() then compile() ask once
 
   explicit Impl(int threads) : pool(threads), disk(disk_cache()) {

@@ -69,8 +69,8 @@ bool DiskCache::open_locked() {
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   for (int attempt = 0; attempt < 2; attempt++) {
-    int rc = sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
+    int rc =
+        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       note(path_, "open", db_, rc);
       close_locked();
@@ -193,7 +193,7 @@ std::string build_identity() {
   dl_iterate_phdr(find_build_id, &s);
   if (!s.id.empty()) return "build." + s.id;
   Dl_info info{};
-  struct stat st{};
+  struct stat st {};
   if (dladdr(reinterpret_cast<void*>(&build_identity), &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
     return "file." + std::to_string(st.st_size) + "." + std::to_string(st.st_mtime);
   return "unknown";
