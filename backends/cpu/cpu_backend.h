@@ -30,7 +30,7 @@ Target host_cpu_target();
 // compile_ms LLVM's parse + optimize + codegen time.
 struct CpuKernel final : DeviceKernel {
   using Fn = void (*)(void* const* bufs, const int64_t* vars, int64_t core_id, int64_t ncores);
-  std::string symbol;  // unique entry point in the JIT
+  std::string symbol;  // entry point in the JIT: sanitized name + key in hex (the same in every process)
   Fn fn = nullptr;
   double opt_ms = 0;  // of compile_ms, the optimization pipeline
 };
@@ -39,10 +39,12 @@ struct CpuCompilerStats {
   uint64_t compiled = 0;    // kernels given to LLVM
   uint64_t cache_hits = 0;  // compile()/compile_ast() answered from the cache
   double compile_ms = 0;    // total LLVM time
+  uint64_t disk_hits = 0;   // kernels linked from the disk cache instead (not counted in `compiled`)
 };
 
 // One LLJIT; compile() is thread-safe (compiles are serialized) and caches kernels by their
-// AST key and by their IR text.
+// AST key and by their IR text, and on disk (core/runtime/disk_cache.h: object files by AST key;
+// find() and compile() link a kernel found there instead of compiling it).
 class CpuCompiler {
  public:
   // threads: width of the thread pool and of THREAD splits (0 = all cores).

@@ -46,7 +46,7 @@ class CpuDevice final : public ComputeDevice {
 
   Stats stats() const override {
     CpuCompilerStats s = compiler_->stats();
-    return Stats{s.compiled, s.cache_hits, s.compile_ms};
+    return Stats{s.compiled, s.cache_hits, s.compile_ms, s.disk_hits};
   }
 
  private:

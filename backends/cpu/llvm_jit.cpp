@@ -1,29 +1,42 @@
 // CpuCompiler: ORC LLJIT for the host CPU. The only translation unit that includes LLVM headers
 // (they are slow to compile). Each kernel: fresh LLVMContext, parse the rendered IR, run the O3
-// pipeline (loop + SLP vectorization, host TargetTransformInfo), add to the one JITDylib, look
-// up the entry point. libm/libc symbols (exp2f, sinf, powf, memset, ...) resolve from the process.
+// pipeline (loop + SLP vectorization, host TargetTransformInfo), emit an object file with the
+// TargetMachine, add it to the one JITDylib, look up the entry point. libm/libc symbols (exp2f,
+// sinf, powf, memset, ...) resolve from the process.
+//
+// The disk cache (core/runtime/disk_cache.h) keeps each object file with the kernel's description,
+// so another process links it instead of compiling: see "disk payload" below.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/pipeline.h"
+#include "core/runtime/disk_cache.h"
+#include "core/runtime/runtime.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
@@ -84,6 +97,198 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// ---- disk payload -------------------------------------------------------------------------------
+// One cached kernel, stored under disk_key() (kernel key, target key, Sinter + LLVM version, format):
+//   "SNKC" | u32 format | str full key | str name | str symbol | str source
+//   | u32 n x param {i64 slot, u8 scalar, u16 lanes, u8 ptr, u8 addrspace, i64 size, u8 read, u8 written}
+//   | u32 n x var {str name, i64 min, i64 max} | i64 threads | 3 x i64 global | 3 x i64 local
+//   | features {u8 local_axes, u8 group_reduce, i64 local_bytes, i32 barriers, i32 gated_blocks}
+//   | u32 n x opt {u8 op, i64 axis, i64 amount, u8 type, u8 top} | str object file | u64 FNV-1a of all before
+// Integers little-endian (the host's: a payload never leaves its target), str = u32 length + bytes.
+// The full key inside guards against a collision of the hashed key. Any payload that does not parse
+// exactly is a miss: the kernel is compiled and the entry replaced.
+constexpr uint32_t kPayloadFormat = 1;
+constexpr char kPayloadMagic[4] = {'S', 'N', 'K', 'C'};
+
+// The full identity of a cached kernel, and the short key it is stored under.
+std::string disk_identity(uint64_t key, const std::string& target_key) {
+  return cat("cpu-kernel|format ", kPayloadFormat, "|sinter ", disk_cache_version(), "|llvm ", LLVM_VERSION_STRING, "|",
+             target_key, "|", hex64(key));
+}
+std::string disk_key(const std::string& identity, uint64_t key) {
+  return cat("cpu/", kPayloadFormat, "/", disk_cache_version(), "/", hex64(fnv1a(identity)), "/", hex64(key));
+}
+
+// Why a disk entry was not used (SN_DEBUG >= 2).
+void disk_note(const std::string& what) {
+  static const int level = debug_level_from_env();
+  if (level >= 2) std::fprintf(stderr, "sinter: disk cache: %s\n", what.c_str());
+}
+
+struct Writer {
+  std::string out;
+  template <class T>
+  void pod(T v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(std::string_view s) {
+    pod(uint32_t(s.size()));
+    out.append(s);
+  }
+};
+
+struct Reader {
+  std::string_view in;
+  bool ok = true;
+  template <class T>
+  T pod() {
+    T v{};
+    if (!ok || in.size() < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, in.data(), sizeof v);
+    in.remove_prefix(sizeof v);
+    return v;
+  }
+  std::string str() {
+    auto n = pod<uint32_t>();
+    if (!ok || in.size() < n) {
+      ok = false;
+      return {};
+    }
+    std::string s(in.substr(0, n));
+    in.remove_prefix(n);
+    return s;
+  }
+  // A count of items of at least `min_bytes` each that the rest can hold.
+  uint32_t count(size_t min_bytes) {
+    auto n = pod<uint32_t>();
+    if (ok && size_t(n) * min_bytes > in.size()) ok = false;
+    return ok ? n : 0;
+  }
+};
+
+std::optional<std::string> encode_payload(const CpuKernel& k, const std::string& identity, std::string_view object) {
+  for (const LaunchExpr& e : k.dims.global)
+    if (!e.is_const()) return std::nullopt;  // a grid that follows a variable (none on the CPU today)
+  Writer w;
+  w.out.append(kPayloadMagic, 4);
+  w.pod(kPayloadFormat);
+  w.str(identity);
+  w.str(k.name);
+  w.str(k.symbol);
+  w.str(k.source);
+  w.pod(uint32_t(k.params.size()));
+  for (const KernelParam& p : k.params) {
+    w.pod(p.slot);
+    w.pod(uint8_t(p.dtype.scalar));
+    w.pod(uint16_t(p.dtype.lanes));
+    w.pod(uint8_t(p.dtype.ptr));
+    w.pod(uint8_t(p.dtype.addrspace));
+    w.pod(p.size);
+    w.pod(uint8_t(p.read));
+    w.pod(uint8_t(p.written));
+  }
+  w.pod(uint32_t(k.vars.size()));
+  for (const KernelVar& v : k.vars) {
+    w.str(v.name);
+    w.pod(v.min);
+    w.pod(v.max);
+  }
+  w.pod(k.threads);
+  for (const LaunchExpr& e : k.dims.global) w.pod(e.eval(nullptr));
+  for (int64_t l : k.dims.local) w.pod(l);
+  w.pod(uint8_t(k.features.local_axes));
+  w.pod(uint8_t(k.features.group_reduce));
+  w.pod(k.features.local_bytes);
+  w.pod(int32_t(k.features.barriers));
+  w.pod(int32_t(k.features.gated_blocks));
+  w.pod(uint32_t(k.opts.size()));
+  for (const Opt& o : k.opts) {
+    w.pod(uint8_t(o.op));
+    w.pod(o.axis);
+    w.pod(o.amount);
+    w.pod(uint8_t(o.type));
+    w.pod(uint8_t(o.top));
+  }
+  w.str(object);
+  w.pod(fnv1a(w.out));
+  return std::move(w.out);
+}
+
+// The kernel (without fn) and its object file, or nullopt when `bytes` is not a payload for `identity`.
+std::optional<std::pair<CpuKernel, std::string>> decode_payload(std::string_view bytes, const std::string& identity) {
+  if (bytes.size() < 4 + 4 + 8 || std::memcmp(bytes.data(), kPayloadMagic, 4) != 0) return std::nullopt;
+  std::string_view body = bytes.substr(0, bytes.size() - 8);
+  uint64_t sum;
+  std::memcpy(&sum, bytes.data() + body.size(), 8);
+  if (sum != fnv1a(body)) return std::nullopt;
+  Reader r{body.substr(4)};
+  std::pair<CpuKernel, std::string> out;
+  CpuKernel& k = out.first;
+  if (r.pod<uint32_t>() != kPayloadFormat || r.str() != identity || !r.ok) return std::nullopt;
+  k.name = r.str();
+  k.symbol = r.str();
+  k.source = r.str();
+  for (uint32_t i = 0, n = r.count(8 + 5 + 8 + 2); i < n && r.ok; i++) {
+    KernelParam p;
+    p.slot = r.pod<int64_t>();
+    auto scalar = r.pod<uint8_t>();
+    auto lanes = r.pod<uint16_t>();
+    auto ptr = r.pod<uint8_t>();
+    auto space = r.pod<uint8_t>();
+    if (scalar >= uint8_t(Scalar::Count_) || space > uint8_t(AddrSpace::Reg) || ptr > 1) return std::nullopt;
+    p.dtype = DType(Scalar(scalar), lanes, ptr != 0, AddrSpace(space));
+    p.size = r.pod<int64_t>();
+    p.read = r.pod<uint8_t>() != 0;
+    p.written = r.pod<uint8_t>() != 0;
+    k.params.push_back(p);
+  }
+  for (uint32_t i = 0, n = r.count(4 + 16); i < n && r.ok; i++) {
+    KernelVar v;
+    v.name = r.str();
+    v.min = r.pod<int64_t>();
+    v.max = r.pod<int64_t>();
+    k.vars.push_back(std::move(v));
+  }
+  k.threads = r.pod<int64_t>();
+  for (LaunchExpr& e : k.dims.global) e = LaunchExpr(r.pod<int64_t>());
+  for (int64_t& l : k.dims.local) l = r.pod<int64_t>();
+  k.features.local_axes = r.pod<uint8_t>() != 0;
+  k.features.group_reduce = r.pod<uint8_t>() != 0;
+  k.features.local_bytes = r.pod<int64_t>();
+  k.features.barriers = r.pod<int32_t>();
+  k.features.gated_blocks = r.pod<int32_t>();
+  for (uint32_t i = 0, n = r.count(1 + 16 + 2); i < n && r.ok; i++) {
+    Opt o;
+    auto op = r.pod<uint8_t>();
+    o.axis = r.pod<int64_t>();
+    o.amount = r.pod<int64_t>();
+    auto type = r.pod<uint8_t>();
+    o.top = r.pod<uint8_t>() != 0;
+    if (op > uint8_t(OptOp::Nolocals) || type > uint8_t(AxisType::Unroll)) return std::nullopt;
+    o.op = OptOp(op);
+    o.type = AxisType(type);
+    k.opts.push_back(o);
+  }
+  out.second = r.str();
+  if (!r.ok || !r.in.empty() || k.symbol.empty() || out.second.empty() || k.threads < 1) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 Target host_cpu_target() {
@@ -134,11 +339,16 @@ struct CpuCompiler::Impl {
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
   uint64_t counter = 0;
+  std::shared_ptr<DiskCache> disk;           // the process's cache, as the environment said when made
+  std::string target_key;                    // target.key()
+  std::unordered_set<std::string> symbols;   // entry points added to the JIT (or tried)
+  std::unordered_set<uint64_t> disk_missed;  // keys not usable on disk: find() then compile() ask once
 
-  explicit Impl(int threads) : pool(threads) {
+  explicit Impl(int threads) : pool(threads), disk(disk_cache()) {
     init_llvm();
     target = host_cpu_target();
     target.cores = pool.size();
+    target_key = target.key();
     auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
     // detectHost() already carries the host CPU name and its features (AVX-512 on Zen 4/5).
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
@@ -176,6 +386,60 @@ struct CpuCompiler::Impl {
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(m, mam);
+  }
+
+  // The object file of an optimized module.
+  std::string emit_object(llvm::Module& m) {
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      fail(Code::Compile, "llvm: the target machine cannot emit object files");
+    pm.run(m);
+    return std::string(buf.data(), buf.size());
+  }
+
+  // Adds an object file to the JIT and returns its entry point `symbol`; throws Error(Compile).
+  CpuKernel::Fn link(std::string_view object, const std::string& symbol) {
+    symbols.insert(symbol);
+    auto mb = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol);
+    if (auto err = jit->addObjectFile(std::move(mb)))
+      fail(Code::Compile, "llvm: cannot add kernel ", symbol, ": ", llvm_message(std::move(err)));
+    return unwrap(jit->lookup(symbol), "look up the kernel").toPtr<CpuKernel::Fn>();
+  }
+
+  // The kernel stored on disk under lowered-kernel key `key`, linked and cached in memory, or
+  // nullptr (not there, unreadable, or it does not link). Holds mu.
+  std::shared_ptr<const CpuKernel> load(uint64_t key) {
+    if (!disk || disk_missed.count(key)) return nullptr;
+    disk_missed.insert(key);
+    std::string identity = disk_identity(key, target_key);
+    std::optional<std::string> bytes = disk->get(disk_key(identity, key));
+    if (!bytes) return nullptr;
+    auto decoded = decode_payload(*bytes, identity);
+    if (!decoded) {
+      disk_note(cat("entry ", hex64(key), " does not parse (", bytes->size(), " bytes): compiling again"));
+      return nullptr;
+    }
+    auto ck = std::make_shared<CpuKernel>(std::move(decoded->first));
+    if (symbols.count(ck->symbol)) return nullptr;
+    try {
+      ck->fn = link(decoded->second, ck->symbol);
+    } catch (const Error& e) {
+      disk_note(cat("entry ", hex64(key), " does not link: ", e.message()));
+      return nullptr;
+    }
+    disk_missed.erase(key);
+    stats.disk_hits++;
+    by_key[key] = ck;
+    return ck;
+  }
+
+  // Stores a freshly compiled kernel and its object file under its key (when the cache is on).
+  void store(uint64_t key, const CpuKernel& ck, std::string_view object) {
+    if (!disk) return;
+    std::string identity = disk_identity(key, target_key);
+    if (auto payload = encode_payload(ck, identity, object)) disk->put(disk_key(identity, key), *payload);
   }
 
   std::unique_ptr<llvm::Module> parse(const std::string& src, llvm::LLVMContext& ctx, const std::string& name) {
@@ -218,7 +482,7 @@ CpuCompilerStats CpuCompiler::stats() const {
 std::shared_ptr<const CpuKernel> CpuCompiler::find(uint64_t key) const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   auto it = impl_->by_key.find(key);
-  return it == impl_->by_key.end() ? nullptr : it->second;
+  return it == impl_->by_key.end() ? impl_->load(key) : it->second;
 }
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
@@ -228,6 +492,7 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
     I.stats.cache_hits++;
     return it->second;
   }
+  if (auto disk_hit = I.load(k.key)) return disk_hit;
   // The symbol is not part of the text used as the source cache key.
   const std::string placeholder = "__sn_kernel__";
   std::string text = render_llvm_ir(k, placeholder);
@@ -244,7 +509,9 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
   }
   auto ck = std::make_shared<CpuKernel>();
   ck->describe(k);
-  ck->symbol = cat(sanitize(k.name), "_", I.counter++);
+  // Deterministic, so that the object file links in another process; unique per content.
+  ck->symbol = cat(sanitize(k.name), "_", hex64(k.key));
+  if (I.symbols.count(ck->symbol)) ck->symbol += cat("_", I.counter++);
   ck->source = text;
   for (size_t pos = 0; (pos = ck->source.find(placeholder, pos)) != std::string::npos; pos += ck->symbol.size())
     ck->source.replace(pos, placeholder.size(), ck->symbol);
@@ -255,23 +522,26 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
   auto t1 = std::chrono::steady_clock::now();
   I.optimize(*m);
   ck->opt_ms = ms_since(t1);
-  if (auto err = I.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    fail(Code::Compile, "llvm: cannot add kernel ", ck->symbol, ": ", llvm_message(std::move(err)));
-  auto addr = unwrap(I.jit->lookup(ck->symbol), "look up the kernel");
-  ck->fn = addr.toPtr<CpuKernel::Fn>();
+  std::string object = I.emit_object(*m);
+  ck->fn = I.link(object, ck->symbol);
   ck->compile_ms = ms_since(t0);
   I.stats.compiled++;
   I.stats.compile_ms += ck->compile_ms;
   I.by_key[k.key] = ck;
   I.by_source.emplace(std::move(text), ck);
+  I.store(k.key, *ck, object);
   return ck;
 }
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts) {
-  if (auto hit = find(kernel_key(ast, impl_->target, opts))) {
+  uint64_t key = kernel_key(ast, impl_->target, opts);
+  {
     std::lock_guard<std::mutex> lk(impl_->mu);
-    impl_->stats.cache_hits++;
-    return hit;
+    if (auto it = impl_->by_key.find(key); it != impl_->by_key.end()) {
+      impl_->stats.cache_hits++;
+      return it->second;
+    }
+    if (auto disk_hit = impl_->load(key)) return disk_hit;
   }
   return compile(lower_kernel(g, ast, impl_->target, opts));
 }

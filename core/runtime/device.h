@@ -114,6 +114,7 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
     uint64_t compiled = 0;    // kernels given to the backend compiler
     uint64_t cache_hits = 0;  // kernels answered from the cache
     double compile_ms = 0;    // total backend compile time
+    uint64_t disk_hits = 0;   // kernels loaded from the disk cache (core/runtime/disk_cache.h), not compiled
   };
   virtual Stats stats() const = 0;
 

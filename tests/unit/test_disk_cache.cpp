@@ -1,0 +1,320 @@
+// The persistent kernel cache (core/runtime/disk_cache.h, backends/cpu/llvm_jit.cpp): a fresh
+// runtime (new LLJIT, empty memory cache) links every kernel from disk; damaged entries and a
+// damaged database file are ignored and replaced; SN_CACHE=0 writes nothing; processes compiling
+// at once all succeed and lose nothing. Each test uses its own directory through SN_CACHE_DIR.
+#include <gtest/gtest.h>
+
+#if SN_BACKEND_CPU
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/pipeline.h"
+#include "core/runtime/disk_cache.h"
+#include "core/runtime/runtime.h"
+#include "core/tensor/compose.h"
+#include "core/tensor/tensor.h"
+
+namespace sn {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> getenv_opt(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::optional<std::string>(v) : std::nullopt;
+}
+void restore_env(const char* name, const std::optional<std::string>& v) {
+  if (v)
+    setenv(name, v->c_str(), 1);
+  else
+    unsetenv(name);
+}
+
+// A fresh, empty SN_CACHE_DIR for one test (SN_CACHE unset); the environment and the process's
+// cache are restored afterwards.
+class CacheDir {
+ public:
+  explicit CacheDir(const std::string& tag) : old_dir_(getenv_opt("SN_CACHE_DIR")), old_on_(getenv_opt("SN_CACHE")) {
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() / cat("sn_disk_cache_", tag, "_", ::getpid(), "_", counter++);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    setenv("SN_CACHE_DIR", dir_.c_str(), 1);
+    unsetenv("SN_CACHE");
+    reset_disk_cache();
+  }
+  ~CacheDir() {
+    restore_env("SN_CACHE_DIR", old_dir_);
+    restore_env("SN_CACHE", old_on_);
+    reset_disk_cache();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  CacheDir(const CacheDir&) = delete;
+  CacheDir& operator=(const CacheDir&) = delete;
+  const fs::path& dir() const { return dir_; }
+  fs::path db() const { return dir_ / "cache.db"; }
+
+ private:
+  fs::path dir_;
+  std::optional<std::string> old_dir_, old_on_;
+};
+
+// One run of the test program with a fresh runtime: its outputs as bytes and its CPU device's counts.
+struct CacheRun {
+  std::vector<std::vector<uint8_t>> outputs;
+  ComputeDevice::Stats stats;
+  size_t kernels = 0;
+};
+
+// Several different kernels: matmul, softmax (reduces + elementwise), a conv2d, a sum. keep_stages
+// makes the pipeline lower every kernel and call compile() (the path that skips find()).
+CacheRun compile_and_run_fresh(bool keep_stages = false) {
+  Graph g;
+  const UOp* a = input(g, dtypes::float32, {16, 24});
+  const UOp* b = input(g, dtypes::float32, {24, 8});
+  const UOp* x = input(g, dtypes::float32, {2, 3, 8, 8});
+  const UOp* w = input(g, dtypes::float32, {4, 3, 3, 3});
+  std::vector<const UOp*> outs = {softmax(g, gemm(g, a, b), 1), conv2d(g, x, w, nullptr, {1, 1}, {1, 1}),
+                                  reduce(g, mul(g, a, a), Op::Add, {1})};
+  Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+  CompileOptions opts;
+  opts.keep_stages = keep_stages;
+  opts.inputs = {a, b, x, w};
+  auto p = compile_program(rt, g, outs, nullptr, opts);
+  std::vector<std::shared_ptr<Buffer>> ins, outbufs;
+  for (size_t i = 0; i < p->inputs.size(); i++) {
+    const TensorSpec& s = p->inputs[i];
+    auto buf = Buffer::allocate(p->device, s.dtype, s.shape);
+    std::vector<float> v(size_t(buf->numel()));
+    for (size_t k = 0; k < v.size(); k++) v[k] = float((k * 37 + i * 11) % 29) / 7.0f - 2.0f;
+    buf->copy_in(v.data(), v.size() * sizeof(float));
+    ins.push_back(buf);
+  }
+  for (size_t i = 0; i < p->outputs.size(); i++) outbufs.push_back(p->allocate_output(i));
+  p->run(ins, outbufs);
+  CacheRun r;
+  for (const auto& o : outbufs) {
+    std::vector<uint8_t> bytes(o->nbytes());
+    o->copy_out(bytes.data(), bytes.size());
+    r.outputs.push_back(std::move(bytes));
+  }
+  r.stats = rt.device("CPU")->stats();
+  r.kernels = p->launches.size();
+  return r;
+}
+
+// Runs SQL on the cache database directly (as another program could).
+void sql(const fs::path& db, const std::string& statement) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(h, statement.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(h);
+}
+
+int64_t entries(const fs::path& db) {
+  sqlite3* h = nullptr;
+  int64_t n = -1;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM cache", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return n;
+}
+
+TEST(DiskCache, PathFromEnvironment) {
+  auto old_dir = getenv_opt("SN_CACHE_DIR"), old_on = getenv_opt("SN_CACHE"), old_xdg = getenv_opt("XDG_CACHE_HOME"),
+       old_home = getenv_opt("HOME");
+  setenv("SN_CACHE_DIR", "/tmp/a", 1);
+  unsetenv("SN_CACHE");
+  EXPECT_EQ(disk_cache_path_from_env(), "/tmp/a/cache.db");
+  unsetenv("SN_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(disk_cache_path_from_env(), "/tmp/xdg/sinter/cache.db");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(disk_cache_path_from_env(), "/home/u/.cache/sinter/cache.db");
+  setenv("SN_CACHE", "0", 1);
+  EXPECT_EQ(disk_cache_path_from_env(), "");
+  restore_env("SN_CACHE_DIR", old_dir);
+  restore_env("SN_CACHE", old_on);
+  restore_env("XDG_CACHE_HOME", old_xdg);
+  restore_env("HOME", old_home);
+  EXPECT_NE(std::string(disk_cache_version()).find('+'), std::string::npos) << disk_cache_version();
+}
+
+TEST(DiskCache, GetPutAndDisabled) {
+  CacheDir cd("getput");
+  DiskCache c((cd.dir() / "sub" / "x.db").string());
+  EXPECT_FALSE(c.get("k").has_value());
+  std::string blob("a\0b", 3);
+  EXPECT_TRUE(c.put("k", blob));
+  EXPECT_EQ(c.get("k"), blob);
+  EXPECT_TRUE(c.put("k", "new"));
+  EXPECT_EQ(c.get("k"), "new");
+  DiskCache off("");
+  EXPECT_FALSE(off.enabled());
+  EXPECT_FALSE(off.put("k", "v"));
+  EXPECT_FALSE(off.get("k").has_value());
+  DiskCache bad("/proc/no/such/dir/cache.db");  // cannot be created: unavailable, no exception
+  EXPECT_FALSE(bad.put("k", "v"));
+  EXPECT_FALSE(bad.get("k").has_value());
+}
+
+// (a) A second runtime (new device, new LLJIT, empty memory cache) links every kernel from disk:
+// no LLVM compile, the same bits out. Both pipeline paths: find() before lowering, and compile().
+TEST(DiskCache, SecondRuntimeLinksEveryKernelFromDisk) {
+  CacheDir cd("second");
+  CacheRun first = compile_and_run_fresh();
+  ASSERT_GE(first.kernels, 3u);
+  EXPECT_EQ(first.stats.disk_hits, 0u);
+  EXPECT_GE(first.stats.compiled, 3u);
+  EXPECT_EQ(entries(cd.db()), int64_t(first.stats.compiled));
+
+  CacheRun second = compile_and_run_fresh();
+  EXPECT_EQ(second.stats.compiled, 0u) << "every kernel must come from disk";
+  EXPECT_EQ(second.stats.disk_hits, first.stats.compiled);
+  EXPECT_EQ(second.outputs, first.outputs) << "kernels from disk must compute the same bits";
+
+  CacheRun third = compile_and_run_fresh(/*keep_stages=*/true);
+  EXPECT_EQ(third.stats.compiled, 0u);
+  EXPECT_EQ(third.stats.disk_hits, first.stats.compiled);
+  EXPECT_EQ(third.outputs, first.outputs);
+}
+
+// (b) Damaged entries (garbage, truncated, one byte flipped) are recompiled and replaced.
+TEST(DiskCache, DamagedEntriesAreRecompiledAndReplaced) {
+  const char* damage[] = {
+      "UPDATE cache SET value = randomblob(200)",
+      "UPDATE cache SET value = substr(value, 1, length(value) / 2)",
+      "UPDATE cache SET value = substr(value, 1, 300) || "
+      "CASE WHEN substr(value, 301, 1) = X'55' THEN X'AA' ELSE X'55' END || substr(value, 302)",
+      "UPDATE cache SET value = X''",
+  };
+  for (const char* statement : damage) {
+    SCOPED_TRACE(statement);
+    CacheDir cd("damaged");
+    CacheRun first = compile_and_run_fresh();
+    reset_disk_cache();  // closes the database (checkpoints the WAL) before another writer comes
+    sql(cd.db(), statement);
+    reset_disk_cache();
+    CacheRun second = compile_and_run_fresh();
+    EXPECT_EQ(second.stats.disk_hits, 0u);
+    EXPECT_EQ(second.stats.compiled, first.stats.compiled);
+    EXPECT_EQ(second.outputs, first.outputs);
+    CacheRun third = compile_and_run_fresh();
+    EXPECT_EQ(third.stats.compiled, 0u) << "the damaged entries must have been replaced";
+    EXPECT_EQ(third.outputs, first.outputs);
+  }
+}
+
+// (b) A cache.db that is not a database (garbage, or a real one truncated) is replaced by a new one.
+TEST(DiskCache, DamagedDatabaseFileIsReplaced) {
+  for (int mode = 0; mode < 3; mode++) {
+    SCOPED_TRACE(mode);
+    CacheDir cd("damaged_db");
+    CacheRun reference;
+    if (mode == 0) {
+      std::ofstream(cd.db(), std::ios::binary) << std::string(5000, 'x') << "not a database";
+    } else {
+      reference = compile_and_run_fresh();
+      reset_disk_cache();  // checkpointed into cache.db, WAL removed
+      fs::resize_file(cd.db(), mode == 1 ? 60 : fs::file_size(cd.db()) / 2);
+      reset_disk_cache();
+    }
+    CacheRun first = compile_and_run_fresh();
+    EXPECT_EQ(first.stats.disk_hits, 0u);
+    EXPECT_GE(first.stats.compiled, 3u);
+    if (mode != 0) {
+      EXPECT_EQ(first.outputs, reference.outputs);
+    }
+    CacheRun second = compile_and_run_fresh();
+    EXPECT_EQ(second.stats.compiled, 0u) << "the database must have been created again";
+    EXPECT_EQ(second.outputs, first.outputs);
+  }
+}
+
+// (c) SN_CACHE=0: nothing is written (not even the directory's database).
+TEST(DiskCache, OffWritesNothing) {
+  CacheDir cd("off");
+  setenv("SN_CACHE", "0", 1);
+  reset_disk_cache();
+  CacheRun first = compile_and_run_fresh();
+  CacheRun second = compile_and_run_fresh();
+  EXPECT_EQ(second.stats.disk_hits, 0u);
+  EXPECT_EQ(second.stats.compiled, first.stats.compiled);
+  EXPECT_TRUE(fs::is_empty(cd.dir())) << "SN_CACHE=0 must write nothing into " << cd.dir();
+}
+
+// (d) Processes compiling the same kernels at once (this test binary again, running only the
+// child test below) all succeed; afterwards every kernel is on disk and computes the same bits.
+TEST(DiskCache, ProcessesCompilingAtOnce) {
+  CacheDir cd("procs");
+  CacheRun reference;
+  {
+    setenv("SN_CACHE", "0", 1);
+    reset_disk_cache();
+    reference = compile_and_run_fresh();
+    unsetenv("SN_CACHE");
+    reset_disk_cache();
+  }
+  ASSERT_TRUE(fs::is_empty(cd.dir()));
+  const int kProcs = 3;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kProcs; i++) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::string out = (cd.dir() / cat("out", i)).string();
+      setenv("SN_DISK_CACHE_CHILD_OUT", out.c_str(), 1);
+      execl("/proc/self/exe", "sn_unit", "--gtest_filter=DiskCache.ChildCompiles", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (int i = 0; i < kProcs; i++) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[size_t(i)], &status, 0), pids[size_t(i)]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << i << " status " << status;
+    std::ifstream in(cd.dir() / cat("out", i), std::ios::binary);
+    std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string want;
+    for (const auto& o : reference.outputs) want.append(o.begin(), o.end());
+    EXPECT_TRUE(got == want) << "child " << i << " computed other bits";
+  }
+  CacheRun after = compile_and_run_fresh();
+  EXPECT_EQ(after.stats.compiled, 0u) << "every kernel must be on disk after the children";
+  EXPECT_EQ(after.stats.disk_hits, reference.stats.compiled);
+  EXPECT_EQ(after.outputs, reference.outputs);
+}
+
+// The child of ProcessesCompilingAtOnce (skipped unless SN_DISK_CACHE_CHILD_OUT is set): compiles
+// and runs, and writes its outputs there.
+TEST(DiskCache, ChildCompiles) {
+  const char* out = std::getenv("SN_DISK_CACHE_CHILD_OUT");
+  if (!out) GTEST_SKIP() << "runs as a child of DiskCache.ProcessesCompilingAtOnce";
+  reset_disk_cache();
+  CacheRun r = compile_and_run_fresh();
+  std::ofstream f(out, std::ios::binary);
+  for (const auto& o : r.outputs) f.write(reinterpret_cast<const char*>(o.data()), std::streamsize(o.size()));
+  ASSERT_TRUE(f.good());
+}
+
+}  // namespace
+}  // namespace sn
+#endif  // SN_BACKEND_CPU
