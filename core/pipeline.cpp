@@ -19,10 +19,12 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/opt/opt.h"
+#include "core/opt/search.h"
 #include "core/runtime/precompute.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/tensor.h"
@@ -211,13 +213,23 @@ std::string schedule_text(const Schedule& s) {
   return text;
 }
 
-uint64_t program_key(uint64_t schedule_hash, const ComputeDevice& device, const CompileOptions& o) {
+uint64_t program_key(uint64_t schedule_hash, const ComputeDevice& device, const CompileOptions& o, int beam) {
   uint64_t h = hash_combine(schedule_hash, hash_arg(Arg{device.name()}));
   h = hash_combine(h, hash_arg(Arg{device.target().key()}));
-  return hash_combine(h, uint64_t(o.optimize) | uint64_t(o.allow_threads) << 1);
+  h = hash_combine(h, uint64_t(o.optimize) | uint64_t(o.allow_threads) << 1 | uint64_t(beam) << 2);
+  for (const auto& [id, opts] : o.kernel_opts) h = hash_combine(hash_combine(h, id), hash_arg(Arg{opts_str(opts)}));
+  return h;
 }
 
 }  // namespace
+
+std::string kernel_id_str(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+namespace {}  // namespace
 
 // ---- lower: one kernel, stage by stage ------------------------------------------------------
 
@@ -298,7 +310,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     return std::shared_ptr<const Program>(std::move(p));
   };
 
-  const uint64_t key = program_key(s.hash, *device, options);
+  const int beam = options.beam >= 0 ? options.beam : beam_width_from_env();
+  const uint64_t key = program_key(s.hash, *device, options, beam);
   if (options.use_cache && !dump.wants_graphs()) {
     if (auto hit = rt.find_program(key)) {
       if (debug >= 2)
@@ -352,20 +365,43 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   lo.optimize = options.optimize;
   lo.allow_threads = options.allow_threads;
   std::vector<bool> cached(s.kernels.size(), false);  // found compiled: no stage ran for it here
+  std::set<uint64_t> forced_used;
   for (size_t k = 0; k < s.kernels.size(); k++) {
     const ScheduledKernel& sk = s.kernels[k];
+    const uint64_t id = sk.ast->content_hash();
+    // optimize: forced opts, else BEAM's (searched once per kernel, core/opt/search.h), else the heuristic's
+    LowerOptions klo = lo;
+    auto forced = options.kernel_opts.find(id);
+    if (forced != options.kernel_opts.end()) {
+      klo.opts = forced->second;
+      forced_used.insert(id);
+    } else if (beam > 0 && options.optimize) {
+      BeamOptions bo;
+      bo.width = beam;
+      bo.disk_cache = rt.devices().disk_cache();
+      bo.debug = debug;
+      klo.opts = beam_search(sk.ast, *device, lo, bo);
+    }
     std::shared_ptr<const DeviceKernel> kernel;
-    if (!dump.wants_graphs()) kernel = device->find(kernel_key(sk.ast, device->target(), lo));
+    if (!dump.wants_graphs()) kernel = device->find(kernel_key(sk.ast, device->target(), klo));
     cached[k] = kernel != nullptr;
     if (!kernel) {
-      LowerOptions klo = lo;
       if (dump.wants_graphs())
         klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
-      kernel = device->compile(lower_kernel(g, sk.ast, device->target(), klo));
+      LoweredKernel lk;
+      try {
+        lk = lower_kernel(g, sk.ast, device->target(), klo);
+      } catch (const Error& e) {
+        if (forced == options.kernel_opts.end() || e.code() != Code::InvalidArg) throw;
+        fail(Code::InvalidArg, "compile: the opts given for kernel ", kernel_id_str(id), " (", kernel_name(sk.ast),
+             ") [", opts_str(forced->second), "] do not apply: ", e.message());
+      }
+      kernel = device->compile(lk);
     }
     dump.text("source", int(k), kernel->source, debug >= 4);
     Launch launch;
     launch.kernel = kernel;
+    launch.ast_hash = id;
     launch.buffers = sk.buffers;
     if (kernel->params.size() > sk.buffers.size())
       fail(Code::Internal, "compile: kernel ", k, " (", kernel->name, ") has ", kernel->params.size(),
@@ -377,6 +413,15 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     }
     p->launches.push_back(std::move(launch));
   }
+
+  for (const auto& [id, opts] : options.kernel_opts)
+    if (!forced_used.count(id)) {
+      std::string ids;
+      for (const ScheduledKernel& sk : s.kernels)
+        ids += cat(ids.empty() ? "" : ", ", kernel_id_str(sk.ast->content_hash()));
+      fail(Code::InvalidArg, "compile: opts are given for kernel ", kernel_id_str(id),
+           ", which this program does not have (its kernels: ", ids.empty() ? "none" : ids, ")");
+    }
 
   // The launches' kernels in schedule order, for the per-stage times (precompute drops launches).
   std::vector<std::shared_ptr<const DeviceKernel>> lowered;

@@ -2,6 +2,7 @@
 // tensor-level graph to a Program that a device can run (see core/pipeline.cpp).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -29,6 +30,13 @@ struct CompileOptions {
   // writes its value into its input buffer when the program runs, after every read of the old
   // value. (An After among the outputs does the same, and is an output too.)
   std::vector<const UOp*> effects;
+  // BEAM search width per kernel (core/opt/search.h): 0 = the target's heuristic, -1 = $SN_BEAM
+  // (else 0). Kernels with launch-time variables keep the heuristic.
+  int beam = -1;
+  // Opts to apply instead of the heuristic's or BEAM's choice, by kernel identity
+  // (Launch::ast_hash). An identity no kernel of the program has is an error, so a stale list is
+  // noticed.
+  std::map<uint64_t, std::vector<Opt>> kernel_opts;
   // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
   // kernel "ast", "optimized", "expanded", "reduce", "parallel", "isel", "linear". Not called for kernels or
   // programs answered from a cache.
@@ -49,6 +57,9 @@ struct CompileOptions {
 // LoweredKernel::stages. Throws Error(InvalidArg) when the AST breaks the kernel IR contract, Error(Unsupported)
 // for what codegen cannot lower yet.
 LoweredKernel lower_kernel(Graph& g, const UOp* kernel_ast, const Target& target, const LowerOptions& opts = {});
+
+// A kernel identity (Launch::ast_hash) as sn_program_kernel_opts prints it: 16 lower-case hex digits.
+std::string kernel_id_str(uint64_t v);
 
 std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<const UOp* const> outputs,
                                                std::shared_ptr<ComputeDevice> device = nullptr,

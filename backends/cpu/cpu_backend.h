@@ -33,6 +33,8 @@ struct CpuKernel final : DeviceKernel {
   std::string symbol;  // entry point in the JIT: sanitized name + key in hex (the same in every process)
   Fn fn = nullptr;
   double opt_ms = 0;  // of compile_ms, the optimization pipeline
+  // Scratch kernels (compile_scratch): removes the code from the JIT when the last copy goes.
+  std::shared_ptr<void> code_owner;
 };
 
 struct CpuCompilerStats {
@@ -56,6 +58,12 @@ class CpuCompiler {
   const Target& target() const;
 
   std::shared_ptr<const CpuKernel> compile(const LoweredKernel& k);
+  // Compiles a kernel to time and throw away (a BEAM candidate): not cached anywhere, its code
+  // removed from the JIT when the kernel is freed. Thread-safe and parallel: each call has its own
+  // LLVM context and target machine; only adding the object to the JIT is serialized.
+  std::shared_ptr<const CpuKernel> compile_scratch(const LoweredKernel& k);
+  // Turns the disk cache on (the process's, as the environment says) or off for this compiler.
+  void set_disk_cache(bool on);
   // Lowers (unless cached) and compiles a kernel AST for this compiler's target.
   std::shared_ptr<const CpuKernel> compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts = {});
   // A kernel compiled before under lowered-kernel key `key`, or nullptr.

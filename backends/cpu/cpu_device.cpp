@@ -32,6 +32,10 @@ class CpuDevice final : public ComputeDevice {
 
   std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return compiler_->find(key); }
   std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override { return compiler_->compile(k); }
+  std::shared_ptr<const DeviceKernel> compile_scratch(const LoweredKernel& k) override {
+    return compiler_->compile_scratch(k);
+  }
+  void set_disk_cache(bool on) override { compiler_->set_disk_cache(on); }
   std::string optimized_source(const DeviceKernel& k) override {
     return compiler_->optimized_ir(static_cast<const CpuKernel&>(k));
   }

@@ -335,6 +335,7 @@ struct CpuCompiler::Impl {
   mutable std::mutex mu;  // guards everything below; compiles are serialized
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // makes a target machine per scratch compile
   std::unordered_map<uint64_t, std::shared_ptr<const CpuKernel>> by_key;
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
@@ -353,6 +354,7 @@ struct CpuCompiler::Impl {
     // detectHost() already carries the host CPU name and its features (AVX-512 on Zen 4/5).
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
     tm = unwrap(jtmb.createTargetMachine(), "create target machine");
+    this->jtmb = jtmb;
     jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
     char prefix = jit->getDataLayout().getGlobalPrefix();
     // Process symbols: libc/libm (exp2f, sinf, powf, memset) and libgcc helpers.
@@ -365,7 +367,8 @@ struct CpuCompiler::Impl {
         llvm::consumeError(g.takeError());
   }
 
-  void optimize(llvm::Module& m) {
+  void optimize(llvm::Module& m) { optimize(m, *tm); }
+  void optimize(llvm::Module& m, llvm::TargetMachine& machine) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -376,7 +379,7 @@ struct CpuCompiler::Impl {
     // Codegen unrolls what pays (UPCAST/UNROLL: register tiles, vector lanes); LLVM's unroller
     // on top costs ~20% of the compile time (softmax: 14 -> 11 ms) for no measurable speed.
     pto.LoopUnrolling = false;
-    llvm::PassBuilder pb(tm.get(), pto);
+    llvm::PassBuilder pb(&machine, pto);
     llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
     pb.registerModuleAnalyses(mam);
@@ -389,11 +392,12 @@ struct CpuCompiler::Impl {
   }
 
   // The object file of an optimized module.
-  std::string emit_object(llvm::Module& m) {
+  std::string emit_object(llvm::Module& m) { return emit_object(m, *tm); }
+  std::string emit_object(llvm::Module& m, llvm::TargetMachine& machine) {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    if (machine.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
       fail(Code::Compile, "llvm: the target machine cannot emit object files");
     pm.run(m);
     return std::string(buf.data(), buf.size());
@@ -531,6 +535,39 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
   I.by_source.emplace(std::move(text), ck);
   I.store(k.key, *ck, object);
   return ck;
+}
+
+std::shared_ptr<const CpuKernel> CpuCompiler::compile_scratch(const LoweredKernel& k) {
+  Impl& I = *impl_;
+  auto ck = std::make_shared<CpuKernel>();
+  ck->describe(k);
+  llvm::orc::JITTargetMachineBuilder jtmb = [&] {
+    std::lock_guard<std::mutex> lk(I.mu);
+    ck->symbol = cat("sn_scratch_", I.counter++);
+    return *I.jtmb;
+  }();
+  ck->source = render_llvm_ir(k, ck->symbol);
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<llvm::TargetMachine> machine = unwrap(jtmb.createTargetMachine(), "create target machine");
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = I.parse(ck->source, ctx, ck->symbol);
+  I.optimize(*m, *machine);
+  std::string object = I.emit_object(*m, *machine);
+  std::lock_guard<std::mutex> lk(I.mu);
+  llvm::orc::ResourceTrackerSP tracker = I.jit->getMainJITDylib().createResourceTracker();
+  auto mb = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), ck->symbol);
+  if (auto err = I.jit->addObjectFile(tracker, std::move(mb)))
+    fail(Code::Compile, "llvm: cannot add kernel ", ck->symbol, ": ", llvm_message(std::move(err)));
+  ck->fn = unwrap(I.jit->lookup(ck->symbol), "look up the kernel").toPtr<CpuKernel::Fn>();
+  ck->code_owner = std::shared_ptr<void>(nullptr, [tracker](void*) { llvm::consumeError(tracker->remove()); });
+  ck->compile_ms = ms_since(t0);
+  return ck;
+}
+
+void CpuCompiler::set_disk_cache(bool on) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->disk = on ? disk_cache() : nullptr;
+  impl_->disk_missed.clear();
 }
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile_ast(Graph& g, const UOp* ast, const LowerOptions& opts) {

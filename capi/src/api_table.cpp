@@ -154,6 +154,9 @@ constexpr sn_api kApi = {
     .tensor_index = sn_tensor_index,
     .tensor_slice = sn_tensor_slice,
     .tensor_binary = sn_tensor_binary,
+    // ---- version 6 ----
+    .program_kernel_opts = sn_program_kernel_opts,
+    .context_set_disk_cache = sn_context_set_disk_cache,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -304,6 +307,8 @@ SN_CHECK_ENTRY(function_call, 136);
 SN_CHECK_ENTRY(tensor_index, 137);
 SN_CHECK_ENTRY(tensor_slice, 138);
 SN_CHECK_ENTRY(tensor_binary, 139);
+SN_CHECK_ENTRY(program_kernel_opts, 140);
+SN_CHECK_ENTRY(context_set_disk_cache, 141);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -311,7 +316,8 @@ constexpr size_t kApiEntriesV2 = kApiEntriesV1 + 61;
 constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV5 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV6 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
@@ -331,8 +337,9 @@ static_assert(offsetof(sn_compile_options, struct_size) == 0 && offsetof(sn_comp
                   offsetof(sn_compile_options, keep_stages) == 16 && offsetof(sn_compile_options, use_cache) == 20 &&
                   offsetof(sn_compile_options, inputs) == 24 && offsetof(sn_compile_options, ninputs) == 32 &&
                   offsetof(sn_compile_options, effects) == 40 && offsetof(sn_compile_options, neffects) == 48 &&
-                  sizeof(sn_compile_options) == 56,
-              "sn_compile_options layout moved (version 2 up to ninputs, version 5 effects)");
+                  offsetof(sn_compile_options, beam) == 56 && offsetof(sn_compile_options, kernel_opts) == 64 &&
+                  offsetof(sn_compile_options, nkernel_opts) == 72 && sizeof(sn_compile_options) == 80,
+              "sn_compile_options layout moved (version 2 up to ninputs, version 5 effects, version 6 beam)");
 // The DLPack structs must stay binary-identical to DLPack 1.x's DLTensor / DLManagedTensorVersioned.
 static_assert(sizeof(sn_dlpack_dl_tensor) == 48 && offsetof(sn_dlpack_dl_tensor, device) == 8 &&
                   offsetof(sn_dlpack_dl_tensor, ndim) == 16 && offsetof(sn_dlpack_dl_tensor, dtype) == 20 &&

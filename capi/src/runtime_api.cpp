@@ -6,11 +6,13 @@
 // freeing a parent under its children.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "capi/src/capi_internal.h"
+#include "core/opt/search.h"
 #include "core/pipeline.h"
 #include "core/tensor/tensor.h"
 #include "sinter/sinter_dlpack.h"
@@ -205,6 +207,7 @@ sn_compile_options default_options() {
   o.threads = 1;
   o.keep_stages = 0;
   o.use_cache = 1;
+  o.beam = beam_width_from_env();
   return o;
 }
 
@@ -431,6 +434,13 @@ sn_code sn_context_set_debug(sn_context* ctx, int level, sn_error** err) {
   });
 }
 
+sn_code sn_context_set_disk_cache(sn_context* ctx, int enabled, sn_error** err) {
+  return guard("sn_context_set_disk_cache", err, SN_E_INTERNAL, [&] {
+    live_context(ctx, "ctx")->runtime.devices().set_disk_cache(enabled != 0);
+    return SN_OK;
+  });
+}
+
 int sn_context_debug(const sn_context* ctx, sn_error** err) {
   return guard("sn_context_debug", err, -1, [&] { return live_context(ctx, "ctx")->runtime.debug(); });
 }
@@ -477,6 +487,37 @@ sn_program* sn_compile(sn_graph* graph, sn_uop* const* outputs, size_t noutputs,
       if (o.effects == nullptr) invalid("options->effects is NULL but options->neffects is ", o.neffects);
       for (size_t i = 0; i < o.neffects; i++)
         co.effects.push_back(uop_of(g, o.effects[i], cat("options->effects[", i, "]").c_str()));
+    }
+    if (o.struct_size >= offsetof(sn_compile_options, beam) + sizeof(int32_t)) {
+      if (o.beam < 0 || o.beam > 64) invalid("options->beam ", o.beam, " is outside [0, 64]");
+      co.beam = o.beam;
+    } else {
+      co.beam = beam_width_from_env();
+    }
+    if (o.struct_size >= offsetof(sn_compile_options, nkernel_opts) + sizeof(size_t) && o.nkernel_opts > 0) {
+      if (o.kernel_opts == nullptr)
+        invalid("options->kernel_opts is NULL but options->nkernel_opts is ", o.nkernel_opts);
+      for (size_t i = 0; i < o.nkernel_opts; i++) {
+        const char* line = o.kernel_opts[i];
+        if (line == nullptr) invalid("options->kernel_opts[", i, "] is NULL");
+        std::string_view text(line);
+        size_t colon = text.find(':');
+        uint64_t id = 0;
+        std::string_view hex = colon == std::string_view::npos ? text : text.substr(0, colon);
+        while (!hex.empty() && hex.back() == ' ') hex.remove_suffix(1);
+        auto r = std::from_chars(hex.data(), hex.data() + hex.size(), id, 16);
+        if (colon == std::string_view::npos || hex.empty() || r.ec != std::errc() || r.ptr != hex.data() + hex.size())
+          invalid("options->kernel_opts[", i, "] '", text,
+                  "' is not '<kernel id>: <opts>' (as sn_program_kernel_opts prints it)");
+        std::vector<Opt> opts;
+        std::string bad;
+        if (!parse_opts(text.substr(colon + 1), &opts, &bad))
+          invalid(
+              "options->kernel_opts[", i, "]: '", bad, "' is not an opt (UPCAST(axis,k), UNROLL(axis,k), ",
+              "THREAD(axis,k), LOCAL(axis,k), GROUP(axis,k), GROUPTOP(axis,k), PADTO(axis,m), SWAP(a,b), NOLOCALS)");
+        if (!co.kernel_opts.emplace(id, std::move(opts)).second)
+          invalid("options->kernel_opts[", i, "] names kernel ", kernel_id_str(id), " a second time");
+      }
     }
     if (noutputs == 0 && co.effects.empty())
       invalid("noutputs is 0 and options list no effects: a program needs an output or an effect");
@@ -724,6 +765,14 @@ const char* sn_program_kernel_name(const sn_program* program, size_t index, sn_e
 char* sn_program_kernel_source(const sn_program* program, size_t index, sn_error** err) {
   return guard("sn_program_kernel_source", err, static_cast<char*>(nullptr),
                [&] { return dup_string(launch_at(*live_program(program, "program")->prog, index).kernel->source); });
+}
+
+char* sn_program_kernel_opts(const sn_program* program, size_t index, sn_error** err) {
+  return guard("sn_program_kernel_opts", err, static_cast<char*>(nullptr), [&] {
+    const Launch& l = launch_at(*live_program(program, "program")->prog, index);
+    std::string opts = opts_str(l.kernel->opts);
+    return dup_string(cat(kernel_id_str(l.ast_hash), ":", opts.empty() ? "" : " ", opts));
+  });
 }
 
 char* sn_program_stage(const sn_program* program, const char* stage, sn_error** err) {

@@ -80,4 +80,30 @@ bool parse_opt(std::string_view text, Opt* out) {
   return false;
 }
 
+std::string opts_str(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + opt_str(o);
+  return s;
+}
+
+bool parse_opts(std::string_view text, std::vector<Opt>* out, std::string* bad) {
+  out->clear();
+  for (size_t at = 0; at < text.size();) {
+    if (text[at] == ' ' || text[at] == '\t') {
+      at++;
+      continue;
+    }
+    size_t end = text.find_first_of(" \t", at);
+    std::string_view word = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    Opt o;
+    if (!parse_opt(word, &o)) {
+      if (bad) *bad = std::string(word);
+      return false;
+    }
+    out->push_back(o);
+    at = end == std::string_view::npos ? text.size() : end;
+  }
+  return true;
+}
+
 }  // namespace sn

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/ir/ops.h"
 
@@ -42,5 +43,9 @@ struct Opt {
 std::string opt_str(const Opt& o);
 // Parses what opt_str prints (also "SPLIT(axis,k,TYPE[,top])"); false for anything else.
 bool parse_opt(std::string_view text, Opt* out);
+// A list as one line, opts separated by spaces ("" for none), and its parser (false, with the
+// first bad word in *bad when given, for anything else).
+std::string opts_str(const std::vector<Opt>& opts);
+bool parse_opts(std::string_view text, std::vector<Opt>* out, std::string* bad = nullptr);
 
 }  // namespace sn

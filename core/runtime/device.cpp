@@ -203,8 +203,20 @@ std::shared_ptr<ComputeDevice> DeviceRegistry::open(std::string_view name) {
     fail(Code::Device, "device ", canon, " failed to open: ", e.message());
   }
   if (!dev) fail(Code::Device, "device ", canon, " failed to open");
+  dev->set_disk_cache(options_.disk_cache);
   open_.emplace(canon, dev);
   return dev;
+}
+
+void DeviceRegistry::set_disk_cache(bool on) {
+  std::lock_guard<std::mutex> lk(mu_);
+  options_.disk_cache = on;
+  for (auto& [name, dev] : open_) dev->set_disk_cache(on);
+}
+
+bool DeviceRegistry::disk_cache() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return options_.disk_cache;
 }
 
 std::shared_ptr<ComputeDevice> DeviceRegistry::default_device() {

@@ -56,7 +56,8 @@ struct LaunchSize {
 };
 
 struct DeviceOptions {
-  int threads = 0;  // CPU: thread pool width (0 = all cores)
+  int threads = 0;         // CPU: thread pool width (0 = all cores)
+  bool disk_cache = true;  // use the persistent kernel cache (ComputeDevice::set_disk_cache)
 };
 
 class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
@@ -94,6 +95,13 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   virtual std::shared_ptr<const DeviceKernel> find(uint64_t key) const = 0;
   // Renders and compiles a lowered kernel (cached by content: the same kernel compiles once).
   virtual std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) = 0;
+  // Compiles a kernel to be timed and thrown away (a BEAM candidate): not cached, in memory or on
+  // disk, and safe to call from several threads at once; its code is freed with the kernel where
+  // the backend can. The default is compile().
+  virtual std::shared_ptr<const DeviceKernel> compile_scratch(const LoweredKernel& k) { return compile(k); }
+  // Whether compile() and find() use the persistent cache (core/runtime/disk_cache.h), for
+  // backends that have one; on by default (SN_CACHE=0 turns it off for the whole process).
+  virtual void set_disk_cache(bool /*on*/) {}
   // The compiled form after backend optimization, for debug dumps (LLVM IR after O3 on the CPU).
   virtual std::string optimized_source(const DeviceKernel& k) { return k.source; }
   // A whole program as one standalone C file (sn_program_export_c); only source devices can.
@@ -188,6 +196,10 @@ class DeviceRegistry {
 
   // Names of the known backends, by preference.
   std::vector<std::string> names() const;
+
+  // Turns the persistent kernel cache on or off for the devices open now and those opened later.
+  void set_disk_cache(bool on);
+  bool disk_cache() const;
 
  private:
   const Backend* find(const std::string& base) const;

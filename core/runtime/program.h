@@ -48,6 +48,9 @@ struct ProgramBuffer {
 
 struct Launch {
   std::shared_ptr<const DeviceKernel> kernel;
+  // The kernel's identity: the content hash of its AST before optimization, the same in every
+  // process (CompileOptions::kernel_opts and sn_program_kernel_opts name kernels by it).
+  uint64_t ast_hash = 0;
   std::vector<int> buffers;    // Param slot k -> index into Program::buffers
   std::vector<int> var_index;  // kernel var i -> index into Program::vars
 };

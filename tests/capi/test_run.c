@@ -1143,6 +1143,134 @@ static void test_index_slice_binary(void) {
   sn_context_release(ctx);
 }
 
+/* API version 6: the opts each kernel got, forced back (the same kernel and numbers), BEAM, and the
+   errors for opts that do not fit; the disk-cache switch of a context. */
+static void test_kernel_opts(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+  int64_t shape[2] = {8, 64}, axis = 1;
+  float v[512], r[8], want[8];
+  sn_uop *x, *y;
+  sn_program *p, *q;
+  sn_buffer *in, *out;
+  sn_compile_options o;
+  char *line, *line2, *src, *src2, stale[64];
+  const char *lines[1];
+  size_t i, k;
+  for (i = 0; i < 512; i++) v[i] = (float)((i * 7) % 13) - 6.0f;
+  for (i = 0; i < 8; i++) {
+    want[i] = 0;
+    for (k = 0; k < 64; k++) want[i] += v[i * 64 + k] * v[i * 64 + k];
+  }
+  x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  y = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, x, x, &e), SN_OP_ADD, &axis, 1, &e);
+  EXPECT_OK(e);
+  in = buffer_f32(cpu, shape, 2, v, 512);
+
+  p = sn_compile(g, &y, 1, cpu, NULL, &e);
+  CHECK(p != NULL && sn_program_num_kernels(p, &e) == 1);
+  line = sn_program_kernel_opts(p, 0, &e);
+  CHECK(line != NULL && strlen(line) >= 17 && line[16] == ':');
+  CHECK(contains(line, "UNROLL(")); /* the heuristic's vector accumulator of a contiguous row sum */
+  src = sn_program_kernel_source(p, 0, &e);
+
+  CHECK(sn_compile_options_init(&o, sizeof o, &e) == SN_OK);
+  CHECK(o.beam >= 0 && o.kernel_opts == NULL && o.nkernel_opts == 0);
+  lines[0] = line;
+  o.kernel_opts = lines;
+  o.nkernel_opts = 1;
+  o.use_cache = 0;
+  q = sn_compile(g, &y, 1, cpu, &o, &e);
+  EXPECT_OK(e);
+  line2 = sn_program_kernel_opts(q, 0, &e);
+  CHECK(line2 != NULL && line != NULL && strcmp(line, line2) == 0);
+  src2 = sn_program_kernel_source(q, 0, &e);
+  CHECK(src != NULL && src2 != NULL && strlen(src) == strlen(src2)); /* the same IR; only its symbol's key differs */
+  out = sn_program_alloc_output(q, 0, &e);
+  CHECK(sn_program_run(q, &in, 1, &out, 1, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(out, r, sizeof r, &e) == SN_OK);
+  for (i = 0; i < 8; i++) CHECK(r[i] == want[i]);
+  sn_buffer_release(out);
+  sn_program_release(q);
+  sn_string_free(line2);
+  sn_string_free(src2);
+
+  /* no opts at all for the kernel: another kernel, the same numbers */
+  if (line != NULL) {
+    memcpy(stale, line, 17);
+    stale[17] = '\0';
+    lines[0] = stale;
+    q = sn_compile(g, &y, 1, cpu, &o, &e);
+    EXPECT_OK(e);
+    line2 = sn_program_kernel_opts(q, 0, &e);
+    CHECK(line2 != NULL && strlen(line2) == 17);
+    CHECK(run_f32(g, cpu, y, &in, 1, r, 8));
+    for (i = 0; i < 8; i++) CHECK(r[i] == want[i]);
+    sn_string_free(line2);
+    sn_program_release(q);
+  }
+
+  /* BEAM: right numbers */
+  o.kernel_opts = NULL;
+  o.nkernel_opts = 0;
+  o.beam = 2;
+  q = sn_compile(g, &y, 1, cpu, &o, &e);
+  EXPECT_OK(e);
+  out = sn_program_alloc_output(q, 0, &e);
+  CHECK(sn_program_run(q, &in, 1, &out, 1, &e) == SN_OK);
+  CHECK(sn_buffer_copy_out(out, r, sizeof r, &e) == SN_OK);
+  for (i = 0; i < 8; i++) CHECK(r[i] == want[i]);
+  sn_buffer_release(out);
+  sn_program_release(q);
+
+  /* errors */
+  o.beam = -1;
+  CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "beam");
+  o.beam = 0;
+  lines[0] = "not a line";
+  o.kernel_opts = lines;
+  o.nkernel_opts = 1;
+  CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "<kernel id>: <opts>");
+  lines[0] = "00000000000000ab: UPCAST(0,4) WIDEN(1)";
+  CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "'WIDEN(1)' is not an opt");
+  lines[0] = "00000000000000ab: UPCAST(0,4)";
+  CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "does not have");
+  if (line != NULL) {
+    sprintf(stale, "%.16s: UPCAST(0,3)", line); /* 8 rows are not a multiple of 3 */
+    lines[0] = stale;
+    CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+    EXPECT_ERROR(e, SN_E_INVALID_ARG, "do not apply");
+  }
+  o.kernel_opts = NULL;
+  CHECK(sn_compile(g, &y, 1, cpu, &o, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "kernel_opts is NULL");
+  CHECK(sn_program_kernel_opts(p, 5, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "5");
+  CHECK(sn_program_kernel_opts(NULL, 0, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "program");
+
+  /* the disk cache switch */
+  CHECK(sn_context_set_disk_cache(ctx, 0, &e) == SN_OK);
+  CHECK(run_f32(g, cpu, y, &in, 1, r, 8));
+  CHECK(sn_context_set_disk_cache(ctx, 1, &e) == SN_OK);
+  CHECK(sn_context_set_disk_cache(NULL, 1, &e) == SN_E_INVALID_ARG);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "ctx");
+
+  sn_string_free(line);
+  sn_string_free(src);
+  sn_buffer_release(in);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 int main(void) {
   test_end_to_end();
   test_compositions();
@@ -1156,5 +1284,6 @@ int main(void) {
   test_assign();
   test_functions();
   test_index_slice_binary();
+  test_kernel_opts();
   return sn_test_report();
 }

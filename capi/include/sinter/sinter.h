@@ -98,7 +98,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 5u
+#define SN_API_VERSION 6u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -678,6 +678,10 @@ SN_API char *sn_device_description(const sn_device *device, sn_error **err);
 SN_API SN_NODISCARD sn_code sn_context_set_debug(sn_context *ctx, int level, sn_error **err);
 /* The level (-1 on failure). */
 SN_API int sn_context_debug(const sn_context *ctx, sn_error **err);
+/* (API version 6) Whether the context's devices keep compiled kernels and BEAM results in the
+   disk cache ($SN_CACHE_DIR, else $XDG_CACHE_HOME/sinter, else ~/.cache/sinter; on by default,
+   SN_CACHE=0 turns it off for the whole process). Applies to devices open now and later. */
+SN_API SN_NODISCARD sn_code sn_context_set_disk_cache(sn_context *ctx, int enabled, sn_error **err);
 
 /* ---- compile ---- */
 
@@ -699,10 +703,22 @@ typedef struct sn_compile_options {
      the outputs runs too (and is an output). */
   sn_uop *const *effects;
   size_t neffects;
+  /* (API version 6) BEAM search width: each kernel's opts are chosen by timing candidates on the
+     device (the `beam` fastest kept per step) instead of by the heuristic; never slower than the
+     heuristic as timed in the same search. Searched once per kernel and kept in the disk cache.
+     Kernels with launch-time variables keep the heuristic. 0: off. Default: $SN_BEAM, else 0. */
+  int32_t beam;
+  /* (API version 6) Opts to force, one kernel per line "<kernel id>: <opts>" as
+     sn_program_kernel_opts prints them, e.g. "5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4) THREAD(0,2)"
+     (nothing after the colon: no opts at all). Kernels not listed are optimized as usual. A line
+     that does not parse, an id that no kernel of the program has, or opts that do not apply to
+     the kernel are SN_E_INVALID_ARG. NULL (nkernel_opts 0): none. */
+  const char *const *kernel_opts;
+  size_t nkernel_opts;
 } sn_compile_options;
 
 /* Sets the defaults: debug -1, optimize 1, threads 1, keep_stages 0, use_cache 1, no inputs, no
-   effects. Call
+   effects, beam $SN_BEAM (else 0), no forced opts. Call
    as sn_compile_options_init(&o, sizeof o, &err). */
 SN_API SN_NODISCARD sn_code sn_compile_options_init(sn_compile_options *options, size_t struct_size, sn_error **err);
 
@@ -794,6 +810,11 @@ SN_API size_t sn_program_num_kernels(const sn_program *program, sn_error **err);
 SN_API const char *sn_program_kernel_name(const sn_program *program, size_t index, sn_error **err);
 /* Source of kernel i (LLVM IR on the CPU, OpenCL C on CL, C99 on C). Free with sn_string_free. */
 SN_API char *sn_program_kernel_source(const sn_program *program, size_t index, sn_error **err);
+/* (API version 6) The opts kernel i got, as one line "<kernel id>: <opts>", e.g.
+   "5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4) THREAD(0,2)". The id (16 hex digits) is the content
+   hash of the kernel as scheduled, the same in every process; passing the line back in
+   sn_compile_options.kernel_opts rebuilds exactly this kernel. Free with sn_string_free. */
+SN_API char *sn_program_kernel_opts(const sn_program *program, size_t index, sn_error **err);
 /* The graph after a pipeline stage as text, every kernel under a "# kernel i: name" header. Stages:
    "tensor", "schedule", "ast", "optimized", "expanded", "simplified", "reduce", "parallel", "isel",
    "linear", "source", "plan". Needs keep_stages at compile time ("source" does not): otherwise, and
@@ -990,7 +1011,10 @@ typedef struct sn_api {
   sn_uop *(*tensor_index)(sn_graph *graph, sn_uop *x, sn_uop *const *indices, size_t n, sn_error **err);
   sn_uop *(*tensor_slice)(sn_graph *graph, sn_uop *x, int64_t offset, int64_t size, sn_dtype dtype, sn_error **err);
   sn_uop *(*tensor_binary)(sn_graph *graph, const void *data, size_t nbytes, sn_error **err);
-  /* ---- version 6 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 6: kernel opts, BEAM, the disk cache switch ---- */
+  char *(*program_kernel_opts)(const sn_program *program, size_t index, sn_error **err);
+  sn_code (*context_set_disk_cache)(sn_context *ctx, int enabled, sn_error **err);
+  /* ---- version 7 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

@@ -1,0 +1,350 @@
+// BEAM search (see search.h): candidates are lists of opts, lowered and compiled in scratch graphs
+// on all cores, timed one at a time on the device.
+#include "core/opt/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "core/codegen/kernel_util.h"
+#include "core/opt/opt.h"
+#include "core/pipeline.h"
+#include "core/runtime/disk_cache.h"
+#include "core/util/error.h"
+
+namespace sn {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Copies of the loop body an UPCAST/UNROLL product may make: more compiles slowly and spills.
+constexpr int64_t kMaxUnrolled = 256;
+// Runs per timed candidate (the minimum counts), and how much slower than the best a first run
+// may be before the candidate is dropped without more runs.
+constexpr int kRuns = 3;
+constexpr double kEarlyStop = 3.0;
+
+std::mutex g_mu;  // guards g_memory and g_stats
+std::map<std::string, std::vector<Opt>> g_memory;
+BeamStats g_stats;
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+// The same nodes in graph `dst` (a scratch graph for one candidate).
+const UOp* copy_into(Graph& dst, const UOp* root) {
+  std::unordered_map<const UOp*, const UOp*> map;
+  std::vector<const UOp*> src;
+  for (const UOp* u : toposort(root)) {
+    src.clear();
+    for (const UOp* s : u->src()) src.push_back(map.at(s));
+    map[u] = dst.make(u->op, u->dtype, src, u->arg, u->tag);
+  }
+  return map.at(root);
+}
+
+int64_t unrolled(const std::vector<Opt>& opts) {
+  int64_t n = 1;
+  for (const Opt& o : opts)
+    if (o.op == OptOp::Split && (o.type == AxisType::Upcast || o.type == AxisType::Unroll)) n *= o.amount;
+  return n;
+}
+
+// One more opt for a kernel after `applied`: the spec's OptOps over its current ranges.
+std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vector<Opt>& applied, bool allow_threads) {
+  std::vector<Opt> out;
+  bool threaded = false;
+  for (const Opt& o : applied) threaded = threaded || (o.op == OptOp::Split && o.type == AxisType::Thread);
+  const int64_t room = kMaxUnrolled / unrolled(applied);
+  std::vector<const UOp*> loops, reduces;
+  classify_ranges(sink, &loops, &reduces);
+  std::vector<int64_t> swappable;
+  for (const UOp* r : loops) {
+    const auto& ra = r->as<RangeArg>();
+    int64_t n = const_bound(r);
+    if (n <= 1 || (ra.type != AxisType::Loop && ra.type != AxisType::Global)) continue;
+    swappable.push_back(ra.id);
+    for (int64_t k : {2, 3, 4, 8, 16})
+      if (n % k == 0 && k <= room) out.push_back(Opt::upcast(ra.id, k));
+    if (target.has_local && ra.type == AxisType::Global)
+      for (int64_t k : {2, 4, 8, 16, 32})
+        if (n % k == 0) out.push_back(Opt::local(ra.id, k));
+    if (allow_threads && !threaded && target.has_threads && target.cores > 1 && n >= target.cores)
+      out.push_back(Opt::thread(ra.id, target.cores));
+  }
+  for (const UOp* r : reduces) {
+    const auto& ra = r->as<RangeArg>();
+    int64_t n = const_bound(r);
+    if (n <= 1 || ra.type != AxisType::Reduce) continue;
+    for (int64_t k : {2, 4, 8, 16})
+      if (n % k == 0 && k <= room) out.push_back(Opt::unroll(ra.id, k));
+    if (target.has_local)
+      for (int64_t k : {8, 16, 32})
+        if (n % k == 0) {
+          out.push_back(Opt::group(ra.id, k));
+          out.push_back(Opt::group(ra.id, k, true));
+        }
+  }
+  for (size_t i = 0; i < swappable.size(); i++)
+    for (size_t j = i + 1; j < swappable.size(); j++) out.push_back(Opt::swap(swappable[i], swappable[j]));
+  return out;
+}
+
+struct Candidate {
+  std::vector<Opt> opts;
+  std::shared_ptr<const DeviceKernel> kernel;
+  uint64_t optimized_hash = 0;  // the kernel after its opts: different lists can give the same kernel
+  std::vector<Opt> next;        // the opts that may follow
+  double ms = kInf;
+  bool ok = false;
+};
+
+// Lowers and compiles every candidate, in parallel, each in a scratch graph of its own.
+void compile_all(std::vector<Candidate>& cands, const UOp* ast, ComputeDevice& device, const LowerOptions& base) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
+      Candidate& c = cands[i];
+      try {
+        Graph scratch;
+        LowerOptions lo = base;
+        lo.opts = c.opts;
+        lo.on_stage = nullptr;
+        LoweredKernel k = lower_kernel(scratch, copy_into(scratch, ast), device.target(), lo);
+        const UOp* optimized = nullptr;
+        for (const auto& [name, root] : k.stages)
+          if (name == "optimized") optimized = root;
+        c.optimized_hash = optimized ? optimized->content_hash() : 0;
+        c.next = optimized ? actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
+        c.kernel = device.compile_scratch(k);
+        c.ok = true;
+      } catch (const Error&) {
+        c.ok = false;  // an opt that does not apply here, or a kernel the target cannot take
+      }
+    }
+  };
+  size_t nthreads = std::min<size_t>(cands.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < nthreads; t++) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+}
+
+// Zero-filled buffers for the kernel's params, shared by every candidate (opts do not change them).
+struct Buffers {
+  std::vector<std::shared_ptr<Storage>> storage;
+  std::vector<DevicePtr> ptrs;
+};
+
+Buffers make_buffers(ComputeDevice& device, const DeviceKernel& k) {
+  Buffers b;
+  int64_t slots = 0;
+  for (const KernelParam& p : k.params) slots = std::max(slots, p.slot + 1);
+  b.storage.resize(size_t(slots));
+  b.ptrs.assign(size_t(slots), DevicePtr{nullptr, 0});
+  for (const KernelParam& p : k.params) {
+    size_t bytes = size_t(std::max<int64_t>(p.size, 0)) * size_t(p.dtype.itemsize());
+    auto s = device.allocate(bytes);
+    if (bytes > 0) {
+      std::vector<char> zeros(bytes, 0);
+      device.copy_in(*s, 0, zeros.data(), bytes);
+    }
+    b.ptrs[size_t(p.slot)] = DevicePtr{s->ptr(), 0};
+    b.storage[size_t(p.slot)] = std::move(s);
+  }
+  return b;
+}
+
+// The fastest of a few runs in milliseconds, or kInf; stops after one run that is far slower than `best`.
+double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& b, double best) {
+  LaunchSize size;
+  for (size_t d = 0; d < 3; d++) {
+    size.global[d] = k.dims.global[d].eval(nullptr);
+    size.local[d] = k.dims.local[d];
+  }
+  try {
+    device.launch(k, b.ptrs, {}, size);  // warm: caches, page faults, lazy binding
+    device.synchronize();
+    double fastest = kInf;
+    for (int r = 0; r < kRuns; r++) {
+      auto t0 = std::chrono::steady_clock::now();
+      device.launch(k, b.ptrs, {}, size);
+      device.synchronize();
+      fastest =
+          std::min(fastest, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (fastest > kEarlyStop * best) break;
+    }
+    return fastest;
+  } catch (const Error&) {
+    return kInf;
+  }
+}
+
+std::string cache_key(const UOp* ast, const Target& target, const LowerOptions& base, const BeamOptions& o) {
+  return cat("beam/1/", disk_cache_version(), "/", hex(ast->content_hash()), "/",
+             hex(std::hash<std::string>{}(target.key())), "/w", o.width, "/s", o.max_steps, "/t",
+             int(base.allow_threads), "/m", base.min_ops_per_thread);
+}
+
+constexpr std::string_view kValueMagic = "sinter-beam-1\n";
+
+}  // namespace
+
+std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerOptions& base_in,
+                             const BeamOptions& options) {
+  LowerOptions base = base_in;
+  base.opts.reset();
+  base.on_stage = nullptr;
+  // The heuristic's choice: the starting point, and the answer where nothing can be timed.
+  std::vector<Opt> heuristic;
+  bool has_vars = false;
+  {
+    Graph scratch;
+    LoweredKernel k = lower_kernel(scratch, copy_into(scratch, ast), device.target(), base);
+    heuristic = k.opts;
+    has_vars = !k.vars.empty();
+  }
+  if (has_vars || !device.cannot_run().empty() || options.width <= 0) return heuristic;
+
+  const std::string key = cache_key(ast, device.target(), base, options);
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (auto it = g_memory.find(key); it != g_memory.end()) {
+      g_stats.memory_hits++;
+      return it->second;
+    }
+  }
+  std::shared_ptr<DiskCache> disk = options.disk_cache ? disk_cache() : nullptr;
+  if (disk) {
+    if (std::optional<std::string> v = disk->get(key); v && v->starts_with(kValueMagic)) {
+      std::vector<Opt> opts;
+      bool usable = parse_opts(std::string_view(*v).substr(kValueMagic.size()), &opts);
+      if (usable) {  // a foreign or stale entry that does not apply is searched again (and replaced)
+        try {
+          Graph scratch;
+          LowerOptions lo = base;
+          lo.opts = opts;
+          (void)optimize_kernel(scratch, copy_into(scratch, ast), device.target(), lo);
+        } catch (const Error&) {
+          usable = false;
+        }
+      }
+      if (usable) {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_stats.disk_hits++;
+        g_memory[key] = opts;
+        return opts;
+      }
+    }
+  }
+
+  auto t_start = std::chrono::steady_clock::now();
+  std::vector<Candidate> beam(2);
+  beam[0].opts = {};
+  beam[1].opts = heuristic;
+  compile_all(beam, ast, device, base);
+  if (!beam[1].ok) return heuristic;
+  Buffers bufs = make_buffers(device, *beam[1].kernel);
+  std::set<std::vector<std::string>> seen_lists;
+  std::set<uint64_t> seen_kernels;
+  uint64_t compiled = beam.size(), timed = 0;
+  auto list_key = [](const std::vector<Opt>& opts) {
+    std::vector<std::string> words;
+    for (const Opt& o : opts) words.push_back(opt_str(o));
+    return words;
+  };
+  // The heuristic first, so the plain start is timed against it.
+  for (int i : {1, 0}) {
+    Candidate& c = beam[size_t(i)];
+    seen_lists.insert(list_key(c.opts));
+    if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
+    c.ms = time_kernel(device, *c.kernel, bufs, beam[1].ms);
+    timed++;
+  }
+  std::erase_if(beam, [](const Candidate& c) { return !c.ok || c.ms == kInf; });
+  std::sort(beam.begin(), beam.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+  Candidate best = beam.front();
+  const double heuristic_ms = [&] {
+    for (const Candidate& c : beam)
+      if (c.opts == heuristic) return c.ms;
+    return kInf;
+  }();
+
+  for (int step = 0; step < options.max_steps; step++) {
+    std::vector<Candidate> fresh;
+    for (const Candidate& c : beam)
+      for (const Opt& a : c.next) {
+        Candidate n;
+        n.opts = c.opts;
+        n.opts.push_back(a);
+        if (seen_lists.insert(list_key(n.opts)).second) fresh.push_back(std::move(n));
+      }
+    if (fresh.empty()) break;
+    compile_all(fresh, ast, device, base);
+    compiled += fresh.size();
+    for (Candidate& c : fresh) {
+      if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
+      c.ms = time_kernel(device, *c.kernel, bufs, best.ms);
+      timed++;
+      c.kernel.reset();  // its code is freed; the timing is what counts
+    }
+    std::erase_if(fresh, [](const Candidate& c) { return !c.ok || c.ms == kInf; });
+    std::sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+    if (fresh.size() > size_t(options.width)) fresh.resize(size_t(options.width));
+    if (options.debug >= 2)
+      std::fprintf(stderr, "sn: beam %-28s step %d: %zu candidates, best %.3f ms [%s] (so far %.3f ms)\n",
+                   kernel_name(ast).c_str(), step, fresh.size(), fresh.empty() ? kInf : fresh.front().ms,
+                   fresh.empty() ? "" : opts_str(fresh.front().opts).c_str(), best.ms);
+    if (fresh.empty() || fresh.front().ms >= best.ms) break;  // no step forward
+    best = fresh.front();
+    beam = std::move(fresh);
+  }
+
+  if (options.debug >= 2)
+    std::fprintf(
+        stderr,
+        "sn: beam %-28s %.3f ms [%s] vs heuristic %.3f ms [%s]; %" PRIu64 " compiled, %" PRIu64 " timed in %.0f ms\n",
+        kernel_name(ast).c_str(), best.ms, opts_str(best.opts).c_str(), heuristic_ms, opts_str(heuristic).c_str(),
+        compiled, timed, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count());
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_stats.searches++;
+    g_stats.compiled += compiled;
+    g_stats.timed += timed;
+    g_memory[key] = best.opts;
+  }
+  if (disk) disk->put(key, cat(kValueMagic, opts_str(best.opts)));
+  return best.opts;
+}
+
+BeamStats beam_stats() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_stats;
+}
+
+int beam_width_from_env() {
+  const char* v = std::getenv("SN_BEAM");
+  if (v == nullptr) return 0;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  return end != v && *end == '\0' && n > 0 && n <= 64 ? int(n) : 0;
+}
+
+void reset_beam_memory() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_memory.clear();
+}
+
+}  // namespace sn

@@ -1,0 +1,54 @@
+// BEAM search: a kernel's opts chosen by timing candidates on the device instead of by the
+// heuristic (the spec's BEAM; tinygrad's codegen/opt/search.py is the model).
+//
+// The beam starts from two candidates, no opts and the heuristic's list, so the result is never
+// slower than the heuristic as timed in the same search. Each step extends every kept candidate by
+// one of the spec's OptOps (UPCAST, UNROLL, THREAD, SWAP; LOCAL and GROUP on GPU targets), lowers
+// and compiles the new lists in parallel on all cores, each in a scratch graph of its own (the
+// user's graph does not grow), then times them one by one on the device (zero-filled buffers,
+// early stop for the clearly slower) and keeps the `width` fastest. It stops when a step brings no
+// candidate faster than the best so far.
+//
+// Results are kept in memory and in the disk cache (core/runtime/disk_cache.h) under the kernel's
+// content hash, the target, the width and Sinter's version, so a kernel is searched once.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/codegen/codegen.h"
+#include "core/ir/opt_op.h"
+#include "core/runtime/device.h"
+
+namespace sn {
+
+struct BeamOptions {
+  int width = 4;           // candidates kept per step
+  int max_steps = 10;      // opts added at most, beyond the heuristic's
+  bool disk_cache = true;  // look results up in (and store them to) the disk cache
+  int debug = 0;           // >= 2: one line per step on stderr
+};
+
+// The opts of kernel `ast` (kernel IR, as scheduled) BEAM finds on `device`. `base` gives the
+// lowering options (allow_threads, ...; its opts are ignored). A kernel with launch-time
+// variables, or on a device that cannot run, gets the heuristic's opts. Throws what lowering the
+// heuristic's choice throws.
+std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerOptions& base,
+                             const BeamOptions& options);
+
+// Counts since the process started, for tests and SN_DEBUG.
+struct BeamStats {
+  uint64_t searches = 0;     // kernels searched
+  uint64_t memory_hits = 0;  // answered from this process's results
+  uint64_t disk_hits = 0;    // answered from the disk cache
+  uint64_t compiled = 0;     // candidates compiled
+  uint64_t timed = 0;        // candidates timed
+};
+BeamStats beam_stats();
+
+// SN_BEAM from the environment (0 when unset or not a positive number).
+int beam_width_from_env();
+
+// Tests: forget the results kept in memory.
+void reset_beam_memory();
+
+}  // namespace sn

@@ -1,0 +1,188 @@
+// Kernel opts as replayable data through the pipeline (CompileOptions::kernel_opts, Launch::ast_hash)
+// and BEAM search (core/opt/search.h): correct results, exact replay of what a kernel got, a
+// search that does not grow the user's graph, clear errors for opts that do not fit. The disk
+// side of BEAM (results kept, damaged entries replaced) is in test_disk_cache.cpp.
+#include <gtest/gtest.h>
+
+#if SN_BACKEND_CPU
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/opt/search.h"
+#include "core/tensor/compose.h"
+#include "tests/unit/test_pipeline_util.h"
+
+namespace sn {
+namespace {
+
+using testrt::OracleFixture;
+
+// The text of stage `stage` for every kernel of a program compiled with keep_stages.
+std::vector<std::string> stage_texts(const Program& p, const std::string& stage) {
+  std::vector<std::string> out;
+  if (!p.stages) return out;
+  for (const StageDump& d : *p.stages)
+    if (d.stage == stage) out.push_back(d.text);
+  return out;
+}
+
+// A runtime of its own, so that no kernel, program or BEAM result of another test answers for it.
+std::unique_ptr<Runtime> fresh_runtime() {
+  auto rt = std::make_unique<Runtime>(RuntimeOptions{.debug = 0, .threads = 0});
+  rt->devices().set_disk_cache(false);
+  return rt;
+}
+
+class SearchTest : public OracleFixture<20261125> {};
+
+TEST_F(SearchTest, BeamKernelsMatchTheOracle) {
+  reset_beam_memory();
+  const UOp *a = in(dtypes::float32, {32, 48}), *b = in(dtypes::float32, {48, 40});
+  const UOp* x = in(dtypes::float32, {16, 64});
+  const UOp* y = in(dtypes::float32, {4, 1000});
+  CompileOptions o;
+  o.beam = 2;
+  BeamStats before = beam_stats();
+  testrt::expect_matches_oracle(g, {gemm(g, a, b), softmax(g, x, 1), reduce(g, y, Op::Add, {1})}, data, "beam", 1e-4,
+                                1e-4, o);
+  BeamStats after = beam_stats();
+  // Searched here, or found in this process or the test cache directory from an earlier run.
+  EXPECT_GE(after.searches + after.memory_hits + after.disk_hits,
+            before.searches + before.memory_hits + before.disk_hits + 3);
+}
+
+// The opts each kernel got, given back as forced opts, rebuild exactly the same kernels (the
+// same linearized program) in a runtime that has compiled nothing.
+TEST_F(SearchTest, ForcedOptsRebuildTheSameKernels) {
+  const UOp *a = in(dtypes::float32, {64, 96}), *b = in(dtypes::float32, {96, 32});
+  const UOp* x = in(dtypes::float32, {1, 8, 12, 12});
+  const UOp* w = in(dtypes::float32, {8, 8, 3, 3});
+  std::vector<const UOp*> outs{softmax(g, gemm(g, a, b), 1), conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+  CompileOptions o;
+  o.keep_stages = true;
+  auto rt1 = fresh_runtime();
+  auto p1 = compile_program(*rt1, g, outs, nullptr, o);
+  ASSERT_GE(p1->launches.size(), 2u);
+  CompileOptions forced = o;
+  bool any_opts = false;
+  for (const Launch& l : p1->launches) {
+    forced.kernel_opts[l.ast_hash] = l.kernel->opts;
+    any_opts = any_opts || !l.kernel->opts.empty();
+  }
+  EXPECT_TRUE(any_opts) << "the heuristic chose nothing: the replay checks nothing";
+  auto rt2 = fresh_runtime();
+  auto p2 = compile_program(*rt2, g, outs, nullptr, forced);
+  ASSERT_EQ(p2->launches.size(), p1->launches.size());
+  for (size_t k = 0; k < p1->launches.size(); k++) {
+    EXPECT_EQ(p2->launches[k].ast_hash, p1->launches[k].ast_hash);
+    EXPECT_EQ(p2->launches[k].kernel->opts, p1->launches[k].kernel->opts);
+  }
+  EXPECT_EQ(stage_texts(*p2, "linear"), stage_texts(*p1, "linear"));
+
+  // Other opts give another kernel: the forced list is really what runs.
+  CompileOptions none = o;
+  for (const Launch& l : p1->launches) none.kernel_opts[l.ast_hash] = {};
+  auto rt3 = fresh_runtime();
+  auto p3 = compile_program(*rt3, g, outs, nullptr, none);
+  for (const Launch& l : p3->launches) EXPECT_TRUE(l.kernel->opts.empty());
+  EXPECT_NE(stage_texts(*p3, "linear"), stage_texts(*p1, "linear"));
+  testrt::expect_matches_oracle(g, outs, data, "no opts", 1e-4, 1e-4, none);
+}
+
+TEST_F(SearchTest, ForcedOptsThatDoNotFitAreClearErrors) {
+  const UOp* x = in(dtypes::float32, {16, 64});
+  std::vector<const UOp*> outs{reduce(g, x, Op::Add, {1})};
+  auto rt = fresh_runtime();
+  auto p = compile_program(*rt, g, outs);
+  ASSERT_EQ(p->launches.size(), 1u);
+  const uint64_t id = p->launches[0].ast_hash;
+
+  CompileOptions bad_axis;
+  bad_axis.kernel_opts[id] = {Opt::upcast(7, 4)};
+  try {
+    compile_program(*rt, g, outs, nullptr, bad_axis);
+    ADD_FAILURE() << "an opt on a range the kernel does not have compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArg);
+    EXPECT_NE(e.message().find(kernel_id_str(id)), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("UPCAST(7,4)"), std::string::npos) << e.message();
+  }
+  CompileOptions bad_amount;
+  bad_amount.kernel_opts[id] = {Opt::unroll(1, 7)};  // 64 is not a multiple of 7
+  EXPECT_THROW(compile_program(*rt, g, outs, nullptr, bad_amount), Error);
+
+  CompileOptions stale;
+  stale.kernel_opts[id ^ 1] = {};
+  try {
+    compile_program(*rt, g, outs, nullptr, stale);
+    ADD_FAILURE() << "opts for a kernel the program does not have were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArg);
+    EXPECT_NE(e.message().find("does not have"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(kernel_id_str(id)), std::string::npos) << "names the kernels it has: " << e.message();
+  }
+}
+
+// Candidates are lowered in scratch graphs: a BEAM compile adds to the user's graph exactly what
+// compiling with the chosen opts forced adds.
+TEST_F(SearchTest, BeamDoesNotGrowTheUserGraph) {
+  reset_beam_memory();
+  auto build = [](Graph& gr) {
+    const UOp *a = input(gr, dtypes::float32, {48, 64}), *b = input(gr, dtypes::float32, {64, 32});
+    return std::vector<const UOp*>{gemm(gr, a, b)};
+  };
+  Graph g1;
+  std::vector<const UOp*> outs1 = build(g1);
+  size_t before = g1.size();
+  auto rt1 = fresh_runtime();
+  CompileOptions beam;
+  beam.beam = 2;
+  BeamStats s0 = beam_stats();
+  auto p1 = compile_program(*rt1, g1, outs1, nullptr, beam);
+  EXPECT_EQ(beam_stats().searches, s0.searches + p1->launches.size()) << "the search must run here";
+  EXPECT_GT(beam_stats().compiled, s0.compiled + 2) << "BEAM compiled no candidate beyond its start";
+  size_t grown_beam = g1.size() - before;
+
+  Graph g2;
+  std::vector<const UOp*> outs2 = build(g2);
+  before = g2.size();
+  CompileOptions forced;
+  for (const Launch& l : p1->launches) forced.kernel_opts[l.ast_hash] = l.kernel->opts;
+  auto rt2 = fresh_runtime();
+  auto p2 = compile_program(*rt2, g2, outs2, nullptr, forced);
+  EXPECT_EQ(grown_beam, g2.size() - before);
+
+  // Found again in memory: no second search.
+  Graph g3;
+  std::vector<const UOp*> outs3 = build(g3);
+  auto rt3 = fresh_runtime();
+  BeamStats s1 = beam_stats();
+  auto p3 = compile_program(*rt3, g3, outs3, nullptr, beam);
+  EXPECT_EQ(beam_stats().searches, s1.searches);
+  EXPECT_EQ(beam_stats().memory_hits, s1.memory_hits + p3->launches.size());
+  ASSERT_EQ(p3->launches.size(), p1->launches.size());
+  for (size_t k = 0; k < p1->launches.size(); k++)
+    EXPECT_EQ(p3->launches[k].kernel->opts, p1->launches[k].kernel->opts);
+}
+
+// A kernel with launch-time variables cannot be timed at one size: it keeps the heuristic.
+TEST_F(SearchTest, KernelsWithVariablesKeepTheHeuristic) {
+  const UOp* x = in(dtypes::float32, {8, 256});
+  const UOp* n = cast(g, g.var("n", 1, 4), dtypes::float32);
+  std::vector<const UOp*> outs{reduce(g, mul(g, x, n), Op::Add, {1})};
+  auto rt = fresh_runtime();
+  CompileOptions beam;
+  beam.beam = 2;
+  BeamStats s0 = beam_stats();
+  auto p = compile_program(*rt, g, outs, nullptr, beam);
+  EXPECT_EQ(beam_stats().searches, s0.searches);
+  auto rt2 = fresh_runtime();
+  auto q = compile_program(*rt2, g, outs);
+  ASSERT_EQ(p->launches.size(), q->launches.size());
+  for (size_t k = 0; k < p->launches.size(); k++) EXPECT_EQ(p->launches[k].kernel->opts, q->launches[k].kernel->opts);
+}
+
+}  // namespace
+}  // namespace sn
+#endif  // SN_BACKEND_CPU
