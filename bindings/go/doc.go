@@ -18,6 +18,11 @@
 //
 // Errors are *Error values carrying the C API's code and message (use errors.As).
 //
+// Functions (API version 5): Graph.NewFunction begins a reusable sub-graph; build its body from Function.Param,
+// End it with the outputs and Call it any number of times (SetFlags(FunctionPrecompile) compiles it once for
+// every call). Like a UOp it belongs to its Graph and needs no Close. UOp.Index, UOp.Slice and Graph.Binary are
+// the spec's Index (gather along the leading axes), Slice (reinterpret storage) and Binary (constant bytes).
+//
 // DLPack: Buffer.ToDLPack exports a CPU buffer without copying, Device.FromDLPack imports a DLPack 1.x
 // tensor (zero-copy when it is compact and writable), and AdoptDLPack and DLPack.Release hand tensors to and
 // from other libraries. A *DLPack owns its tensor and calls the tensor's deleter exactly once.

@@ -313,3 +313,38 @@ func (g *Graph) Assign(target, value UOp) (UOp, error) {
 func (u UOp) Detach() (UOp, error) {
 	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_detach(g, u.p, e) })
 }
+
+// Index is the spec's Index: indices[k] (an integer tensor of shape () or (m,)) selects along axis k of u, from
+// the left; a ()-shaped index removes the axis, an (m,)-shaped one makes it m long (a gather of rows for one
+// index). An index outside its axis reads 0. (API version 5.)
+func (u UOp) Index(indices ...UOp) (UOp, error) {
+	arr, n, err := u.g.uopArray(indices)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_index(g, u.p, arr, n, e) })
+}
+
+// Slice is the spec's Slice: size elements of dtype read from u's storage (its row-major bytes), starting offset
+// elements of u's dtype in; shape (size,). Past the end is CodeInvalidArg. (API version 5.)
+func (u UOp) Slice(offset, size int64, dtype DType) (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_slice(g, u.p, C.int64_t(offset), C.int64_t(size), C.sn_dtype(dtype), e)
+	})
+}
+
+// Binary is the spec's Binary: a copy of data as a constant uint8 tensor of shape (len(data),); view it with
+// Bitcast or Slice. A program that reads it holds the bytes in device memory, filled once when compiled.
+// (API version 5.)
+func (g *Graph) Binary(data []byte) (UOp, error) {
+	var ptr unsafe.Pointer
+	if len(data) > 0 {
+		ptr = unsafe.Pointer(&data[0])
+	}
+	u, err := g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_binary(p, ptr, C.size_t(len(data)), cerr)
+	})
+	runtime.KeepAlive(data)
+	return u, err
+}

@@ -15,8 +15,9 @@
  * sn_arg has pointers into Java-owned or graph-owned memory, so it is not wrapped as a struct: the snj_* helpers
  * at the end pass its fixed fields as a long[12] (order in org.sinter.Arg) and its arrays separately.
  * Likewise snj_compile takes sn_compile_options as plain arguments, and the typed snj_buffer_copy_* helpers
- * replace the void* copies. Not wrapped: the dlopen function table (sn_api, sn_get_api) and raw host pointers,
- * which a JVM has no use for, and the last-error functions, which exceptions replace.
+ * replace the void* copies; snj_gradient and snj_function_call hand back their out arrays, and snj_function_begin
+ * takes the parameters' shapes flattened. Not wrapped: the dlopen function table (sn_api, sn_get_api) and raw
+ * host pointers, which a JVM has no use for, and the last-error functions, which exceptions replace.
  * DLPack (sinter_dlpack.h): a sn_dlpack_tensor* is a long like the handles; the snj_dlpack_* helpers read its
  * fields and call its deleter, so the facade (org.sinter.DLPackTensor) needs no struct wrappers.
  */
@@ -99,6 +100,7 @@ SN_HANDLE(sn_device)
 SN_HANDLE(sn_buffer)
 SN_HANDLE(sn_program)
 SN_HANDLE(sn_dlpack_tensor)
+SN_HANDLE(sn_function)
 
 /* ---- int64 arrays (shapes, axes, offsets) as long[] ---- */
 %typemap(jni) const int64_t * "jlongArray"
@@ -135,7 +137,9 @@ SN_HANDLE(sn_dlpack_tensor)
   }
 %}
 %typemap(freearg) sn_uop *const *srcs %{ free((void *)$1); %}
-%apply sn_uop *const *srcs { sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs, sn_uop *const *indices };
+%apply sn_uop *const *srcs {
+  sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs, sn_uop *const *indices, sn_uop *const *args
+};
 
 /* ---- buffer arrays as long[] of handles ---- */
 %typemap(jni) sn_buffer *const * "jlongArray"
@@ -297,6 +301,7 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %typemap(freearg) (const void *bytes, size_t nbytes) %{
   if ($1) (*jenv)->ReleaseByteArrayElements(jenv, $input, (jbyte *)$1, JNI_ABORT);
 %}
+%apply (const void *bytes, size_t nbytes) { (const void *data, size_t nbytes) }; /* sn_tensor_binary */
 
 /* ---- strings we own: copy, then sn_string_free ---- */
 %newobject sn_uop_device;
@@ -325,12 +330,8 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_compile_options_init;
 %ignore sn_compile;
 %ignore sn_tensor_gradient; /* bound by hand below (its grads[] is an out array) */
-%ignore sn_function_begin; /* functions (API version 5) are not bound in Java yet */
-%ignore sn_function_param;
-%ignore sn_function_end;
-%ignore sn_function_set_flags;
-%ignore sn_function_call;
-%ignore sn_tensor_binary; /* raw bytes: not bound in Java yet */
+%ignore sn_function_begin; /* bound by hand below (its shapes are an array of arrays) */
+%ignore sn_function_call;  /* bound by hand below (its results[] is an out array) */
 %ignore sn_buffer_copy_in;
 %ignore sn_buffer_copy_out;
 %ignore sn_buffer_host_pointer;
@@ -489,6 +490,50 @@ sn_uop *snj_gradient(sn_graph *graph, sn_uop *loss, sn_uop *const *xs, size_t n,
   if (sn_tensor_gradient(graph, loss, xs, n, grads, err) == SN_OK && i < n) out = grads[i];
   free(grads);
   return out;
+}
+
+/* sn_function_begin with the parameters' shapes flattened: parameter k has dtypes[k] and the next ranks[k] of
+   dims[0..ndims-1]. A parameter whose dims run past ndims is passed with a NULL shape, which the library reports.
+   NULL without *err on an allocation failure. */
+sn_function *snj_function_begin(sn_graph *graph, const int64_t *dtypes, const int64_t *ranks, size_t nparams,
+                                const int64_t *dims, size_t ndims, sn_error **err) {
+  sn_dtype *dt;
+  size_t *rk, k, at = 0;
+  const int64_t **sh;
+  sn_function *fn = NULL;
+  /* missing arrays: the library names them */
+  if (nparams > 0 && (dtypes == NULL || ranks == NULL)) return sn_function_begin(graph, nparams, NULL, NULL, NULL, err);
+  dt = (sn_dtype *)calloc(nparams > 0 ? nparams : 1, sizeof *dt);
+  rk = (size_t *)calloc(nparams > 0 ? nparams : 1, sizeof *rk);
+  sh = (const int64_t **)calloc(nparams > 0 ? nparams : 1, sizeof *sh);
+  if (dt != NULL && rk != NULL && sh != NULL) {
+    for (k = 0; k < nparams; k++) {
+      dt[k] = (sn_dtype)dtypes[k];
+      rk[k] = ranks[k] < 0 ? 0 : (size_t)ranks[k];
+      sh[k] = rk[k] > 0 && dims != NULL && rk[k] <= ndims - at ? dims + at : NULL;
+      if (sh[k] != NULL) at += rk[k];
+    }
+    fn = sn_function_begin(graph, nparams, dt, sh, rk, err);
+  }
+  free(dt);
+  free(rk);
+  free((void *)sh);
+  return fn;
+}
+
+/* sn_function_call with the results as handles in out_data[out_count]; out_count must be the function's number
+   of outputs (the facade, org.sinter.Function, counts them at sn_function_end). */
+sn_code snj_function_call(sn_graph *graph, sn_function *fn, sn_uop *const *args, size_t nargs, int64_t *out_data,
+                          size_t out_count, sn_error **err) {
+  sn_uop **res = (sn_uop **)calloc(out_count > 0 ? out_count : 1, sizeof *res);
+  sn_code c;
+  size_t i;
+  if (res == NULL) return SN_E_OUT_OF_MEMORY;
+  c = sn_function_call(graph, fn, args, nargs, res, err);
+  if (c == SN_OK)
+    for (i = 0; i < out_count; i++) out_data[i] = (int64_t)(intptr_t)res[i];
+  free(res);
+  return c;
 }
 
 sn_code snj_copy_in_f32(sn_buffer *b, const float *in_data, size_t in_count, sn_error **err) {

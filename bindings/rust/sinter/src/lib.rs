@@ -53,6 +53,7 @@ pub use sinter_sys as sys;
 
 mod enums;
 mod error;
+mod function;
 mod graph;
 mod ops;
 mod runtime;
@@ -60,6 +61,7 @@ mod tensor;
 
 pub use enums::{AddrSpace, AxisType, Code, DType, Op};
 pub use error::{Error, Result};
+pub use function::{Function, FunctionFlags};
 pub use graph::{Arg, Context, Dim, Graph, UOp};
 pub use runtime::{Buffer, CompileOptions, Device, Element, Program, TensorInfo};
 pub use tensor::{Conv2d, Pool2d};

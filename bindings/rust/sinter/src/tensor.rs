@@ -80,6 +80,14 @@ impl Graph {
         // SAFETY: xs are uops of this graph.
         self.build_node(|g, e| unsafe { sys::sn_tensor_stack(g, xs.as_ptr(), xs.len(), axis, e) })
     }
+
+    /// The spec's Binary: a copy of `data` as a constant uint8 tensor of shape `(data.len(),)`; view it with
+    /// [`UOp::bitcast`] or [`UOp::slice`]. A program that reads it holds the bytes in device memory, filled once
+    /// when compiled. (API version 5.)
+    pub fn binary(&self, data: &[u8]) -> Result<UOp<'_>> {
+        // SAFETY: self is live; data outlives the call (the library copies it).
+        self.build_node(|g, e| unsafe { sys::sn_tensor_binary(g, data.as_ptr().cast(), data.len(), e) })
+    }
 }
 
 /// Parameters of [`UOp::conv2d`]; `Default` is stride 1, no padding, dilation 1, one group.
@@ -227,6 +235,26 @@ impl<'g> UOp<'g> {
     pub fn one_hot(self, n: i64, dtype: DType) -> Result<UOp<'g>> {
         // SAFETY: self is live.
         self.graph().build_node(|g, e| unsafe { sys::sn_tensor_one_hot(g, self.as_ptr(), n, dtype.0, e) })
+    }
+
+    /// The spec's Index: `indices[k]` (an integer tensor of shape `()` or `(m,)`) selects along axis `k` of
+    /// `self`, from the left; a `()`-shaped index removes the axis, an `(m,)`-shaped one makes it `m` long (a
+    /// gather of rows for one index). An index outside its axis reads 0. (API version 5.)
+    pub fn index(self, indices: &[UOp<'_>]) -> Result<UOp<'g>> {
+        let indices = self.graph().handles("UOp::index", indices)?;
+        // SAFETY: all nodes belong to this graph.
+        self.graph()
+            .build_node(|g, e| unsafe { sys::sn_tensor_index(g, self.as_ptr(), indices.as_ptr(), indices.len(), e) })
+    }
+
+    /// The spec's Slice: `size` elements of `dtype` read from `self`'s storage (its row-major bytes), starting
+    /// `offset` elements of `self`'s dtype in; shape `(size,)`. Past the end is [`Code::INVALID_ARG`].
+    /// (API version 5.)
+    ///
+    /// [`Code::INVALID_ARG`]: crate::Code::INVALID_ARG
+    pub fn slice(self, offset: i64, size: i64, dtype: DType) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_slice(g, self.as_ptr(), offset, size, dtype.0, e) })
     }
 
     /// PyTorch's gather along `axis` with indices `idx`.

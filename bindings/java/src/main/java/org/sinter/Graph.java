@@ -166,6 +166,45 @@ public final class Graph implements AutoCloseable {
   }
 
   /**
+   * The spec's Binary: a copy of {@code data} as a constant uint8 tensor of shape (data.length,); view it with
+   * {@link UOp#bitcast} or {@link UOp#slice}. A program that reads it holds the bytes in device memory, filled
+   * once when compiled. (API version 5.)
+   */
+  public UOp binary(byte[] data) {
+    return build(g -> SinterNative.sn_tensor_binary(g, data));
+  }
+
+  /**
+   * Begins a {@link Function} with one parameter per {@code params} entry: build its body from {@link
+   * Function#param}, then {@link Function#end} it. (API version 5.)
+   */
+  public Function function(Function.Param... params) {
+    int n = params.length, total = 0;
+    long[] dtypes = new long[n], ranks = new long[n];
+    for (int k = 0; k < n; k++) {
+      dtypes[k] = params[k].dtype().value();
+      ranks[k] = params[k].shape().length;
+      total += params[k].shape().length;
+    }
+    long[] dims = new long[total];
+    int at = 0;
+    for (Function.Param p : params) {
+      System.arraycopy(p.shape(), 0, dims, at, p.shape().length);
+      at += p.shape().length;
+    }
+    synchronized (this) {
+      try {
+        // null rather than empty arrays: the glue passes NULL, which is what the C API expects then
+        long f = SinterNative.snj_function_begin(ptr(), n == 0 ? null : dtypes, n == 0 ? null : ranks, n,
+            total == 0 ? null : dims, total);
+        return new Function(this, f, n);
+      } finally {
+        Reference.reachabilityFence(this);
+      }
+    }
+  }
+
+  /**
    * Reverse-mode gradients: {@code d loss / d wrt[i]} for every {@code wrt[i]}, each of its shape and dtype.
    * {@code loss} is a float tensor of one element (e.g. a full sum). (API version 5.)
    */

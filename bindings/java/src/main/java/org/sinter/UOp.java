@@ -435,6 +435,25 @@ public final class UOp {
     return graph.build(g -> SinterNative.sn_tensor_one_hot(g, ptr, n, dtype.value()));
   }
 
+  /**
+   * The spec's Index: {@code indices[k]} (an integer tensor of shape () or (m,)) selects along axis k of this
+   * tensor, from the left; a ()-shaped index removes the axis, an (m,)-shaped one makes it m long (a gather of
+   * rows for one index). An index outside its axis reads 0. (API version 5.)
+   */
+  public UOp index(UOp... indices) {
+    long[] h = graph.own(indices);
+    return graph.build(g -> SinterNative.sn_tensor_index(g, ptr, h, h.length));
+  }
+
+  /**
+   * The spec's Slice: {@code size} elements of {@code dtype} read from this tensor's storage (its row-major
+   * bytes), starting {@code offset} elements of its dtype in; shape (size,). Past the end throws {@link
+   * SinterException} (INVALID_ARG). (API version 5.)
+   */
+  public UOp slice(long offset, long size, DType dtype) {
+    return graph.build(g -> SinterNative.sn_tensor_slice(g, ptr, offset, size, dtype.value()));
+  }
+
   /** PyTorch's gather along {@code axis}. */
   public UOp gather(long axis, UOp idx) {
     long pi = graph.own(idx);
