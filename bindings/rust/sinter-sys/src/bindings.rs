@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 5;
+pub const SN_API_VERSION: u32 = 6;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -1123,6 +1123,14 @@ extern "C" {
 extern "C" {
     pub fn sn_context_debug(ctx: *const sn_context, err: *mut *mut sn_error) -> ::std::os::raw::c_int;
 }
+extern "C" {
+    #[must_use]
+    pub fn sn_context_set_disk_cache(
+        ctx: *mut sn_context,
+        enabled: ::std::os::raw::c_int,
+        err: *mut *mut sn_error,
+    ) -> sn_code;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct sn_compile_options {
@@ -1136,6 +1144,9 @@ pub struct sn_compile_options {
     pub ninputs: usize,
     pub effects: *const *mut sn_uop,
     pub neffects: usize,
+    pub beam: i32,
+    pub kernel_opts: *const *const ::std::os::raw::c_char,
+    pub nkernel_opts: usize,
 }
 extern "C" {
     #[must_use]
@@ -1312,6 +1323,13 @@ extern "C" {
 }
 extern "C" {
     pub fn sn_program_kernel_source(
+        program: *const sn_program,
+        index: usize,
+        err: *mut *mut sn_error,
+    ) -> *mut ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn sn_program_kernel_opts(
         program: *const sn_program,
         index: usize,
         err: *mut *mut sn_error,
@@ -2059,6 +2077,16 @@ pub struct sn_api {
             nbytes: usize,
             err: *mut *mut sn_error,
         ) -> *mut sn_uop,
+    >,
+    pub program_kernel_opts: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *const sn_program,
+            index: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut ::std::os::raw::c_char,
+    >,
+    pub context_set_disk_cache: ::std::option::Option<
+        unsafe extern "C" fn(ctx: *mut sn_context, enabled: ::std::os::raw::c_int, err: *mut *mut sn_error) -> sn_code,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;
