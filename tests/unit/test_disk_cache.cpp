@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/opt/search.h"
 #include "core/pipeline.h"
 #include "core/runtime/disk_cache.h"
 #include "core/runtime/runtime.h"
@@ -73,11 +74,12 @@ struct CacheRun {
   std::vector<std::vector<uint8_t>> outputs;
   ComputeDevice::Stats stats;
   size_t kernels = 0;
+  std::vector<std::string> opts;  // each launch's opts, as text
 };
 
 // Several different kernels: matmul, softmax (reduces + elementwise), a conv2d, a sum. keep_stages
 // makes the pipeline lower every kernel and call compile() (the path that skips find()).
-CacheRun compile_and_run_fresh(bool keep_stages = false) {
+CacheRun compile_and_run_fresh(bool keep_stages = false, int beam = 0, bool context_disk_cache = true) {
   Graph g;
   const UOp* a = input(g, dtypes::float32, {16, 24});
   const UOp* b = input(g, dtypes::float32, {24, 8});
@@ -86,8 +88,10 @@ CacheRun compile_and_run_fresh(bool keep_stages = false) {
   std::vector<const UOp*> outs = {softmax(g, gemm(g, a, b), 1), conv2d(g, x, w, nullptr, {1, 1}, {1, 1}),
                                   reduce(g, mul(g, a, a), Op::Add, {1})};
   Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+  rt.devices().set_disk_cache(context_disk_cache);
   CompileOptions opts;
   opts.keep_stages = keep_stages;
+  opts.beam = beam;
   opts.inputs = {a, b, x, w};
   auto p = compile_program(rt, g, outs, nullptr, opts);
   std::vector<std::shared_ptr<Buffer>> ins, outbufs;
@@ -109,6 +113,7 @@ CacheRun compile_and_run_fresh(bool keep_stages = false) {
   }
   r.stats = rt.device("CPU")->stats();
   r.kernels = p->launches.size();
+  for (const Launch& l : p->launches) r.opts.push_back(opts_str(l.kernel->opts));
   return r;
 }
 
@@ -123,13 +128,13 @@ void sql(const fs::path& db, const std::string& statement) {
   sqlite3_close(h);
 }
 
-int64_t entries(const fs::path& db) {
+int64_t entries(const fs::path& db, const char* where = "1") {
   sqlite3* h = nullptr;
   int64_t n = -1;
   if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM cache", -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    std::string q = cat("SELECT count(*) FROM cache WHERE ", where);
+    if (sqlite3_prepare_v2(h, q.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
       n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
   }
@@ -259,6 +264,68 @@ TEST(DiskCache, OffWritesNothing) {
   EXPECT_EQ(second.stats.disk_hits, 0u);
   EXPECT_EQ(second.stats.compiled, first.stats.compiled);
   EXPECT_TRUE(fs::is_empty(cd.dir())) << "SN_CACHE=0 must write nothing into " << cd.dir();
+}
+
+// (c) The context's switch (sn_context_set_disk_cache) writes nothing either, for devices opened
+// before or after it is turned off.
+TEST(DiskCache, ContextSwitchOffWritesNothing) {
+  CacheDir cd("context_off");
+  CacheRun first = compile_and_run_fresh(false, 0, /*context_disk_cache=*/false);
+  EXPECT_GE(first.stats.compiled, 3u);
+  EXPECT_TRUE(fs::is_empty(cd.dir())) << "a context with the disk cache off must write nothing into " << cd.dir();
+  Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {64});
+  auto dev = rt.device("CPU");  // opened with the cache on, then turned off
+  rt.devices().set_disk_cache(false);
+  compile_program(rt, g, std::vector<const UOp*>{mul(g, x, x)}, dev);
+  EXPECT_TRUE(fs::is_empty(cd.dir()));
+  rt.devices().set_disk_cache(true);
+  compile_program(rt, g, std::vector<const UOp*>{add(g, x, x)}, dev);
+  EXPECT_EQ(entries(cd.db()), 1);
+}
+
+// (e) BEAM results: searched once, then read from disk by a process that has not searched; a
+// damaged entry, or a foreign one whose opts do not apply, is searched again and replaced.
+TEST(DiskCache, BeamResultsAreKeptAndDamagedOnesSearchedAgain) {
+  CacheDir cd("beam");
+  const char* beam_rows = "key LIKE 'beam/%'";
+  reset_beam_memory();
+  BeamStats s0 = beam_stats();
+  CacheRun first = compile_and_run_fresh(false, 2);
+  BeamStats s1 = beam_stats();
+  const uint64_t searched = s1.searches - s0.searches;
+  EXPECT_GE(searched, 3u);
+  EXPECT_EQ(entries(cd.db(), beam_rows), int64_t(searched));
+
+  reset_beam_memory();
+  CacheRun second = compile_and_run_fresh(false, 2);
+  BeamStats s2 = beam_stats();
+  EXPECT_EQ(s2.searches, s1.searches) << "every result must come from disk";
+  EXPECT_EQ(s2.disk_hits, s1.disk_hits + searched);
+  EXPECT_EQ(second.opts, first.opts);
+  EXPECT_EQ(second.outputs, first.outputs);
+
+  const char* damage[] = {
+      "UPDATE cache SET value = randomblob(40) WHERE key LIKE 'beam/%'",
+      "UPDATE cache SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(99,4)' AS BLOB) WHERE key LIKE 'beam/%'",
+      "UPDATE cache SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(0,' AS BLOB) WHERE key LIKE 'beam/%'",
+  };
+  for (const char* statement : damage) {
+    SCOPED_TRACE(statement);
+    reset_disk_cache();
+    sql(cd.db(), statement);
+    reset_disk_cache();
+    reset_beam_memory();
+    BeamStats before = beam_stats();
+    CacheRun again = compile_and_run_fresh(false, 2);
+    EXPECT_EQ(beam_stats().searches, before.searches + searched) << "damaged results must be searched again";
+    EXPECT_EQ(again.outputs, first.outputs);
+    reset_beam_memory();
+    BeamStats after_replace = beam_stats();
+    compile_and_run_fresh(false, 2);
+    EXPECT_EQ(beam_stats().searches, after_replace.searches) << "the damaged results must have been replaced";
+  }
 }
 
 // (d) Processes compiling the same kernels at once (this test binary again, running only the
