@@ -16,10 +16,14 @@
 #include "core/pipeline.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -360,13 +364,16 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   }
   std::sort(p->vars.begin(), p->vars.end(), [](const KernelVar& a, const KernelVar& b) { return a.name < b.name; });
 
-  // lower + compile, kernel by kernel in launch order
+  // lower, kernel by kernel in launch order (in the caller's graph, so on this thread)
   LowerOptions lo;
   lo.optimize = options.optimize;
   lo.allow_threads = options.allow_threads;
-  std::vector<bool> cached(s.kernels.size(), false);  // found compiled: no stage ran for it here
+  const size_t nk = s.kernels.size();
+  std::vector<bool> cached(nk, false);  // found compiled: no stage ran for it here
+  std::vector<std::shared_ptr<const DeviceKernel>> kernels(nk);
+  std::vector<std::optional<LoweredKernel>> pending(nk);
   std::set<uint64_t> forced_used;
-  for (size_t k = 0; k < s.kernels.size(); k++) {
+  for (size_t k = 0; k < nk; k++) {
     const ScheduledKernel& sk = s.kernels[k];
     const uint64_t id = sk.ast->content_hash();
     // optimize: forced opts, else BEAM's (searched once per kernel, core/opt/search.h), else the heuristic's
@@ -382,26 +389,56 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       bo.debug = debug;
       klo.opts = beam_search(sk.ast, *device, lo, bo);
     }
-    std::shared_ptr<const DeviceKernel> kernel;
-    if (!dump.wants_graphs()) kernel = device->find(kernel_key(sk.ast, device->target(), klo));
-    cached[k] = kernel != nullptr;
-    if (!kernel) {
-      if (dump.wants_graphs())
-        klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
-      LoweredKernel lk;
-      try {
-        lk = lower_kernel(g, sk.ast, device->target(), klo);
-      } catch (const Error& e) {
-        if (forced == options.kernel_opts.end() || e.code() != Code::InvalidArg) throw;
-        fail(Code::InvalidArg, "compile: the opts given for kernel ", kernel_id_str(id), " (", kernel_name(sk.ast),
-             ") [", opts_str(forced->second), "] do not apply: ", e.message());
-      }
-      kernel = device->compile(lk);
+    if (!dump.wants_graphs()) kernels[k] = device->find(kernel_key(sk.ast, device->target(), klo));
+    cached[k] = kernels[k] != nullptr;
+    if (kernels[k]) continue;
+    if (dump.wants_graphs())
+      klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
+    try {
+      pending[k] = lower_kernel(g, sk.ast, device->target(), klo);
+    } catch (const Error& e) {
+      if (forced == options.kernel_opts.end() || e.code() != Code::InvalidArg) throw;
+      fail(Code::InvalidArg, "compile: the opts given for kernel ", kernel_id_str(id), " (", kernel_name(sk.ast), ") [",
+           opts_str(forced->second), "] do not apply: ", e.message());
     }
+  }
+
+  // compile: the backend's render + compile of every new kernel, on all cores at once (a kernel
+  // that appears twice compiles once)
+  {
+    std::vector<size_t> todo;
+    std::map<uint64_t, size_t> first_of_key;
+    for (size_t k = 0; k < nk; k++)
+      if (pending[k] && first_of_key.emplace(pending[k]->key, k).second) todo.push_back(k);
+    std::vector<std::exception_ptr> errors(nk);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        try {
+          kernels[todo[i]] = device->compile(*pending[todo[i]]);
+        } catch (...) {
+          errors[todo[i]] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const size_t width = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    for (size_t t = 1; t < width; t++) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    for (size_t k = 0; k < nk; k++)
+      if (errors[k]) std::rethrow_exception(errors[k]);
+    for (size_t k = 0; k < nk; k++)
+      if (pending[k] && !kernels[k]) kernels[k] = kernels[first_of_key.at(pending[k]->key)];
+  }
+
+  for (size_t k = 0; k < nk; k++) {
+    const ScheduledKernel& sk = s.kernels[k];
+    const std::shared_ptr<const DeviceKernel>& kernel = kernels[k];
     dump.text("source", int(k), kernel->source, debug >= 4);
     Launch launch;
     launch.kernel = kernel;
-    launch.ast_hash = id;
+    launch.ast_hash = sk.ast->content_hash();
     launch.buffers = sk.buffers;
     if (kernel->params.size() > sk.buffers.size())
       fail(Code::Internal, "compile: kernel ", k, " (", kernel->name, ") has ", kernel->params.size(),

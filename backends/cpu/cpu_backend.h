@@ -22,6 +22,11 @@ namespace sn {
 // LLVM IR text of a lowered kernel; `symbol` is the name of the exported entry point.
 std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol);
 
+// The LLVM floor of compiling a kernel, for benchmarks: its IR text (CpuKernel::source, entry point
+// `symbol`) through a bare LLJIT for the host (parse, LLVM's stock O3 pipeline, codegen at the same
+// level, lookup), in milliseconds; making the LLJIT is not counted. Throws Error(Compile).
+double llvm_floor_ms(const std::string& ir, const std::string& symbol);
+
 // The host CPU as LLVM sees it (name, features, vector width), THREAD axes over all cores, the
 // math it renders natively (SN_CPU_NATIVE_MATH=0: none).
 Target host_cpu_target();

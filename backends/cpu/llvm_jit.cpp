@@ -335,7 +335,9 @@ struct CpuCompiler::Impl {
   mutable std::mutex mu;  // guards everything below; compiles are serialized
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
-  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // makes a target machine per scratch compile
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;      // makes the target machines of concurrent compiles
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;  // idle ones
+  std::unordered_set<std::string> compiling;                   // symbols of compiles in flight
   std::unordered_map<uint64_t, std::shared_ptr<const CpuKernel>> by_key;
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
@@ -414,6 +416,42 @@ struct CpuCompiler::Impl {
 
   // The kernel stored on disk under lowered-kernel key `key`, linked and cached in memory, or
   // nullptr (not there, unreadable, or it does not link). Holds mu.
+  // A kernel compiled before from the same IR text, under this kernel's own description (the IR
+  // names no variable: they are slots of `vars`, so kernels over different variables share code,
+  // never the names the launch binds). Holds mu.
+  std::shared_ptr<const CpuKernel> alias_locked(const LoweredKernel& k, const std::string& text) {
+    auto it = by_source.find(text);
+    if (it == by_source.end()) return nullptr;
+    auto alias = std::make_shared<CpuKernel>(*it->second);
+    alias->describe(k);
+    alias->compile_ms = 0;
+    alias->opt_ms = 0;
+    stats.cache_hits++;
+    by_key[k.key] = alias;
+    return alias;
+  }
+
+  // Target machines for compiles outside the lock (one per concurrent compile, reused).
+  std::unique_ptr<llvm::TargetMachine> acquire_machine() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!machines.empty()) {
+        auto m = std::move(machines.back());
+        machines.pop_back();
+        return m;
+      }
+    }
+    llvm::orc::JITTargetMachineBuilder b = [&] {
+      std::lock_guard<std::mutex> lk(mu);
+      return *jtmb;
+    }();
+    return unwrap(b.createTargetMachine(), "create target machine");
+  }
+  void release_machine(std::unique_ptr<llvm::TargetMachine> m) {
+    std::lock_guard<std::mutex> lk(mu);
+    machines.push_back(std::move(m));
+  }
+
   std::shared_ptr<const CpuKernel> load(uint64_t key) {
     if (!disk || disk_missed.count(key)) return nullptr;
     disk_missed.insert(key);
@@ -491,42 +529,60 @@ std::shared_ptr<const CpuKernel> CpuCompiler::find(uint64_t key) const {
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
   Impl& I = *impl_;
-  std::lock_guard<std::mutex> lk(I.mu);
-  if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
-    I.stats.cache_hits++;
-    return it->second;
+  {
+    std::lock_guard<std::mutex> lk(I.mu);
+    if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
+      I.stats.cache_hits++;
+      return it->second;
+    }
+    if (auto disk_hit = I.load(k.key)) return disk_hit;
   }
-  if (auto disk_hit = I.load(k.key)) return disk_hit;
   // The symbol is not part of the text used as the source cache key.
   const std::string placeholder = "__sn_kernel__";
   std::string text = render_llvm_ir(k, placeholder);
-  if (auto it = I.by_source.find(text); it != I.by_source.end()) {
-    // The same machine code, but this kernel's own description: the IR names no variable (they are slots of
-    // `vars`), so kernels over different variables can share code, never the names the launch binds.
-    auto alias = std::make_shared<CpuKernel>(*it->second);
-    alias->describe(k);
-    alias->compile_ms = 0;
-    alias->opt_ms = 0;
-    I.stats.cache_hits++;
-    I.by_key[k.key] = alias;
-    return alias;
-  }
   auto ck = std::make_shared<CpuKernel>();
   ck->describe(k);
-  // Deterministic, so that the object file links in another process; unique per content.
-  ck->symbol = cat(sanitize(k.name), "_", hex64(k.key));
-  if (I.symbols.count(ck->symbol)) ck->symbol += cat("_", I.counter++);
+  {
+    std::lock_guard<std::mutex> lk(I.mu);
+    if (auto alias = I.alias_locked(k, text)) return alias;
+    // Deterministic, so that the object file links in another process; unique per content.
+    ck->symbol = cat(sanitize(k.name), "_", hex64(k.key));
+    if (I.symbols.count(ck->symbol) || I.compiling.count(ck->symbol)) ck->symbol += cat("_", I.counter++);
+    I.compiling.insert(ck->symbol);
+  }
   ck->source = text;
   for (size_t pos = 0; (pos = ck->source.find(placeholder, pos)) != std::string::npos; pos += ck->symbol.size())
     ck->source.replace(pos, placeholder.size(), ck->symbol);
 
+  // Parse, optimize and emit outside the lock (each call its own LLVM context and target machine),
+  // so that a program's kernels compile on all cores at once; only linking into the JIT is serialized.
   auto t0 = std::chrono::steady_clock::now();
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = I.parse(ck->source, *ctx, ck->symbol);
-  auto t1 = std::chrono::steady_clock::now();
-  I.optimize(*m);
-  ck->opt_ms = ms_since(t1);
-  std::string object = I.emit_object(*m);
+  std::string object;
+  {
+    struct Release {
+      Impl& I;
+      std::unique_ptr<llvm::TargetMachine> tm;
+      ~Release() { I.release_machine(std::move(tm)); }
+    } machine{I, I.acquire_machine()};
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    std::unique_ptr<llvm::Module> m;
+    try {
+      m = I.parse(ck->source, *ctx, ck->symbol);
+      auto t1 = std::chrono::steady_clock::now();
+      I.optimize(*m, *machine.tm);
+      ck->opt_ms = ms_since(t1);
+      object = I.emit_object(*m, *machine.tm);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(I.mu);
+      I.compiling.erase(ck->symbol);
+      throw;
+    }
+  }
+  std::lock_guard<std::mutex> lk(I.mu);
+  I.compiling.erase(ck->symbol);
+  // Another thread may have finished the same kernel meanwhile: keep the first.
+  if (auto it = I.by_key.find(k.key); it != I.by_key.end()) return it->second;
+  if (auto alias = I.alias_locked(k, text)) return alias;
   ck->fn = I.link(object, ck->symbol);
   ck->compile_ms = ms_since(t0);
   I.stats.compiled++;
@@ -541,18 +597,21 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile_scratch(const LoweredKerne
   Impl& I = *impl_;
   auto ck = std::make_shared<CpuKernel>();
   ck->describe(k);
-  llvm::orc::JITTargetMachineBuilder jtmb = [&] {
+  {
     std::lock_guard<std::mutex> lk(I.mu);
     ck->symbol = cat("sn_scratch_", I.counter++);
-    return *I.jtmb;
-  }();
+  }
   ck->source = render_llvm_ir(k, ck->symbol);
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<llvm::TargetMachine> machine = unwrap(jtmb.createTargetMachine(), "create target machine");
-  llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = I.parse(ck->source, ctx, ck->symbol);
-  I.optimize(*m, *machine);
-  std::string object = I.emit_object(*m, *machine);
+  std::string object;
+  {
+    std::unique_ptr<llvm::TargetMachine> machine = I.acquire_machine();
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = I.parse(ck->source, ctx, ck->symbol);
+    I.optimize(*m, *machine);
+    object = I.emit_object(*m, *machine);
+    I.release_machine(std::move(machine));
+  }
   std::lock_guard<std::mutex> lk(I.mu);
   llvm::orc::ResourceTrackerSP tracker = I.jit->getMainJITDylib().createResourceTracker();
   auto mb = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), ck->symbol);
@@ -628,6 +687,48 @@ void CpuCompiler::run(const CpuKernel& k, void* const* bufs, const int64_t* vars
   CpuKernel::Fn fn = k.fn;
   int64_t n = k.threads;
   impl_->pool.parallel_for(n, [&](int64_t i) { call_kernel(fn, bufs, vp, i, n); });
+}
+
+double llvm_floor_ms(const std::string& ir, const std::string& symbol) {
+  init_llvm();
+  auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  std::unique_ptr<llvm::TargetMachine> tm = unwrap(jtmb.createTargetMachine(), "create target machine");
+  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
+  char prefix = jit->getDataLayout().getGlobalPrefix();
+  jit->getMainJITDylib().addGenerator(
+      unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));
+  for (const char* lib : {"libm.so.6", "libmvec.so.1"})
+    if (auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix))
+      jit->getMainJITDylib().addGenerator(std::move(*g));
+    else
+      llvm::consumeError(g.takeError());
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m =
+      llvm::parseIR(llvm::MemoryBuffer::getMemBuffer(ir, symbol, false)->getMemBufferRef(), diag, *ctx);
+  if (!m) fail(Code::Compile, "llvm floor: cannot parse the IR of ", symbol);
+  m->setDataLayout(jit->getDataLayout());
+  m->setTargetTriple(jit->getTargetTriple().str());
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*m, mam);
+  }
+  if (auto err = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    fail(Code::Compile, "llvm floor: ", llvm_message(std::move(err)));
+  (void)unwrap(jit->lookup(symbol), "look up the kernel");
+  return ms_since(t0);
 }
 
 }  // namespace sn

@@ -118,8 +118,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //    load work (a vector load counts as a vector's worth) is unrolled, keeping the
   //    accumulators within half the vector register file (8 of AVX2's 16, 16 of AVX-512's 32: the
   //    rest hold operands; 16 accumulators on AVX2 spilled, a small CNN's convolutions ran 2x slower).
+  //    Not in tiny kernels (under 2^14 iterations in all): they run in microseconds either way, and
+  //    the copies cost LLVM time (a small CNN's 8x10 softmax took 36 ms to compile as 8 copies).
   bool inner_upcast = false;  // the innermost loop axis got an UPCAST
-  if (!reduces.empty() && nloops > 0) {
+  double total_iters = 1;
+  for (const UOp* r : ranges_of(k.sink)) total_iters *= double(std::max<int64_t>(1, const_bound(r)));
+  if (!reduces.empty() && nloops > 0 && total_iters >= double(1 << 14)) {
     topo = toposort(k.sink);
     OpenRanges open(topo);
     env = var_env(k.sink);

@@ -238,10 +238,12 @@ TEST(Fp8, WiderAndIntegerSourcesEncodeLikeTheOracle) {
 // out[m, n] = cast(sum_k w[m, k] * cast(x[k, n], f32), fp8) with w = [1, 0] and x = [bits; 0]:
 // every bit pattern goes through both conversions (x + 0: -0 becomes +0).
 TEST(Fp8, EveryBitPatternRoundTripsInVectorCode) {
+  // Enough rows that the CPU heuristic tiles the matmul (tiny kernels get no register tile).
+  constexpr int kRows = 32;
   for (DType dt : kFp8) {
     Graph g;
     const UOp* x = input(g, dt, {2, 256});
-    const UOp* w = input(g, dtypes::float32, {8, 2});
+    const UOp* w = input(g, dtypes::float32, {kRows, 2});
     const UOp* out = cast(g, matmul(g, w, cast(g, x, dtypes::float32)), dt);
     auto dev = runtime().device("CPU");
     CompileOptions opts;
@@ -254,18 +256,18 @@ TEST(Fp8, EveryBitPatternRoundTripsInVectorCode) {
     EXPECT_TRUE(vector_fp8) << "no fp8 vectors in the kernel source";
     std::vector<uint8_t> xb(512, 0);
     for (int b = 0; b < 256; b++) xb[size_t(b)] = uint8_t(b);
-    std::vector<float> wv(16, 0.0f);
-    for (int m = 0; m < 8; m++) wv[size_t(2 * m)] = 1.0f;
+    std::vector<float> wv(2 * kRows, 0.0f);
+    for (int m = 0; m < kRows; m++) wv[size_t(2 * m)] = 1.0f;
     auto xbuf = Buffer::allocate(dev, dt, {2, 256});
     xbuf->copy_in(xb.data(), xb.size());
-    auto wbuf = Buffer::allocate(dev, dtypes::float32, {8, 2});
+    auto wbuf = Buffer::allocate(dev, dtypes::float32, {kRows, 2});
     wbuf->copy_in(wv.data(), wv.size() * 4);
     std::vector<std::shared_ptr<Buffer>> ins{xbuf, wbuf}, outs{p->allocate_output(0)};
     p->run(ins, outs);
-    std::vector<uint8_t> got(8 * 256);
+    std::vector<uint8_t> got(kRows * 256);
     outs[0]->copy_out(got.data(), got.size());
     int bad = 0;
-    for (int m = 0; m < 8; m++)
+    for (int m = 0; m < kRows; m++)
       for (int b = 0; b < 256; b++) {
         uint8_t want = oracle_bits(dt, oracle_value(dt, uint8_t(b)) + 0.0);
         uint8_t have = got[size_t(m * 256 + b)];
