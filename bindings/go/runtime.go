@@ -8,8 +8,10 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -71,6 +73,21 @@ func (c *Context) SetDebug(level int) error {
 	}
 	var cerr *C.sn_error
 	code := C.sn_context_set_debug(c.p, C.int(level), &cerr)
+	runtime.KeepAlive(c)
+	return checkCode(code, cerr)
+}
+
+// SetDiskCache sets whether the context's devices keep compiled kernels and BEAM results in the disk cache
+// ($SN_CACHE_DIR, else $XDG_CACHE_HOME/sinter, else ~/.cache/sinter). On by default; SN_CACHE=0 turns it off
+// for the whole process. Applies to devices open now and later. (API version 6.)
+func (c *Context) SetDiskCache(enabled bool) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return ErrClosed
+	}
+	var cerr *C.sn_error
+	code := C.sn_context_set_disk_cache(c.p, C.int(cbool(enabled)), &cerr)
 	runtime.KeepAlive(c)
 	return checkCode(code, cerr)
 }
@@ -323,11 +340,50 @@ type CompileOptions struct {
 	UseCache   bool  // reuse a program compiled before from the same content
 	Inputs     []UOp // the program's inputs in Run order; nil: every input the outputs read, in creation order
 	Effects    []UOp // in-place updates (Graph.Assign) to run besides the outputs (API version 5)
+	// Beam is the BEAM search width (API version 6): each kernel's opts are chosen by timing candidates on the
+	// device (the Beam fastest kept per step) instead of by the heuristic, once per kernel (kept in the disk
+	// cache). 0: off; at most 64; -1: $SN_BEAM, else 0.
+	Beam int
+	// KernelOpts are opts to force, one kernel per line "<kernel id>: <opts>" as Program.KernelOpts prints
+	// them, e.g. "5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4)" (nothing after the colon: no opts). Kernels not
+	// listed are optimized as usual. A line that does not parse, an id no kernel of the program has, or opts
+	// that do not apply are an *Error with CodeInvalidArg. (API version 6.)
+	KernelOpts []string
 }
 
 // DefaultCompileOptions are the library's defaults.
 func DefaultCompileOptions() CompileOptions {
-	return CompileOptions{Debug: -1, Optimize: true, Threads: true, UseCache: true}
+	return CompileOptions{Debug: -1, Optimize: true, Threads: true, UseCache: true, Beam: -1}
+}
+
+// cStrings copies strs into one C array of C strings (nil for none), for a C struct that must not point into
+// Go memory. A string with a NUL byte, which C would cut short, is an *Error with CodeInvalidArg naming what.
+// Free with freeCStrings.
+func cStrings(what string, strs []string) (**C.char, C.size_t, error) {
+	if len(strs) == 0 {
+		return nil, 0, nil
+	}
+	for i, s := range strs {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, 0, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("%s[%d] contains a NUL byte: %q", what, i, s)}
+		}
+	}
+	arr := (**C.char)(C.malloc(C.size_t(len(strs)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	view := unsafe.Slice(arr, len(strs))
+	for i, s := range strs {
+		view[i] = C.CString(s)
+	}
+	return arr, C.size_t(len(strs)), nil
+}
+
+func freeCStrings(arr **C.char, n C.size_t) {
+	if arr == nil {
+		return
+	}
+	for _, s := range unsafe.Slice(arr, int(n)) {
+		C.free(unsafe.Pointer(s))
+	}
+	C.free(unsafe.Pointer(arr))
 }
 
 func cbool(b bool) C.int32_t {
@@ -360,6 +416,14 @@ func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Prog
 		return nil, err
 	}
 	defer C.free(unsafe.Pointer(effects))
+	if opts.Beam < math.MinInt32 || opts.Beam > math.MaxInt32 { // C would see another number
+		return nil, &Error{Code: CodeInvalidArg, Message: fmt.Sprintf("Compile: Beam %d is outside [0, 64] (-1: $SN_BEAM)", opts.Beam)}
+	}
+	lines, nlines, err := cStrings("Compile: KernelOpts", opts.KernelOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer freeCStrings(lines, nlines)
 	var cdev *C.sn_device
 	if dev != nil {
 		if dev.p == nil {
@@ -387,6 +451,11 @@ func (g *Graph) Compile(outputs []UOp, dev *Device, opts *CompileOptions) (*Prog
 			o.effects = effects
 			o.neffects = neffects
 		}
+		if opts.Beam != -1 {
+			o.beam = C.int32_t(opts.Beam)
+		}
+		o.kernel_opts = lines // C memory, like inputs
+		o.nkernel_opts = nlines
 		prog = C.sn_compile(gp, outs, nouts, cdev, &o, &cerr)
 		return check(cerr)
 	})
@@ -635,6 +704,20 @@ func (p *Program) KernelSource(i int) (string, error) {
 	err := p.use(func(cp *C.sn_program) error {
 		var cerr *C.sn_error
 		s = takeString(C.sn_program_kernel_source(cp, C.size_t(i), &cerr))
+		return check(cerr)
+	})
+	return s, err
+}
+
+// KernelOpts is the opts kernel i got, as one line "<kernel id>: <opts>", e.g.
+// "5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4) THREAD(0,2)". The id (16 hex digits) is the content hash of the
+// kernel as scheduled, the same in every process; passing the line back in CompileOptions.KernelOpts rebuilds
+// exactly this kernel. (API version 6.)
+func (p *Program) KernelOpts(i int) (string, error) {
+	var s string
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		s = takeString(C.sn_program_kernel_opts(cp, C.size_t(i), &cerr))
 		return check(cerr)
 	})
 	return s, err

@@ -205,6 +205,8 @@ SN_HANDLE(sn_function)
     free(refs$argnum);
   }
 %}
+/* The same for the compile options' forced kernel opts, one "<kernel id>: <opts>" line each (API version 6). */
+%apply const char *const *names { const char *const *kernel_opts };
 %typemap(jni) const char **name "jobjectArray"
 %typemap(jtype) const char **name "String[]"
 %typemap(jstype) const char **name "String[]"
@@ -310,6 +312,7 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %newobject sn_uop_to_dot;
 %newobject sn_device_description;
 %newobject sn_program_kernel_source;
+%newobject sn_program_kernel_opts;
 %newobject sn_program_stage;
 %newobject sn_program_export_c;
 %typemap(newfree) char * "sn_string_free($1);";
@@ -461,10 +464,12 @@ const char *snj_uop_arg_device(const sn_uop *uop, sn_error **err) {
 
 /* ---- compile, copies and program info without structs or void* ---- */
 %inline %{
-/* sn_compile with the options as arguments (debug -1 = the context's; inputs NULL = the default order). */
+/* sn_compile with the options as arguments (debug -1 = the context's; inputs NULL = the default order; beam -1 =
+   the default, $SN_BEAM else 0). */
 sn_program *snj_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs, sn_device *device, int debug,
                         int optimize, int threads, int keep_stages, int use_cache, sn_uop *const *inputs,
-                        size_t ninputs, int has_inputs, sn_uop *const *xs, size_t neffects, sn_error **err) {
+                        size_t ninputs, int has_inputs, sn_uop *const *xs, size_t neffects, int beam,
+                        const char *const *kernel_opts, size_t nkernel_opts, sn_error **err) {
   sn_compile_options o;
   if (sn_compile_options_init(&o, sizeof o, err) != SN_OK) return NULL;
   o.debug = debug;
@@ -478,6 +483,9 @@ sn_program *snj_compile(sn_graph *graph, sn_uop *const *outputs, size_t noutputs
   }
   o.effects = xs; /* the in-place updates (API version 5) */
   o.neffects = neffects;
+  if (beam != -1) o.beam = beam; /* API version 6 */
+  o.kernel_opts = kernel_opts;
+  o.nkernel_opts = nkernel_opts;
   return sn_compile(graph, outputs, noutputs, device, &o, err);
 }
 

@@ -115,6 +115,14 @@ impl Context {
         call_code(|e| unsafe { sys::sn_context_set_debug(self.as_ptr(), level, e) })
     }
 
+    /// Whether this context's devices keep compiled kernels and BEAM results in the disk cache
+    /// (`$SN_CACHE_DIR`, else `$XDG_CACHE_HOME/sinter`, else `~/.cache/sinter`). On by default; `SN_CACHE=0`
+    /// turns it off for the whole process. Applies to devices open now and later. (API version 6.)
+    pub fn set_disk_cache(&self, enabled: bool) -> Result<()> {
+        // SAFETY: self is live.
+        call_code(|e| unsafe { sys::sn_context_set_disk_cache(self.as_ptr(), enabled as i32, e) })
+    }
+
     /// The SN_DEBUG level.
     pub fn debug(&self) -> Result<i32> {
         // SAFETY: self is live.
@@ -288,6 +296,15 @@ pub struct CompileOptions<'g> {
     /// In-place updates to run besides the outputs: uops made by [`Graph::assign`]. Each writes its value
     /// into its input's buffer when the program runs, after every read of the old value (API version 5).
     pub effects: Option<Vec<UOp<'g>>>,
+    /// BEAM search width: each kernel's opts are chosen by timing candidates on the device (the `beam` fastest
+    /// kept per step) instead of by the heuristic, once per kernel (kept in the disk cache). `Some(0)`: off;
+    /// at most 64. None: `$SN_BEAM`, else 0. (API version 6.)
+    pub beam: Option<u32>,
+    /// Opts to force, one kernel per line `"<kernel id>: <opts>"` as [`Program::kernel_opts`] prints them,
+    /// e.g. `"5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4)"` (nothing after the colon: no opts). Kernels not listed
+    /// are optimized as usual. A line that does not parse, an id no kernel of the program has, or opts that do
+    /// not apply are [`Code::INVALID_ARG`]. Empty: none. (API version 6.)
+    pub kernel_opts: Vec<String>,
 }
 
 impl Default for CompileOptions<'_> {
@@ -300,6 +317,8 @@ impl Default for CompileOptions<'_> {
             use_cache: true,
             inputs: None,
             effects: None,
+            beam: None,
+            kernel_opts: Vec::new(),
         }
     }
 }
@@ -323,6 +342,17 @@ impl Graph {
             Some(v) => Some(self.handles("Graph::compile (effects)", v)?),
             None => None,
         };
+        let beam = options.beam.map(|b| {
+            i32::try_from(b)
+                .map_err(|_| Error::new(Code::INVALID_ARG, format!("Graph::compile: beam {b} is outside [0, 64]")))
+        });
+        let beam = beam.transpose()?;
+        let lines = options
+            .kernel_opts
+            .iter()
+            .map(|l| c_string("Graph::compile (kernel_opts)", l))
+            .collect::<Result<Vec<_>>>()?;
+        let line_ptrs: Vec<*const c_char> = lines.iter().map(|l| l.as_ptr()).collect();
         // SAFETY: sn_compile_options is plain data; init sets struct_size and the defaults we then override.
         unsafe {
             let mut o: sys::sn_compile_options = mem::zeroed();
@@ -339,6 +369,14 @@ impl Graph {
             if let Some(effects) = &effects {
                 o.effects = effects.as_ptr();
                 o.neffects = effects.len();
+            }
+            if let Some(beam) = beam {
+                o.beam = beam;
+            }
+            if !line_ptrs.is_empty() {
+                // lines and line_ptrs outlive the call.
+                o.kernel_opts = line_ptrs.as_ptr();
+                o.nkernel_opts = line_ptrs.len();
             }
             let dev = device.map_or(ptr::null_mut(), |d| d.ptr.as_ptr());
             let ptr = call_ptr(|e| sys::sn_compile(self.as_ptr(), outs.as_ptr(), outs.len(), dev, &o, e))?;
@@ -486,6 +524,15 @@ impl Program {
     pub fn kernel_source(&self, index: usize) -> Result<String> {
         // SAFETY: the returned string is ours to free.
         unsafe { call(|e| sys::sn_program_kernel_source(self.ptr.as_ptr(), index, e)).map(|s| take_string(s)) }
+    }
+
+    /// The opts kernel `index` got, as one line `"<kernel id>: <opts>"`, e.g.
+    /// `"5f0c3a9e12b4d678: UPCAST(1,8) UNROLL(0,4) THREAD(0,2)"`. The id (16 hex digits) is the content hash of
+    /// the kernel as scheduled, the same in every process; passing the line back in
+    /// [`CompileOptions::kernel_opts`] rebuilds exactly this kernel. (API version 6.)
+    pub fn kernel_opts(&self, index: usize) -> Result<String> {
+        // SAFETY: the returned string is ours to free.
+        unsafe { call(|e| sys::sn_program_kernel_opts(self.ptr.as_ptr(), index, e)).map(|s| take_string(s)) }
     }
 
     /// The graph after pipeline `stage` ("schedule", "optimized", "linear", "source", ...) as text. Needs

@@ -47,6 +47,19 @@ public final class Context implements AutoCloseable {
     }
   }
 
+  /**
+   * Whether this context's devices keep compiled kernels and BEAM results in the disk cache ({@code
+   * $SN_CACHE_DIR}, else {@code $XDG_CACHE_HOME/sinter}, else {@code ~/.cache/sinter}). On by default; {@code
+   * SN_CACHE=0} turns it off for the whole process. Applies to devices open now and later. (API version 6.)
+   */
+  public void setDiskCache(boolean enabled) {
+    try {
+      SinterNative.sn_context_set_disk_cache(ptr(), enabled ? 1 : 0);
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(this);
+    }
+  }
+
   long ptr() {
     return handle.get("Context");
   }

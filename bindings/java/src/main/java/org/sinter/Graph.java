@@ -234,12 +234,14 @@ public final class Graph implements AutoCloseable {
     long[] outs = own(outputs);
     long[] ins = options.inputs == null ? null : own(options.inputs.toArray(new UOp[0]));
     long[] effects = own(options.effects.toArray(new UOp[0]));
+    String[] lines = options.kernelOpts.toArray(new String[0]);
     long dev = device == null ? 0 : device.ptr();
     synchronized (this) {
       try {
         return new Program(SinterNative.snj_compile(ptr(), outs, outs.length, dev, options.debug,
             options.optimize ? 1 : 0, options.threads ? 1 : 0, options.keepStages ? 1 : 0, options.useCache ? 1 : 0,
-            ins, ins == null ? 0 : ins.length, ins == null ? 0 : 1, effects, effects.length));
+            ins, ins == null ? 0 : ins.length, ins == null ? 0 : 1, effects, effects.length, options.beam, lines,
+            lines.length));
       } finally {
         Reference.reachabilityFence(this);
         Reference.reachabilityFence(device);

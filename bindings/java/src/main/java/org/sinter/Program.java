@@ -187,6 +187,20 @@ public final class Program implements AutoCloseable {
     }
   }
 
+  /**
+   * The opts kernel {@code index} got, as one line {@code "<kernel id>: <opts>"}, e.g. {@code "5f0c3a9e12b4d678:
+   * UPCAST(1,8) UNROLL(0,4) THREAD(0,2)"}. The id (16 hex digits) is the content hash of the kernel as scheduled,
+   * the same in every process; passing the line back in {@link CompileOptions#kernelOpts} rebuilds exactly this
+   * kernel. (API version 6.)
+   */
+  public String kernelOpts(long index) {
+    try {
+      return SinterNative.sn_program_kernel_opts(ptr(), index);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
   /** The graph after a pipeline stage ("schedule", "optimized", "linear", "source", ...) as text. */
   public String stage(String name) {
     try {
