@@ -91,6 +91,12 @@ double median_ms(const std::function<void()>& fn) {
   return t[t.size() / 2];
 }
 
+// Lets the previous library's idle worker threads go to sleep before the next one is timed: OpenBLAS' workers
+// spin (sched_yield) for ~0.1 s after a call and OpenMP's (oneDNN) briefly too; on a machine with few cores a
+// spinning leftover thread takes a core from the library being timed (seen here: oneDNN convolutions right after
+// OpenBLAS timed at a flat ~8 ms instead of 0.1-5 ms).
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
@@ -484,6 +490,7 @@ void dnnl_matmul(Case& c, int64_t m, int64_t k, int64_t n, const std::vector<flo
                  const std::vector<float>& want, double rtol) {
   dn::Net net;
   dnnl::memory out = net.matmul(dn::make(dn::md({m, k}, dn::tag::ab), a.data()), n, w.data(), nullptr, false, false);
+  settle();
   c.dnnl_ms = median_ms([&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::ab), want, rtol);
@@ -595,6 +602,7 @@ Case bench_model(const std::string& name, const std::vector<int64_t>& in_shape, 
   dnnl::memory out = build(d, in);
   d.net.run();
   std::vector<float> ref = dn::read(out, dn::tag::ab);
+  settle();
   c.dnnl_ms = median_ms([&] { d.net.run(); });
   c.dnnl_impl = d.net.impl_summary();
   if (blas)
@@ -719,6 +727,7 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   dn::Net net;
   dnnl::memory out =
       net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, 1, 1, dw.data(), nullptr, false);
+  settle();
   c.dnnl_ms = median_ms([&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::nchw), want, 1e-4);
@@ -811,6 +820,7 @@ int main(int argc, char** argv) {
   auto run = [&](const std::string& name, const std::function<Case()>& fn) {
     if (!selected(name)) return;
     try {
+      settle();
       Case c = fn();
       std::printf("%-22s %11s %11s %7s %11s %8s%s%s%s%s%s\n", c.name.c_str(), fmt_ms(c.ours_ms).c_str(),
                   fmt_ms(c.base_ms).c_str(), fmt_ratio(c.ours_ms, c.base_ms).c_str(), fmt_ms(c.dnnl_ms).c_str(),
