@@ -51,7 +51,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -813,7 +812,9 @@ int main(int argc, char** argv) {
                 v->minor, v->patch, get_threads != nullptr ? get_threads() : -1);
   }
 #else
-  std::printf("# oneDNN: not built in (apt-get install libdnnl-dev, then re-run cmake): its columns print n/a\n");
+  std::printf(
+      "# oneDNN: not built in (apt-get install libdnnl-dev, re-run cmake with SN_BENCH_ONEDNN=ON): its columns print "
+      "n/a\n");
 #endif
   std::printf("%-22s %11s %11s %7s %11s %8s\n", "name", "ours", "baseline", "ratio", "onednn", "ours/dnn");
   std::vector<Case> cases;
