@@ -1,26 +1,48 @@
 // CPU execution against baselines measured in the same run. One row per case:
-//   name  ours_ms  baseline_ms  ratio        (medians of repeated runs; ratio = ours / baseline)
+//   name  ours_ms  baseline_ms  ratio  onednn_ms  ours/onednn  GFLOP/s  oneDNN implementation
+// (medians of repeated runs; ratio = ours / baseline, the baseline of the list below; ours/onednn = ours / the
+// oneDNN primitive(s) doing the same work, "n/a" when bench_cpu was built without oneDNN or the case has none)
 // then, per case, the cold compile: kernel count, total pipeline time, and per kernel the time of our lowering
-// stages (optimize .. linearize) and of LLVM.
+// stages (optimize .. linearize) and of LLVM. The model rows' total_ms is the cold compile of the whole model.
 //
 // Cases and their baselines:
 //   add_4096x4096     c = a + b (f32)             memcpy moving the same bytes: the add reads 128 MiB and
 //                                                 writes 64 MiB, so memcpy of 96 MiB (96 read + 96 written),
 //                                                 split over the same thread count (bandwidth ceiling)
 //   sum_4096x4096     sum of all 16M f32          the same for 64 MiB read: memcpy of 32 MiB, same threads
-//   matmul_1024       (1024x1024) @ (1024x1024)   OpenBLAS cblas_sgemm on the same thread count
+//   matmul_1024       (1024x1024) @ (1024x1024)   OpenBLAS cblas_sgemm on the same thread count; oneDNN matmul
+//                                                 (f32, plain row-major operands like ours and OpenBLAS')
 //   matmul_2048       (2048x2048) @ (2048x2048)   same
+//   matmul_4096       (4096x4096) @ (4096x4096)   same
+//   matvec_4096       (1x4096) @ (4096x4096)      OpenBLAS cblas_sgemv; oneDNN matmul with M = 1 (plain)
+//   mlp_256x512x2048x512   x (256x512) -> linear 2048 + relu -> linear 512 (with biases), one program of ours;
+//                     OpenBLAS: two sgemm + bias/relu loops; oneDNN: two matmuls (bias, relu post-op; weights in
+//                     the layout it asks for, reordered outside the timed region: they are constants)
 //   softmax_4096x4096 softmax over each row       a plain C++ loop (max, exp, sum, scale) split over rows on
 //                                                 the same thread count, compiled -O2
-//   conv2d_64x56x56   1x64x56x56 * 64x64x3x3,     im2col + cblas_sgemm (OpenBLAS), the classic CPU lowering
-//                     pad 1
+//   conv2d_64x56x56   1x64x56x56 * 64x64x3x3,     im2col + cblas_sgemm (OpenBLAS), the classic CPU lowering;
+//                     pad 1 (ResNet-18, batch 1)  oneDNN convolution (forward_inference, direct; layouts
+//                                                 format_tag::any, input and weights reordered outside the timed
+//                                                 region: only the primitive is timed)
+//   conv2d_128x28x28, conv2d_256x14x14, conv2d_512x7x7   ResNet-18's other 3x3 convolutions (batch 1): same
 //   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
 //   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
+//   model_cnn_b8      a small CNN at batch 8 as ONE program of ours: conv 3->16 (32x32) + relu + maxpool 2x2,
+//                     conv 16->32 (16x16) + relu + maxpool 2x2, flatten 2048 -> linear 10, softmax. oneDNN:
+//                     the same layers as primitives (conv + bias + relu post-op, pooling, reorder to NCHW for the
+//                     flatten, matmul + bias, softmax) run in sequence and timed together; the network input's
+//                     reorder is outside the timed region. Its output is the reference for ours.
+//   model_resnet18_b1 ResNet-18 forward, batch 1, 224x224 (batchnorm folded away: convs with bias): conv 7x7/2 +
+//                     relu + maxpool 3x3/2, 8 basic blocks (1x1/2 downsample convs, residual adds), global
+//                     avgpool, fc 1000; oneDNN: convs with bias, sum (residual) and relu post-ops, pooling, fc
+//                     matmul, in sequence as above. Its output is the reference for ours.
 //   cumsum_1M         inclusive prefix sum of     a sequential C++ loop (one thread: a scan does not split
 //                     1,000,000 f32               without extra passes); ours is the scan in blocks (of 4, then 16)
-// Each result is checked against its baseline's (a wrong fast kernel is not a result).
+// Each result is checked against its baseline's (a wrong fast kernel is not a result); oneDNN's results are
+// checked against OpenBLAS' where both exist.
 //   bench_cpu [filter]    runs only the cases whose name contains `filter`
 #include <cblas.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,11 +54,16 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/pipeline.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
+
+#ifdef SN_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 namespace {
 
@@ -63,6 +90,12 @@ double median_ms(const std::function<void()>& fn) {
   return t[t.size() / 2];
 }
 
+// Lets the previous library's idle worker threads go to sleep before the next one is timed: OpenBLAS' workers
+// spin (sched_yield) for ~0.1 s after a call and OpenMP's (oneDNN) briefly too; on a machine with few cores a
+// spinning leftover thread takes a core from the library being timed (seen here: oneDNN convolutions right after
+// OpenBLAS timed at a flat ~8 ms instead of 0.1-5 ms).
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
@@ -87,12 +120,17 @@ double memcpy_ms(size_t bytes);
 
 struct Case {
   std::string name;
-  double ours_ms = 0, base_ms = 0;
+  double ours_ms = 0, base_ms = 0;  // base_ms <= 0: the case has no baseline besides oneDNN
   size_t kernels = 0;
   double compile_ms = 0, llvm_ms = 0, stages_ms = 0;  // stages: our lowering (optimize .. linearize)
   double gflop = 0;                                   // work of one run, when the case knows it
   double max_err = 0;
   bool ok = true;
+  double dnnl_ms = -1;      // oneDNN doing the same work (< 0: not measured)
+  std::string dnnl_impl{};  // which oneDNN implementation(s) ran
+  double dnnl_err = 0;      // oneDNN's result against OpenBLAS' (when both exist)
+  bool dnnl_ok = true;
+  bool checked = true;  // false: no reference was available (a model without oneDNN)
 };
 
 // A compiled program with its buffers: inputs filled from host data, outputs allocated.
@@ -132,24 +170,26 @@ Compiled compile_cold(Graph& g, const std::vector<const UOp*>& outs, const std::
   return out;
 }
 
-void compare(Case& c, const std::vector<float>& got, const std::vector<float>& want, double rtol) {
-  if (got.size() != want.size()) {
-    c.ok = false;
-    return;
-  }
+// Largest |got - want| / (1 + |want|); false when over rtol (or the sizes differ).
+bool max_rel_err(const std::vector<float>& got, const std::vector<float>& want, double rtol, double& max_err) {
+  if (got.size() != want.size()) return false;
+  bool ok = true;
   for (size_t i = 0; i < got.size(); i++) {
     double err = std::fabs(double(got[i]) - double(want[i])) / (1.0 + std::fabs(double(want[i])));
-    c.max_err = std::max(c.max_err, err);
-    if (!(err <= rtol)) c.ok = false;
+    max_err = std::max(max_err, err);
+    if (!(err <= rtol)) ok = false;
   }
+  return ok;
 }
 
-// "  (ours 12.3 GFLOP/s, baseline 45.6)"
-std::string cat_gflops(const Case& c) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "   (ours %.1f GFLOP/s, baseline %.1f)", c.gflop / c.ours_ms * 1e3,
-                c.gflop / c.base_ms * 1e3);
-  return buf;
+void compare(Case& c, const std::vector<float>& got, const std::vector<float>& want, double rtol) {
+  if (!max_rel_err(got, want, rtol, c.max_err)) c.ok = false;
+}
+
+// oneDNN's result against the baseline's.
+[[maybe_unused]] void compare_dnnl(Case& c, const std::vector<float>& got, const std::vector<float>& want,
+                                   double rtol) {
+  if (!max_rel_err(got, want, rtol, c.dnnl_err)) c.dnnl_ok = false;
 }
 
 bool selected(const std::string& name) { return std::strstr(name.c_str(), g_filter) != nullptr; }
@@ -161,6 +201,300 @@ double memcpy_ms(size_t bytes) {
                   [&](int64_t b, int64_t e) { std::memcpy(dst.data() + b, src.data() + b, size_t(e - b)); });
   });
 }
+
+// ---- oneDNN --------------------------------------------------------------------------------------------------
+
+#ifdef SN_HAVE_DNNL
+
+namespace dn {
+using namespace dnnl;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+engine& eng() {
+  static engine e(engine::kind::cpu, 0);
+  return e;
+}
+stream& strm() {
+  static stream s(eng());
+  return s;
+}
+
+memory::desc md(const memory::dims& d, tag t) { return memory::desc(d, dt::f32, t); }
+
+memory make(const memory::desc& d, const float* data = nullptr) {
+  memory m(d, eng());
+  if (data != nullptr) std::memcpy(m.get_data_handle(), data, d.get_size());
+  return m;
+}
+
+// m in layout d: m itself, or a reorder done here (not timed).
+memory to_desc(const memory& m, const memory::desc& d) {
+  if (m.get_desc() == d) return m;
+  memory src = m, out(d, eng());
+  reorder(src, out).execute(strm(), src, out);
+  strm().wait();
+  return out;
+}
+
+// The contents of m in the plain row-major layout `t` of its dims.
+std::vector<float> read(const memory& m, tag t) {
+  memory plain = to_desc(m, md(m.get_desc().dims(), t));
+  std::vector<float> v(plain.get_desc().get_size() / sizeof(float));
+  std::memcpy(v.data(), plain.get_data_handle(), v.size() * sizeof(float));
+  return v;
+}
+
+// A sequence of primitives run in order (one layer, or a whole network). Constant operands (weights, biases) and
+// the network's input are put in the layouts the primitives ask for when the net is built, outside run().
+struct Net {
+  std::vector<std::pair<primitive, std::unordered_map<int, memory>>> steps;
+  std::vector<std::string> impls;
+  double gflop = 0;
+
+  void add(primitive p, std::unordered_map<int, memory> args, const std::string& impl) {
+    steps.emplace_back(std::move(p), std::move(args));
+    impls.push_back(impl);
+  }
+  void run() {
+    for (auto& [p, args] : steps) p.execute(strm(), args);
+    strm().wait();
+  }
+  // "brg:avx2 x3 + jit:avx2 x2": the implementations that ran, with their counts, in first-use order.
+  std::string impl_summary() const {
+    std::vector<std::pair<std::string, int>> counts;
+    for (const std::string& s : impls) {
+      auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == s; });
+      if (it == counts.end())
+        counts.emplace_back(s, 1);
+      else
+        it->second++;
+    }
+    std::string out;
+    for (const auto& [s, n] : counts) out += (out.empty() ? "" : " + ") + s + (n > 1 ? " x" + std::to_string(n) : "");
+    return out;
+  }
+  // m in layout d. A reorder step of the net (timed) unless it is the net's first step: that is the network's
+  // input, prepared outside the timed region.
+  memory ensure(const memory& m, const memory::desc& d) {
+    if (m.get_desc() == d) return m;
+    if (steps.empty()) return to_desc(m, d);
+    memory out(d, eng());
+    reorder::primitive_desc pd(eng(), m.get_desc(), eng(), d);
+    add(reorder(pd), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, out}}, std::string("reorder:") + pd.impl_info_str());
+    return out;
+  }
+
+  // Convolution of x (N, CI, H, W) with co k x k filters (OIHW data w, bias b or null); then + residual (sum
+  // post-op into the residual's memory, which the result overwrites) and relu (eltwise post-op) when asked.
+  memory conv(const memory& x, int64_t co, int64_t k, int64_t s, int64_t p, const float* w, const float* b,
+              bool with_relu, const memory* residual = nullptr) {
+    memory::dims d = x.get_desc().dims();
+    int64_t n = d[0], ci = d[1], oh = (d[2] + 2 * p - k) / s + 1, ow = (d[3] + 2 * p - k) / s + 1;
+    memory::desc src = md(d, tag::any), wd = md({co, ci, k, k}, tag::any), bd = md({co}, tag::x);
+    memory::desc dst = residual != nullptr ? residual->get_desc() : md({n, co, oh, ow}, tag::any);
+    convolution_forward::desc desc =
+        b != nullptr ? convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src, wd,
+                                                 bd, dst, {s, s}, {p, p}, {p, p})
+                     : convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src, wd,
+                                                 dst, {s, s}, {p, p}, {p, p});
+    post_ops po;
+    if (residual != nullptr) po.append_sum(1.0f);
+    if (with_relu) po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    primitive_attr attr;
+    attr.set_post_ops(po);
+    convolution_forward::primitive_desc pd(desc, attr, eng());
+    memory xin = ensure(x, pd.src_desc());
+    memory wm = to_desc(make(md({co, ci, k, k}, tag::oihw), w), pd.weights_desc());
+    memory out = residual != nullptr ? *residual : make(pd.dst_desc());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xin}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, out}};
+    if (b != nullptr) args[DNNL_ARG_BIAS] = make(bd, b);
+    add(convolution_forward(pd), std::move(args), pd.impl_info_str());
+    gflop += 2.0 * double(n * co * oh * ow) * double(ci * k * k) / 1e9;
+    return out;
+  }
+
+  memory pool(const memory& x, algorithm alg, int64_t k, int64_t s, int64_t p) {
+    memory::dims d = x.get_desc().dims();
+    int64_t oh = (d[2] + 2 * p - k) / s + 1, ow = (d[3] + 2 * p - k) / s + 1;
+    pooling_forward::desc desc(prop_kind::forward_inference, alg, x.get_desc(), md({d[0], d[1], oh, ow}, tag::any),
+                               {s, s}, {k, k}, {p, p}, {p, p});
+    pooling_forward::primitive_desc pd(desc, eng());
+    memory out = make(pd.dst_desc());
+    add(pooling_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, out}}, pd.impl_info_str());
+    return out;
+  }
+
+  // (N, C, H, W) in any layout -> (N, C*H*W) row-major (a reorder to NCHW when needed, then a view).
+  memory flatten(const memory& x) {
+    memory::dims d = x.get_desc().dims();
+    memory plain = ensure(x, md(d, d.size() == 4 ? tag::nchw : tag::ab));
+    int64_t rest = 1;
+    for (size_t i = 1; i < d.size(); i++) rest *= d[i];
+    return memory(md({d[0], rest}, tag::ab), eng(), plain.get_data_handle());
+  }
+
+  // x (M, K) row-major @ w (K, N) row-major data (+ bias b (N) when given, relu when asked). weights_any: let
+  // oneDNN choose the weights' layout (they are constants); otherwise plain row-major like ours and OpenBLAS'.
+  memory matmul(const memory& x, int64_t nout, const float* w, const float* b, bool with_relu, bool weights_any) {
+    memory::dims d = x.get_desc().dims();
+    int64_t m = d[0], k = d[1];
+    memory::desc src = md({m, k}, tag::ab), wd = md({k, nout}, weights_any ? tag::any : tag::ab),
+                 bd = md({1, nout}, tag::ab), dst = md({m, nout}, tag::ab);
+    dnnl::matmul::desc desc = b != nullptr ? dnnl::matmul::desc(src, wd, bd, dst) : dnnl::matmul::desc(src, wd, dst);
+    post_ops po;
+    if (with_relu) po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    primitive_attr attr;
+    attr.set_post_ops(po);
+    dnnl::matmul::primitive_desc pd(desc, attr, eng());
+    memory xin = ensure(x, pd.src_desc());
+    memory wm = to_desc(make(md({k, nout}, tag::ab), w), pd.weights_desc());
+    memory out = make(pd.dst_desc());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, xin}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, out}};
+    if (b != nullptr) args[DNNL_ARG_BIAS] = make(bd, b);
+    add(dnnl::matmul(pd), std::move(args), pd.impl_info_str());
+    gflop += 2.0 * double(m) * double(k) * double(nout) / 1e9;
+    return out;
+  }
+
+  memory softmax(const memory& x, int axis) {
+    softmax_forward::desc desc(prop_kind::forward_inference, x.get_desc(), axis);
+    softmax_forward::primitive_desc pd(desc, eng());
+    memory out = make(pd.dst_desc());
+    add(softmax_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, out}}, pd.impl_info_str());
+    return out;
+  }
+};
+
+}  // namespace dn
+#else
+#endif
+
+// ---- networks, written once for both builders ----------------------------------------------------------------
+
+// Weights of a network, drawn in the order its layers are built, so both builders get the same numbers.
+struct Weights {
+  uint32_t seed = 100;
+  std::vector<float> next(size_t n, int64_t fan_in) {
+    float a = std::sqrt(3.0f / float(fan_in));  // unit-variance outputs for unit-variance inputs
+    return random_floats(n, seed++, -a, a);
+  }
+  std::vector<float> bias(size_t n) { return random_floats(n, seed++, -0.1f, 0.1f); }
+};
+
+// Ours: one graph; every weight is an input of the program (in creation order, after the network's input).
+struct SinterNet {
+  using T = const UOp*;
+  Graph g;
+  Weights wts;
+  std::vector<std::vector<float>> data;  // the inputs' contents, in the program's input order
+  double gflop = 0;
+
+  T param(const std::vector<int64_t>& shape, std::vector<float> v) {
+    T t = input(g, dtypes::float32, shape);
+    data.push_back(std::move(v));
+    return t;
+  }
+  T conv(T x, int64_t co, int64_t k, int64_t s, int64_t p, bool with_relu, T residual = nullptr) {
+    std::vector<int64_t> d = static_shape(x);
+    int64_t ci = d[1], oh = (d[2] + 2 * p - k) / s + 1, ow = (d[3] + 2 * p - k) / s + 1;
+    T w = param({co, ci, k, k}, wts.next(size_t(co * ci * k * k), ci * k * k));
+    T b = param({co}, wts.bias(size_t(co)));
+    T y = conv2d(g, x, w, b, {s, s}, {p, p});
+    if (residual != nullptr) y = add(g, y, residual);
+    if (with_relu) y = relu(g, y);
+    gflop += 2.0 * double(d[0] * co * oh * ow) * double(ci * k * k) / 1e9;
+    return y;
+  }
+  T maxpool(T x, int64_t k, int64_t s, int64_t p) { return max_pool2d(g, x, {k, k}, {s, s}, {p, p}); }
+  T avgpool(T x, int64_t k, int64_t s, int64_t p) { return avg_pool2d(g, x, {k, k}, {s, s}, {p, p}); }
+  T flatten(T x) {
+    std::vector<int64_t> d = static_shape(x);
+    return reshape(g, x, {d[0], numel(d) / d[0]});
+  }
+  T linear(T x, int64_t n, bool with_relu) {
+    std::vector<int64_t> d = static_shape(x);
+    T w = param({d[1], n}, wts.next(size_t(d[1] * n), d[1]));
+    T b = param({n}, wts.bias(size_t(n)));
+    T y = add(g, gemm(g, x, w), b);
+    gflop += 2.0 * double(d[0]) * double(d[1]) * double(n) / 1e9;
+    return with_relu ? relu(g, y) : y;
+  }
+  T softmax(T x) { return sn::softmax(g, x, 1); }
+};
+
+#ifdef SN_HAVE_DNNL
+// oneDNN: the same layers as primitives in one dn::Net (see there for what is timed).
+struct DnnlNet {
+  using T = dnnl::memory;
+  dn::Net net;
+  Weights wts;
+
+  T conv(const T& x, int64_t co, int64_t k, int64_t s, int64_t p, bool with_relu, const T& residual = T()) {
+    int64_t ci = x.get_desc().dims()[1];
+    std::vector<float> w = wts.next(size_t(co * ci * k * k), ci * k * k), b = wts.bias(size_t(co));
+    return net.conv(x, co, k, s, p, w.data(), b.data(), with_relu, residual.get(true) != nullptr ? &residual : nullptr);
+  }
+  T maxpool(const T& x, int64_t k, int64_t s, int64_t p) { return net.pool(x, dnnl::algorithm::pooling_max, k, s, p); }
+  T avgpool(const T& x, int64_t k, int64_t s, int64_t p) {
+    return net.pool(x, dnnl::algorithm::pooling_avg_include_padding, k, s, p);
+  }
+  T flatten(const T& x) { return net.flatten(x); }
+  T linear(const T& x, int64_t n, bool with_relu) {
+    int64_t k = x.get_desc().dims()[1];
+    std::vector<float> w = wts.next(size_t(k * n), k), b = wts.bias(size_t(n));
+    return net.matmul(x, n, w.data(), b.data(), with_relu, /*weights_any=*/true);
+  }
+  T softmax(const T& x) { return net.softmax(x, 1); }
+};
+#endif
+
+// A small CNN: conv 3->16 + relu + maxpool 2x2, conv 16->32 + relu + maxpool 2x2, flatten, linear 10, softmax.
+template <class B>
+typename B::T small_cnn(B& b, typename B::T x) {
+  x = b.maxpool(b.conv(x, 16, 3, 1, 1, true), 2, 2, 0);
+  x = b.maxpool(b.conv(x, 32, 3, 1, 1, true), 2, 2, 0);
+  return b.softmax(b.linear(b.flatten(x), 10, false));
+}
+
+// ResNet-18 (batchnorm folded into the convolutions' weights and biases, so: convs with bias).
+template <class B>
+typename B::T resnet18(B& b, typename B::T x) {
+  x = b.maxpool(b.conv(x, 64, 7, 2, 3, true), 3, 2, 1);
+  int64_t c = 64;
+  for (int stage = 0; stage < 4; stage++) {
+    int64_t co = int64_t(64) << stage;
+    for (int block = 0; block < 2; block++) {
+      int64_t s = stage > 0 && block == 0 ? 2 : 1;
+      typename B::T shortcut = s != 1 || co != c ? b.conv(x, co, 1, s, 0, false) : x;
+      typename B::T y = b.conv(x, co, 3, s, 1, true);
+      x = b.conv(y, co, 3, 1, 1, true, shortcut);  // relu(conv(y) + shortcut)
+      c = co;
+    }
+  }
+  return b.linear(b.flatten(b.avgpool(x, 7, 7, 0)), 1000, false);
+}
+
+// x (256, 512) -> linear 2048 + relu -> linear 512.
+template <class B>
+typename B::T mlp(B& b, typename B::T x) {
+  return b.linear(b.linear(x, 2048, true), 512, false);
+}
+
+// ---- cases -----------------------------------------------------------------------------------------------------
+
+#ifdef SN_HAVE_DNNL
+// oneDNN's matmul (plain row-major operands) of a (m, k) @ w (k, n), timed and checked against `want`.
+void dnnl_matmul(Case& c, int64_t m, int64_t k, int64_t n, const std::vector<float>& a, const std::vector<float>& w,
+                 const std::vector<float>& want, double rtol) {
+  dn::Net net;
+  dnnl::memory out = net.matmul(dn::make(dn::md({m, k}, dn::tag::ab), a.data()), n, w.data(), nullptr, false, false);
+  settle();
+  c.dnnl_ms = median_ms([&] { net.run(); });
+  c.dnnl_impl = net.impl_summary();
+  compare_dnnl(c, dn::read(out, dn::tag::ab), want, rtol);
+}
+#endif
 
 Case bench_add() {
   Case c{"add_4096x4096"};
@@ -210,8 +544,95 @@ Case bench_matmul(int64_t n) {
                 int(n), 0.0f, want.data(), int(n));
   };
   c.base_ms = median_ms(blas);
-  compare(c, p.output(), want, 1e-4);
+  c.gflop = 2.0 * double(n) * double(n) * double(n) / 1e9;
+  // Float32 rounding of a dot product grows with its length: 1e-4 up to n = 2048 (as before), 2e-4 at 4096 (both
+  // we and oneDNN land near 1e-4 there against OpenBLAS).
+  double rtol = 1e-4 * double(std::max<int64_t>(1, n / 2048));
+  compare(c, p.output(), want, rtol);
+#ifdef SN_HAVE_DNNL
+  dnnl_matmul(c, n, n, n, da, db, want, rtol);
+#endif
   return c;
+}
+
+// Batch-1 matrix-vector product: x (1, n) @ w (n, n).
+Case bench_matvec(int64_t n) {
+  Case c{"matvec_" + std::to_string(n)};
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {1, n});
+  const UOp* w = input(g, dtypes::float32, {n, n});
+  auto dx = random_floats(size_t(n), 12), dw = random_floats(size_t(n * n), 13);
+  Compiled p = compile_cold(g, {gemm(g, x, w)}, {dx, dw}, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  std::vector<float> want(static_cast<size_t>(n));
+  // y[j] = sum_k x[k] w[k][j]: w^T x with w row-major (n rows of n).
+  c.base_ms = median_ms([&] {
+    cblas_sgemv(CblasRowMajor, CblasTrans, int(n), int(n), 1.0f, dw.data(), int(n), dx.data(), 1, 0.0f, want.data(), 1);
+  });
+  c.gflop = 2.0 * double(n) * double(n) / 1e9;
+  compare(c, p.output(), want, 1e-4);
+#ifdef SN_HAVE_DNNL
+  dnnl_matmul(c, 1, n, n, dx, dw, want, 1e-4);
+#endif
+  return c;
+}
+
+// A whole network (`build` applied to both builders) as one program of ours against oneDNN's layers in sequence,
+// whose output is the reference. `blas` (optional) is an OpenBLAS version: it returns its median ms and fills its
+// output, against which ours and oneDNN's are checked instead.
+Case bench_model(const std::string& name, const std::vector<int64_t>& in_shape, const auto& build, double rtol,
+                 const std::function<double(const std::vector<std::vector<float>>&, std::vector<float>&)>& blas = {}) {
+  Case c{name};
+  SinterNet s;
+  const UOp* x = s.param(in_shape, random_floats(size_t(numel(in_shape)), 11));
+  const UOp* y = build(s, x);
+  Compiled p = compile_cold(s.g, {y}, s.data, c);
+  c.ours_ms = median_ms([&] { p.run(); });
+  c.gflop = s.gflop;
+  c.base_ms = -1;
+  std::vector<float> got = p.output(), want;
+  if (blas) {
+    c.base_ms = blas(s.data, want);
+    compare(c, got, want, rtol);
+  }
+#ifdef SN_HAVE_DNNL
+  DnnlNet d;
+  dnnl::memory in = dn::make(dn::md(in_shape, in_shape.size() == 4 ? dn::tag::nchw : dn::tag::ab), s.data[0].data());
+  dnnl::memory out = build(d, in);
+  d.net.run();
+  std::vector<float> ref = dn::read(out, dn::tag::ab);
+  settle();
+  c.dnnl_ms = median_ms([&] { d.net.run(); });
+  c.dnnl_impl = d.net.impl_summary();
+  if (blas)
+    compare_dnnl(c, ref, want, rtol);
+  else
+    compare(c, got, ref, rtol);
+#else
+  if (!blas) c.checked = false;
+#endif
+  return c;
+}
+
+// The MLP's OpenBLAS version: sgemm, bias + relu, sgemm, bias (weights in s.data order: x, w1, b1, w2, b2).
+double mlp_blas(const std::vector<std::vector<float>>& d, std::vector<float>& out) {
+  const int m = 256, k = 512, h = 2048, n = 512;
+  std::vector<float> hid(size_t(m) * h);
+  out.assign(size_t(m) * n, 0.0f);
+  return median_ms([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, h, k, 1.0f, d[0].data(), k, d[1].data(), h, 0.0f,
+                hid.data(), h);
+    parallel_rows(m, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++)
+        for (int j = 0; j < h; j++) hid[size_t(r * h + j)] = std::max(0.0f, hid[size_t(r * h + j)] + d[2][size_t(j)]);
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, h, 1.0f, hid.data(), h, d[3].data(), n, 0.0f,
+                out.data(), n);
+    parallel_rows(m, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++)
+        for (int j = 0; j < n; j++) out[size_t(r * n + j)] += d[4][size_t(j)];
+    });
+  });
 }
 
 Case bench_softmax() {
@@ -300,6 +721,16 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   c.base_ms = median_ms(baseline);
   c.gflop = 2.0 * double(N * CO * H * W) * double(CI * K * K) / 1e9;
   compare(c, p.output(), want, 1e-4);
+#ifdef SN_HAVE_DNNL
+  // Layouts of oneDNN's choice; the input and weights are reordered into them here, outside the timed region.
+  dn::Net net;
+  dnnl::memory out =
+      net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, 1, 1, dw.data(), nullptr, false);
+  settle();
+  c.dnnl_ms = median_ms([&] { net.run(); });
+  c.dnnl_impl = net.impl_summary();
+  compare_dnnl(c, dn::read(out, dn::tag::nchw), want, 1e-4);
+#endif
   return c;
 }
 
@@ -330,6 +761,34 @@ void use_fast_openblas_kernels(char** argv) {
   std::printf("# re-exec failed: the OpenBLAS baselines use its generic kernels\n");
 }
 
+std::string fmt_ms(double ms) {
+  if (ms <= 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ms);
+  return buf;
+}
+
+std::string fmt_ratio(double num, double den) {
+  if (num <= 0 || den <= 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", num / den);
+  return buf;
+}
+
+// "ours 12.3 / baseline 45.6 / onednn 50.1 GFLOP/s", the parts measured.
+std::string fmt_gflops(const Case& c) {
+  if (c.gflop <= 0) return "";
+  std::string out;
+  char buf[64];
+  for (auto [label, ms] :
+       {std::pair<const char*, double>{"ours", c.ours_ms}, {"baseline", c.base_ms}, {"onednn", c.dnnl_ms}}) {
+    if (ms <= 0) continue;
+    std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : " / ", label, c.gflop / ms * 1e3);
+    out += buf;
+  }
+  return "   GFLOP/s " + out;
+}
+
 int main(int argc, char** argv) {
   // The cold compile below measures LLVM, not the disk cache (bench_compile_cache measures that).
   setenv("SN_CACHE", "0", 1);
@@ -340,18 +799,41 @@ int main(int argc, char** argv) {
   std::printf("# CPU, %d threads (ours and baselines alike); times are medians in ms; ratio = ours / baseline\n",
               g_threads);
   std::printf("# OpenBLAS kernels: %s\n", openblas_get_corename());
-  std::printf("%-20s %12s %12s %8s\n", "name", "ours", "baseline", "ratio");
+#ifdef SN_HAVE_DNNL
+  {
+    // oneDNN (Debian's build) threads with OpenMP, loaded with it: set its thread count like the others'.
+    using SetThreads = void (*)(int);
+    using GetThreads = int (*)();
+    auto set_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    auto get_threads = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    if (set_threads != nullptr) set_threads(g_threads);
+    const dnnl_version_t* v = dnnl_version();
+    std::printf("# oneDNN %d.%d.%d, %d threads (OpenMP); ours/onednn = ours / oneDNN's primitives\n", v->major,
+                v->minor, v->patch, get_threads != nullptr ? get_threads() : -1);
+  }
+#else
+  std::printf(
+      "# oneDNN: not built in (apt-get install libdnnl-dev, re-run cmake with SN_BENCH_ONEDNN=ON): its columns print "
+      "n/a\n");
+#endif
+  std::printf("%-22s %11s %11s %7s %11s %8s\n", "name", "ours", "baseline", "ratio", "onednn", "ours/dnn");
   std::vector<Case> cases;
   auto run = [&](const std::string& name, const std::function<Case()>& fn) {
     if (!selected(name)) return;
     try {
+      settle();
       Case c = fn();
-      std::printf("%-20s %12.3f %12.3f %8.2f%s%s\n", c.name.c_str(), c.ours_ms, c.base_ms, c.ours_ms / c.base_ms,
-                  c.gflop > 0 ? cat_gflops(c).c_str() : "", c.ok ? "" : "   RESULT MISMATCH");
+      std::printf("%-22s %11s %11s %7s %11s %8s%s%s%s%s%s\n", c.name.c_str(), fmt_ms(c.ours_ms).c_str(),
+                  fmt_ms(c.base_ms).c_str(), fmt_ratio(c.ours_ms, c.base_ms).c_str(), fmt_ms(c.dnnl_ms).c_str(),
+                  fmt_ratio(c.ours_ms, c.dnnl_ms).c_str(), fmt_gflops(c).c_str(),
+                  c.dnnl_impl.empty() ? "" : ("   [" + c.dnnl_impl + "]").c_str(), c.ok ? "" : "   RESULT MISMATCH",
+                  c.dnnl_ok ? "" : "   ONEDNN MISMATCH",
+                  c.checked ? "" : "   (unchecked: no reference without oneDNN)");
       std::fflush(stdout);
       cases.push_back(c);
     } catch (const std::exception& e) {
-      std::printf("%-20s failed: %s\n", name.c_str(), e.what());
+      std::printf("%-22s failed: %s\n", name.c_str(), e.what());
+      std::fflush(stdout);
       Case c{name};
       c.ok = false;
       cases.push_back(c);
@@ -361,22 +843,40 @@ int main(int argc, char** argv) {
   run("sum_4096x4096", bench_sum);
   run("matmul_1024", [] { return bench_matmul(1024); });
   run("matmul_2048", [] { return bench_matmul(2048); });
+  run("matmul_4096", [] { return bench_matmul(4096); });
+  run("matvec_4096", [] { return bench_matvec(4096); });
+  run("mlp_256x512x2048x512", [] {
+    return bench_model(
+        "mlp_256x512x2048x512", {256, 512}, [](auto& b, auto x) { return mlp(b, x); }, 1e-4, mlp_blas);
+  });
   run("softmax_4096x4096", bench_softmax);
+  // ResNet-18's 3x3 stride-1 convolutions at batch 1
   run("conv2d_64x56x56", [] { return bench_conv("conv2d_64x56x56", 1, 64, 64, 56, 56); });
+  run("conv2d_128x28x28", [] { return bench_conv("conv2d_128x28x28", 1, 128, 128, 28, 28); });
+  run("conv2d_256x14x14", [] { return bench_conv("conv2d_256x14x14", 1, 256, 256, 14, 14); });
+  run("conv2d_512x7x7", [] { return bench_conv("conv2d_512x7x7", 1, 512, 512, 7, 7); });
   // the convolutions of a small CNN (batch 8): 3->16 at 32x32, 16->32 at 16x16
   run("conv2d_cnn1_b8", [] { return bench_conv("conv2d_cnn1_b8", 8, 3, 16, 32, 32); });
   run("conv2d_cnn2_b8", [] { return bench_conv("conv2d_cnn2_b8", 8, 16, 32, 16, 16); });
+  run("model_cnn_b8", [] {
+    return bench_model(
+        "model_cnn_b8", {8, 3, 32, 32}, [](auto& b, auto x) { return small_cnn(b, x); }, 1e-3);
+  });
+  run("model_resnet18_b1", [] {
+    return bench_model(
+        "model_resnet18_b1", {1, 3, 224, 224}, [](auto& b, auto x) { return resnet18(b, x); }, 1e-3);
+  });
   run("cumsum_1M", bench_cumsum);
 
-  std::printf("\n# cold compile (fresh runtime: nothing cached)\n");
-  std::printf("%-20s %8s %12s %16s %16s %10s\n", "name", "kernels", "total_ms", "stages_ms/kernel", "llvm_ms/kernel",
-              "max_err");
+  std::printf("\n# cold compile (fresh runtime: nothing cached; the model rows compile the whole model)\n");
+  std::printf("%-22s %8s %12s %16s %16s %10s %10s\n", "name", "kernels", "total_ms", "stages_ms/kernel",
+              "llvm_ms/kernel", "max_err", "onednn_err");
   bool all_ok = true;
   for (const Case& c : cases) {
-    all_ok = all_ok && c.ok;
-    std::printf("%-20s %8zu %12.1f %16.2f %16.2f %10.2g\n", c.name.c_str(), c.kernels, c.compile_ms,
+    all_ok = all_ok && c.ok && c.dnnl_ok;
+    std::printf("%-22s %8zu %12.1f %16.2f %16.2f %10.2g %10.2g\n", c.name.c_str(), c.kernels, c.compile_ms,
                 c.kernels ? c.stages_ms / double(c.kernels) : 0.0, c.kernels ? c.llvm_ms / double(c.kernels) : 0.0,
-                c.max_err);
+                c.max_err, c.dnnl_err);
   }
   return all_ok ? 0 : 1;
 }

@@ -12,7 +12,7 @@ PACKAGES=(
   # LLVM 19: the CPU backend (ORC JIT) and the NVPTX/AMDGPU code generators
   llvm-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
   # tests, benchmarks and their baselines
-  libgtest-dev libgmock-dev googletest libbenchmark-dev libsqlite3-dev libopenblas-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libsqlite3-dev libopenblas-dev libdnnl-dev
   # OpenCL on the CPU for the "CL" backend's tests: the ICD loader and pocl (Sinter dlopens them; no headers)
   ocl-icd-libopencl1 pocl-opencl-icd
   # language bindings: Go (cgo), Rust (bindgen), Java (SWIG + JDK + JUnit)
