@@ -524,9 +524,11 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
 TEST_F(PipelineTest, LoweringStagesAreTimed) {
   const UOp* x = in(dtypes::float32, {16, 16});
   const UOp* out = reduce(g, mul(g, x, x), Op::Add, {1});
-  CompileOptions o;
-  o.use_cache = false;
-  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  // A runtime of its own without the disk cache: a kernel linked from disk (a second run of this
+  // binary) was never lowered here and has no stage times.
+  Runtime rt(RuntimeOptions{.debug = 0, .threads = 0});
+  rt.devices().set_disk_cache(false);
+  auto p = compile_program(rt, g, std::vector<const UOp*>{out});
   ASSERT_EQ(p->launches.size(), 1u);
   std::vector<std::string> names;
   for (const auto& [stage, ms] : p->launches[0].kernel->stage_ms) {
