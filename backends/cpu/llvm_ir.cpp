@@ -218,17 +218,6 @@ bool is_acc_address(const UOp* a) {
 
 bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->src(0)); }
 
-// The kernel parameter an element address points into, when that buffer has at least one element
-// of the address's type (so that its first element can always be read); else nullptr.
-const UOp* nonempty_buffer_of(const UOp* addr) {
-  if (addr->op != Op::Index || addr->dtype.lanes != 1) return nullptr;
-  const UOp* b = addr->src(0);
-  while (b->op == Op::After) b = b->src(0);
-  if (b->op != Op::Param) return nullptr;
-  const Shape* sh = b->shape();
-  return sh && sh->size() == 1 && (*sh)[0].is_const() && (*sh)[0].value > 0 ? b : nullptr;
-}
-
 class IrWriter {
  public:
   IrWriter(const LoweredKernel& k, std::string symbol) : k_(k), sym_(std::move(symbol)) {}
@@ -635,16 +624,6 @@ class IrWriter {
           call(mt, name, str("ptr, i32, ", reg_type(gate->dtype), ", ", mt),
                str("ptr ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
       val_[u] = from_mem(x, u->dtype, p);
-      return;
-    }
-    // A scalar gate on an address into a non-empty buffer: load from the buffer's first element
-    // when the gate is off, then select. No branch: LLVM can if-convert and vectorize the loop
-    // (a padded convolution's loads are all gated), and the code it has to optimize is smaller.
-    if (const UOp* base = nonempty_buffer_of(addr)) {
-      std::string safe = emit(str("select i1 ", v(gate), ", ptr ", v(addr), ", ptr ", v(base)));
-      std::string x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
-      val_[u] = emit(
-          str("select i1 ", v(gate), ", ", reg_type(u->dtype), " ", x, ", ", reg_type(u->dtype), " ", v(u->src(1))));
       return;
     }
     int n = nlabel_++;
