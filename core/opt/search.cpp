@@ -102,12 +102,33 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
   return out;
 }
 
+// Roughly how many operations a run executes: each op of the linearized kernel times the trip
+// counts of the loops around it (vector ops count their lanes). A candidate whose opts move a reduce
+// inside a loop it did not depend on (a swap that recomputes softmax's row max per element) does
+// orders of magnitude more work; it is not worth a run that could take minutes.
+double estimate_ops(const LoweredKernel& k) {
+  std::vector<double> trips{1.0};
+  double ops = 0;
+  for (const UOp* u : k.linear->src()) {
+    if (u->op == Op::Range) {
+      trips.push_back(trips.back() * double(std::max<int64_t>(1, const_bound(u))));
+    } else if (u->op == Op::End) {
+      if (trips.size() > 1) trips.pop_back();
+    } else if (is_elementwise(u->op) || u->op == Op::Load || u->op == Op::Store) {
+      ops += trips.back() * double(std::max(1, int(u->dtype.lanes)));
+    }
+  }
+  return ops;
+}
+constexpr double kMaxExtraWork = 8.0;  // a candidate may do this many times the heuristic's operations
+
 struct Candidate {
   std::vector<Opt> opts;
   std::shared_ptr<const DeviceKernel> kernel;
   uint64_t optimized_hash = 0;  // the kernel after its opts: different lists can give the same kernel
   std::vector<Opt> next;        // the opts that may follow
   double ms = kInf;
+  double ops = 0;  // estimate_ops
   bool ok = false;
 };
 
@@ -128,6 +149,7 @@ void compile_all(std::vector<Candidate>& cands, const UOp* ast, ComputeDevice& d
           if (name == "optimized") optimized = root;
         c.optimized_hash = optimized ? optimized->content_hash() : 0;
         c.next = optimized ? actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
+        c.ops = estimate_ops(k);
         c.kernel = device.compile_scratch(k);
         c.ok = true;
       } catch (const Error&) {
@@ -181,7 +203,8 @@ double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& 
     double warm = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (warm > 2 * kEarlyStop * best) return warm;  // far behind even with a cold start: one run is enough
     double fastest = kInf;
-    for (int r = 0; r < kRuns; r++) {
+    const int runs = warm > 50 ? 1 : kRuns;  // long kernels vary less from run to run, and cost more to repeat
+    for (int r = 0; r < runs; r++) {
       auto t0 = std::chrono::steady_clock::now();
       device.launch(k, b.ptrs, {}, size);
       device.synchronize();
@@ -268,10 +291,12 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
     for (const Opt& o : opts) words.push_back(opt_str(o));
     return words;
   };
+  const double heuristic_ops = beam[1].ops;
   // The heuristic first, so the plain start is timed against it.
   for (int i : {1, 0}) {
     Candidate& c = beam[size_t(i)];
     seen_lists.insert(list_key(c.opts));
+    if (c.ops > kMaxExtraWork * heuristic_ops) c.ok = false;
     if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
     c.ms = time_kernel(device, *c.kernel, bufs, beam[1].ms);
     timed++;
@@ -288,7 +313,14 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
     return kInf;
   }();
 
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   for (int step = 0; step < options.max_steps; step++) {
+    if (elapsed_s() > options.budget_s) {
+      if (options.debug >= 2)
+        std::fprintf(stderr, "sn: beam %-28s stops at step %d: its %.0f s are spent\n", kernel_name(ast).c_str(), step,
+                     options.budget_s);
+      break;
+    }
     std::vector<Candidate> fresh;
     for (const Candidate& c : beam)
       for (const Opt& a : c.next) {
@@ -298,21 +330,30 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
         if (seen_lists.insert(list_key(n.opts)).second) fresh.push_back(std::move(n));
       }
     if (fresh.empty()) break;
+    auto t_compile = std::chrono::steady_clock::now();
     compile_all(fresh, ast, device, base);
     compiled += fresh.size();
+    const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count();
     for (Candidate& c : fresh) {
+      if (elapsed_s() > 2 * options.budget_s) c.ok = false;  // a step too long for the budget: the rest untimed
+      if (c.ops > kMaxExtraWork * heuristic_ops) c.ok = false;
       if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
+      auto t_time = std::chrono::steady_clock::now();
       c.ms = time_kernel(device, *c.kernel, bufs, best.ms);
       timed++;
+      if (options.debug >= 3)
+        std::fprintf(stderr, "sn: beam   candidate [%s]: %.3f ms (timing took %.0f ms)\n", opts_str(c.opts).c_str(),
+                     c.ms,
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_time).count());
       c.kernel.reset();  // its code is freed; the timing is what counts
     }
     std::erase_if(fresh, [&](const Candidate& c) { return !c.ok || c.ms == kInf || c.ms > kEarlyStop * best.ms; });
     std::sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
     if (fresh.size() > size_t(options.width)) fresh.resize(size_t(options.width));
     if (options.debug >= 2)
-      std::fprintf(stderr, "sn: beam %-28s step %d: %zu candidates, best %.3f ms [%s] (so far %.3f ms)\n",
+      std::fprintf(stderr, "sn: beam %-28s step %d: %zu kept, best %.3f ms [%s] (so far %.3f ms); compiled in %.1f s\n",
                    kernel_name(ast).c_str(), step, fresh.size(), fresh.empty() ? kInf : fresh.front().ms,
-                   fresh.empty() ? "" : opts_str(fresh.front().opts).c_str(), best.ms);
+                   fresh.empty() ? "" : opts_str(fresh.front().opts).c_str(), best.ms, compile_s);
     if (fresh.empty() || fresh.front().ms >= best.ms) break;  // no step forward
     best = fresh.front();
     beam = std::move(fresh);

@@ -7,7 +7,7 @@
 // and compiles the new lists in parallel on all cores, each in a scratch graph of its own (the
 // user's graph does not grow), then times them one by one on the device (zero-filled buffers,
 // early stop for the clearly slower) and keeps the `width` fastest. It stops when a step brings no
-// candidate faster than the best so far.
+// candidate faster than the best so far, or when its time budget is spent.
 //
 // Results are kept in memory and in the disk cache (core/runtime/disk_cache.h) under the kernel's
 // content hash, the target, the width and Sinter's version, so a kernel is searched once.
@@ -24,6 +24,7 @@ namespace sn {
 struct BeamOptions {
   int width = 4;           // candidates kept per step
   int max_steps = 10;      // opts added at most, beyond the heuristic's
+  double budget_s = 30;    // no new step starts after this long (the best so far is kept)
   bool disk_cache = true;  // look results up in (and store them to) the disk cache
   int debug = 0;           // >= 2: one line per step on stderr
 };
