@@ -57,6 +57,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/opt/search.h"
 #include "core/pipeline.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
@@ -799,6 +800,10 @@ int main(int argc, char** argv) {
   std::printf("# CPU, %d threads (ours and baselines alike); times are medians in ms; ratio = ours / baseline\n",
               g_threads);
   std::printf("# OpenBLAS kernels: %s\n", openblas_get_corename());
+  if (int beam = beam_width_from_env(); beam > 0)
+    std::printf("# our kernels: BEAM search, width %d (SN_BEAM; the compile table includes the search)\n", beam);
+  else
+    std::printf("# our kernels: the heuristic (SN_BEAM=N for BEAM search)\n");
 #ifdef SN_HAVE_DNNL
   {
     // oneDNN (Debian's build) threads with OpenMP, loaded with it: set its thread count like the others'.
