@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -285,6 +287,22 @@ TEST(DiskCache, ContextSwitchOffWritesNothing) {
   EXPECT_EQ(entries(cd.db()), 1);
 }
 
+// Outputs as float32 within a relative 1e-4: BEAM may choose other opts when it searches again
+// (timings differ), and another reduction order rounds differently.
+bool floats_near(const std::vector<std::vector<uint8_t>>& a, const std::vector<std::vector<uint8_t>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (a[i].size() != b[i].size()) return false;
+    for (size_t k = 0; k + 4 <= a[i].size(); k += 4) {
+      float x, y;
+      std::memcpy(&x, a[i].data() + k, 4);
+      std::memcpy(&y, b[i].data() + k, 4);
+      if (!(std::fabs(x - y) <= 1e-4f * std::max(1.0f, std::fabs(y)))) return false;
+    }
+  }
+  return true;
+}
+
 // (e) BEAM results: searched once, then read from disk by a process that has not searched; a
 // damaged entry, or a foreign one whose opts do not apply, is searched again and replaced.
 TEST(DiskCache, BeamResultsAreKeptAndDamagedOnesSearchedAgain) {
@@ -320,7 +338,7 @@ TEST(DiskCache, BeamResultsAreKeptAndDamagedOnesSearchedAgain) {
     BeamStats before = beam_stats();
     CacheRun again = compile_and_run_fresh(false, 2);
     EXPECT_EQ(beam_stats().searches, before.searches + searched) << "damaged results must be searched again";
-    EXPECT_EQ(again.outputs, first.outputs);
+    EXPECT_TRUE(floats_near(again.outputs, first.outputs));
     reset_beam_memory();
     BeamStats after_replace = beam_stats();
     compile_and_run_fresh(false, 2);
