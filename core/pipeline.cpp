@@ -109,13 +109,64 @@ void check_graph(std::span<const UOp* const> outputs, const ComputeDevice& devic
 
 // ---- inputs in the caller's order ---------------------------------------------------------
 
+// The launch-time variables of a schedule, sorted by name (Program::vars); one name with two
+// ranges is InvalidArg.
+std::vector<KernelVar> schedule_vars(const Schedule& s) {
+  std::vector<KernelVar> out;
+  for (const UOp* v : s.vars) {
+    const VarArg& va = v->as<VarArg>();
+    auto same = [&](const KernelVar& k) { return k.name == va.name; };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end())
+      out.push_back(KernelVar{va.name, va.min, va.max});
+    else if (it->min != va.min || it->max != va.max)
+      fail(Code::InvalidArg, "compile: variable ", va.name, " has two ranges [", it->min, ", ", it->max, "] and [",
+           va.min, ", ", va.max, "]");
+  }
+  std::sort(out.begin(), out.end(), [](const KernelVar& a, const KernelVar& b) { return a.name < b.name; });
+  return out;
+}
+
+// The spec of a program input or output: a symbolic dim is -1 with its expression of `vars`.
+TensorSpec spec_of(DType dtype, const UOp* t, std::span<const KernelVar> vars, const char* what) {
+  TensorSpec spec{dtype, {}, {}};
+  const Shape& shape = sym_shape(t, what);
+  bool symbolic = false;
+  for (const Dim& d : shape) {
+    spec.shape.push_back(d.is_const() ? d.value : -1);
+    symbolic = symbolic || !d.is_const();
+  }
+  if (!symbolic) return spec;
+  for (const Dim& d : shape) {
+    if (d.is_const()) {
+      spec.sym.emplace_back(d.value);
+      continue;
+    }
+    try {
+      spec.sym.push_back(LaunchExpr::of(d.sym, vars));
+    } catch (const Error& e) {
+      fail(Code::Unsupported, what, ": the symbolic dim of ", shape_str(shape),
+           " cannot be computed at launch: ", e.message());
+    }
+  }
+  return spec;
+}
+
+// The Buffer behind an input tensor: the Buffer, its Reshape (input()), or a Shrink of those
+// (input_sym()); null for anything else.
+const UOp* input_buffer(const UOp* t) {
+  if (t->op == Op::Shrink) t = t->src(0);
+  if (t->op == Op::Reshape) t = t->src(0);
+  return t->op == Op::Buffer ? t : nullptr;
+}
+
 struct InputBinding {
   TensorSpec spec;
   int slot = -1;  // schedule input number, -1 when the outputs do not read it
 };
 
 std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* const> outputs,
-                                      const std::vector<const UOp*>& listed) {
+                                      const std::vector<const UOp*>& listed, std::span<const KernelVar> vars) {
   std::unordered_map<const UOp*, int> slot_of;  // Buffer node -> schedule input number
   for (const ScheduleBuffer& b : s.buffers)
     if (b.kind == ScheduleBuffer::Kind::Input) slot_of.emplace(b.source, b.index);
@@ -126,16 +177,14 @@ std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* co
     for (size_t i = 0; i < listed.size(); i++) {
       const UOp* t = listed[i];
       if (t == nullptr) fail(Code::InvalidArg, "compile: input ", i, " is null");
-      const UOp* buf = nullptr;
-      if (t->op == Op::Buffer || (t->op == Op::Reshape && t->src(0)->op == Op::Buffer))
-        buf = t->op == Op::Buffer ? t : t->src(0);
-      else
+      const UOp* buf = input_buffer(t);
+      if (buf == nullptr)
         fail(Code::InvalidArg, "compile: input ", i, " is a ", op_name(t->op),
-             ", not an input tensor (a Buffer, or the reshaped Buffer input() makes)");
+             ", not an input tensor (a Buffer, or the view input() or input_sym() makes)");
       if (!seen.insert(buf).second)
         fail(Code::InvalidArg, "compile: input ", i, " (Buffer %", buf->id, ") is listed twice");
       auto it = slot_of.find(buf);
-      out.push_back({TensorSpec{buf->dtype, static_shape(t, "compile input")}, it == slot_of.end() ? -1 : it->second});
+      out.push_back({spec_of(buf->dtype, t, vars, "compile input"), it == slot_of.end() ? -1 : it->second});
     }
     for (const auto& [buf, slot] : slot_of)
       if (!seen.count(buf))
@@ -152,11 +201,20 @@ std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* co
   std::unordered_map<const UOp*, std::vector<const UOp*>> views;
   for (const UOp* u : toposort(outputs))
     if (u->op == Op::Reshape && u->src(0)->op == Op::Buffer) views[u->src(0)].push_back(u);
+  // input_sym's views (a Shrink to symbolic dims) name the shape of their buffers first
+  std::unordered_map<const UOp*, std::vector<const UOp*>> sym_views;
+  for (const UOp* u : toposort(outputs))
+    if (u->op == Op::Shrink && input_buffer(u) != nullptr && !shape_numel(*u->shape()))
+      sym_views[input_buffer(u)].push_back(u);
   for (const UOp* buf : bufs) {
-    std::vector<int64_t> shape{buf->as<BufferArg>().size};
+    TensorSpec spec{buf->dtype, {buf->as<BufferArg>().size}, {}};
+    auto sv = sym_views.find(buf);
     auto it = views.find(buf);
-    if (it != views.end() && it->second.size() == 1) shape = static_shape(it->second[0], "compile input");
-    out.push_back({TensorSpec{buf->dtype, shape}, slot_of.at(buf)});
+    if (sv != sym_views.end() && sv->second.size() == 1)
+      spec = spec_of(buf->dtype, sv->second[0], vars, "compile input");
+    else if (it != views.end() && it->second.size() == 1)
+      spec = spec_of(buf->dtype, it->second[0], vars, "compile input");
+    out.push_back({spec, slot_of.at(buf)});
   }
   return out;
 }
@@ -299,7 +357,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   Schedule s = schedule_graph(g, outputs, options.effects);
   const double schedule_ms = ms_since(t_schedule);
   if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
-  std::vector<InputBinding> inputs = bind_inputs(s, roots, options.inputs);
+  const std::vector<KernelVar> vars = schedule_vars(s);
+  std::vector<InputBinding> inputs = bind_inputs(s, roots, options.inputs, vars);
 
   auto finish = [&](std::shared_ptr<Program> p) {
     p->inputs.clear();
@@ -349,20 +408,10 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     p->buffers.push_back(pb);
     if (b.kind == ScheduleBuffer::Kind::Output) {
       if (size_t(b.index) >= p->outputs.size()) p->outputs.resize(size_t(b.index) + 1);
-      p->outputs[size_t(b.index)] = TensorSpec{b.dtype, static_shape(b.source, "compile output")};
+      p->outputs[size_t(b.index)] = spec_of(b.dtype, b.source, vars, "compile output");
     }
   }
-  for (const UOp* v : s.vars) {
-    const VarArg& va = v->as<VarArg>();
-    auto same = [&](const KernelVar& k) { return k.name == va.name; };
-    auto it = std::find_if(p->vars.begin(), p->vars.end(), same);
-    if (it == p->vars.end())
-      p->vars.push_back(KernelVar{va.name, va.min, va.max});
-    else if (it->min != va.min || it->max != va.max)
-      fail(Code::InvalidArg, "compile: variable ", va.name, " has two ranges [", it->min, ", ", it->max, "] and [",
-           va.min, ", ", va.max, "]");
-  }
-  std::sort(p->vars.begin(), p->vars.end(), [](const KernelVar& a, const KernelVar& b) { return a.name < b.name; });
+  p->vars = vars;
 
   // lower, kernel by kernel in launch order (in the caller's graph, so on this thread)
   LowerOptions lo;

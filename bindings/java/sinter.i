@@ -138,7 +138,7 @@ SN_HANDLE(sn_function)
 %}
 %typemap(freearg) sn_uop *const *srcs %{ free((void *)$1); %}
 %apply sn_uop *const *srcs {
-  sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs, sn_uop *const *indices, sn_uop *const *args
+  sn_uop *const *outputs, sn_uop *const *inputs, sn_uop *const *xs, sn_uop *const *indices, sn_uop *const *args, sn_uop *const *dims
 };
 
 /* ---- buffer arrays as long[] of handles ---- */

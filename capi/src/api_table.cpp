@@ -157,6 +157,9 @@ constexpr sn_api kApi = {
     // ---- version 6 ----
     .program_kernel_opts = sn_program_kernel_opts,
     .context_set_disk_cache = sn_context_set_disk_cache,
+    // ---- version 7 ----
+    .tensor_input_sym = sn_tensor_input_sym,
+    .program_alloc_output_vars = sn_program_alloc_output_vars,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -309,6 +312,8 @@ SN_CHECK_ENTRY(tensor_slice, 138);
 SN_CHECK_ENTRY(tensor_binary, 139);
 SN_CHECK_ENTRY(program_kernel_opts, 140);
 SN_CHECK_ENTRY(context_set_disk_cache, 141);
+SN_CHECK_ENTRY(tensor_input_sym, 142);
+SN_CHECK_ENTRY(program_alloc_output_vars, 143);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -317,7 +322,8 @@ constexpr size_t kApiEntriesV3 = kApiEntriesV2 + 3;
 constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV6 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV7 = kApiEntriesV6 + 2;
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV7 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.

@@ -680,6 +680,24 @@ sn_code sn_program_run(sn_program* program, sn_buffer* const* inputs, size_t nin
   });
 }
 
+namespace {
+
+// (name, value) pairs from the C arrays; a NULL or repeated name is InvalidArg.
+std::vector<std::pair<std::string, int64_t>> var_pairs(const char* const* names, const int64_t* values, size_t n) {
+  if (n > 0 && (names == nullptr || values == nullptr))
+    invalid(names == nullptr ? "names" : "values", " is NULL but the count is ", n);
+  std::vector<std::pair<std::string, int64_t>> vars;
+  for (size_t i = 0; i < n; i++) {
+    if (names[i] == nullptr) invalid("names[", i, "] is NULL");
+    for (const auto& v : vars)
+      if (v.first == names[i]) invalid("variable '", names[i], "' is given twice");
+    vars.emplace_back(names[i], values[i]);
+  }
+  return vars;
+}
+
+}  // namespace
+
 sn_code sn_program_run_vars(sn_program* program, sn_buffer* const* inputs, size_t ninputs, sn_buffer* const* outputs,
                             size_t noutputs, const char* const* names, const int64_t* values, size_t nvars,
                             sn_error** err) {
@@ -687,15 +705,7 @@ sn_code sn_program_run_vars(sn_program* program, sn_buffer* const* inputs, size_
     sn_program* p = live_program(program, "program");
     if (ninputs > 0 && inputs == nullptr) invalid("inputs is NULL but ninputs is ", ninputs);
     if (noutputs > 0 && outputs == nullptr) invalid("outputs is NULL but noutputs is ", noutputs);
-    if (nvars > 0 && (names == nullptr || values == nullptr))
-      invalid(names == nullptr ? "names" : "values", " is NULL but nvars is ", nvars);
-    std::vector<std::pair<std::string, int64_t>> vars;
-    for (size_t i = 0; i < nvars; i++) {
-      if (names[i] == nullptr) invalid("names[", i, "] is NULL");
-      for (const auto& v : vars)
-        if (v.first == names[i]) invalid("variable '", names[i], "' is given twice");
-      vars.emplace_back(names[i], values[i]);
-    }
+    std::vector<std::pair<std::string, int64_t>> vars = var_pairs(names, values, nvars);
     std::vector<std::shared_ptr<Buffer>> ins, outs;
     for (size_t i = 0; i < ninputs; i++) ins.push_back(live_buffer(inputs[i], cat("inputs[", i, "]").c_str())->buf);
     for (size_t i = 0; i < noutputs; i++) outs.push_back(live_buffer(outputs[i], cat("outputs[", i, "]").c_str())->buf);
@@ -727,6 +737,16 @@ sn_buffer* sn_program_alloc_output(sn_program* program, size_t index, sn_error**
     if (index >= p->prog->outputs.size())
       invalid("index ", index, " is out of range: the program has ", p->prog->outputs.size(), " outputs");
     return new_buffer(p->device, p->prog->allocate_output(index));
+  });
+}
+
+sn_buffer* sn_program_alloc_output_vars(sn_program* program, size_t index, const char* const* names,
+                                        const int64_t* values, size_t n, sn_error** err) {
+  return guard("sn_program_alloc_output_vars", err, static_cast<sn_buffer*>(nullptr), [&] {
+    sn_program* p = live_program(program, "program");
+    if (index >= p->prog->outputs.size())
+      invalid("index ", index, " is out of range: the program has ", p->prog->outputs.size(), " outputs");
+    return new_buffer(p->device, p->prog->allocate_output(index, var_pairs(names, values, n)));
   });
 }
 

@@ -61,6 +61,34 @@ sn_uop* sn_tensor_input(sn_graph* graph, sn_dtype dtype, const int64_t* shape, s
   });
 }
 
+sn_uop* sn_tensor_input_sym(sn_graph* graph, sn_dtype dtype, sn_uop* const* dims, size_t ndim, const char* device,
+                            sn_error** err) {
+  return guard("sn_tensor_input_sym", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    sn::DType dt = to_dtype(raw(dtype), "dtype");
+    if (ndim > 0 && dims == nullptr) invalid("dims is NULL but ndim is ", ndim);
+    sn::Shape shape;
+    for (size_t k = 0; k < ndim; k++) {
+      const sn::UOp* d = uop_of(g, dims[k], sn::cat("dims[", k, "]").c_str());
+      if (!d->dtype.is_int() || d->dtype.lanes != 1 || (d->shape() != nullptr && !d->shape()->empty()))
+        invalid("dims[", k, "] must be a scalar index or integer uop (a constant, a variable or index math), got ",
+                d->dtype.name());
+      if (d->is_const())
+        shape.push_back(sn::Dim::of(int64_t(d->const_int())));
+      else if (d->dtype.is_index())
+        shape.push_back(sn::Dim{0, d});
+      else
+        invalid("dims[", k, "] must have the index dtype (sn_uop_var makes one), got ", d->dtype.name());
+    }
+    std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
+    const sn::UOp* t = sn::input_sym(g->graph, dt, shape, dev);
+    sn_uop* h = hand_out(g, t);
+    std::lock_guard lock(registry().mu);
+    g->inputs.push_back(t);
+    return h;
+  });
+}
+
 sn_uop* sn_tensor_gemm(sn_graph* graph, sn_uop* a, sn_uop* b, sn_error** err) {
   return guard("sn_tensor_gemm", err, static_cast<sn_uop*>(nullptr), [&] {
     sn_graph* g = live_graph(graph, "graph");

@@ -122,7 +122,13 @@ void describe_lowered(LoweredKernel& k, const Target& target, const ParallelDims
       k.features.gated_blocks++;
     }
   }
-  for (auto& [slot, p] : params) k.params.push_back(p);
+  for (auto& [slot, p] : params) {
+    // With launch-time variables a buffer sized for the variables' largest values may be bound
+    // with fewer elements (a symbolic shape at smaller values): its size is unknown here, and the
+    // runtime checks each buffer against its shape at the values instead.
+    if (!vars.empty()) p.size = -1;
+    k.params.push_back(p);
+  }
   for (auto& [name, v] : vars) k.vars.push_back(v);
   if (k.features.local_bytes > target.local_memory_bytes)
     fail(Code::InvalidArg, "lower_kernel: ", k.name, " needs ", k.features.local_bytes,

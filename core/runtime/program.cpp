@@ -12,6 +12,13 @@ namespace sn {
 
 std::string TensorSpec::str() const { return dtype.name() + format_dims(shape); }
 
+std::vector<int64_t> TensorSpec::shape_at(const int64_t* var_values) const {
+  if (!symbolic()) return shape;
+  std::vector<int64_t> out;
+  for (const LaunchExpr& e : sym) out.push_back(e.eval(var_values));
+  return out;
+}
+
 std::string Program::stage_text(std::string_view stage) const {
   std::string out;
   if (!stages) return out;
@@ -35,31 +42,84 @@ std::vector<std::string> Program::stage_names() const {
   return names;
 }
 
-std::shared_ptr<Buffer> Program::allocate_output(size_t i) const {
-  if (i >= outputs.size()) fail(Code::InvalidArg, "program has ", outputs.size(), " outputs, asked for output ", i);
-  return Buffer::allocate(device, outputs[i].dtype, outputs[i].shape);
-}
-
 namespace {
-
-void check_binding(const Program& p, const char* what, size_t i, const TensorSpec& spec, const Buffer* b) {
-  if (b == nullptr) fail(Code::InvalidArg, what, " ", i, " is not bound");
-  if (b->dtype() != spec.dtype)
-    fail(Code::InvalidArg, what, " ", i, ": expected ", spec.str(), ", got a buffer of ", b->dtype().name(),
-         format_dims(b->shape()));
-  if (b->shape() != spec.shape)
-    fail(Code::InvalidArg, what, " ", i, ": expected shape ", format_dims(spec.shape), " (", spec.str(),
-         "), got a buffer of shape ", format_dims(b->shape()));
-  if (&b->device() != p.device.get())
-    fail(Code::InvalidArg, what, " ", i, ": the buffer is on ", b->device().name(),
-         b->device().name() == p.device->name() ? " of another context" : "", ", the program runs on ",
-         p.device->name());
-}
 
 void check_var(const Program& p, size_t v, int64_t value) {
   const KernelVar& kv = p.vars[v];
   if (value < kv.min || value > kv.max)
     fail(Code::InvalidArg, "variable ", kv.name, " = ", value, " is outside its range [", kv.min, ", ", kv.max, "]");
+}
+
+// Values of p.vars (by position) from (name, value) pairs, each checked against its range.
+void read_vars(const Program& p, std::span<const std::pair<std::string, int64_t>> given, std::vector<int64_t>& values,
+               std::vector<bool>& bound) {
+  values.assign(p.vars.size(), 0);
+  bound.assign(p.vars.size(), false);
+  for (const auto& [name, value] : given) {
+    auto it = std::find_if(p.vars.begin(), p.vars.end(), [&](const KernelVar& v) { return v.name == name; });
+    if (it == p.vars.end()) fail(Code::InvalidArg, "the program has no variable named '", name, "'");
+    values[size_t(it - p.vars.begin())] = value;
+    bound[size_t(it - p.vars.begin())] = true;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Buffer> Program::allocate_output(size_t i) const {
+  if (i >= outputs.size()) fail(Code::InvalidArg, "program has ", outputs.size(), " outputs, asked for output ", i);
+  if (outputs[i].symbolic())
+    fail(Code::InvalidArg, "output ", i, " has the symbolic shape ", outputs[i].str(),
+         ": allocate it for given variable values");
+  return Buffer::allocate(device, outputs[i].dtype, outputs[i].shape);
+}
+
+std::shared_ptr<Buffer> Program::allocate_output(size_t i,
+                                                 std::span<const std::pair<std::string, int64_t>> given) const {
+  if (i >= outputs.size()) fail(Code::InvalidArg, "program has ", outputs.size(), " outputs, asked for output ", i);
+  std::vector<int64_t> values;
+  std::vector<bool> bound;
+  read_vars(*this, given, values, bound);
+  for (size_t v = 0; v < vars.size(); v++) {
+    if (bound[v]) {
+      check_var(*this, v, values[v]);
+      continue;
+    }
+    // a variable the shape does not use may stay unbound; one it uses may not
+    std::vector<int64_t> lo = values, hi = values;
+    lo[v] = vars[v].min;
+    hi[v] = vars[v].max;
+    if (outputs[i].shape_at(lo.data()) != outputs[i].shape_at(hi.data()))
+      fail(Code::InvalidArg, "output ", i, " (", outputs[i].str(), "): variable ", vars[v].name, " is not given");
+    values[v] = vars[v].min;
+  }
+  return Buffer::allocate(device, outputs[i].dtype, outputs[i].shape_at(values.data()));
+}
+
+namespace {
+
+// A bound buffer fits when it has the spec's dtype and device and, for a static spec, its shape;
+// a symbolic spec takes any shape with at least the elements of its shape at `var_values` (null:
+// the values are not known yet, checked again at run time).
+void check_binding(const Program& p, const char* what, size_t i, const TensorSpec& spec, const Buffer* b,
+                   const int64_t* var_values = nullptr) {
+  if (b == nullptr) fail(Code::InvalidArg, what, " ", i, " is not bound");
+  if (b->dtype() != spec.dtype)
+    fail(Code::InvalidArg, what, " ", i, ": expected ", spec.str(), ", got a buffer of ", b->dtype().name(),
+         format_dims(b->shape()));
+  if (!spec.symbolic() && b->shape() != spec.shape)
+    fail(Code::InvalidArg, what, " ", i, ": expected shape ", format_dims(spec.shape), " (", spec.str(),
+         "), got a buffer of shape ", format_dims(b->shape()));
+  if (spec.symbolic() && var_values != nullptr) {
+    std::vector<int64_t> shape = spec.shape_at(var_values);
+    int64_t need = checked_numel(shape, what);
+    if (b->numel() < need)
+      fail(Code::InvalidArg, what, " ", i, ": shape ", format_dims(shape), " at these variable values needs ", need,
+           " elements, the buffer has ", b->numel());
+  }
+  if (&b->device() != p.device.get())
+    fail(Code::InvalidArg, what, " ", i, ": the buffer is on ", b->device().name(),
+         b->device().name() == p.device->name() ? " of another context" : "", ", the program runs on ",
+         p.device->name());
 }
 
 // "1 input", "2 inputs".
@@ -75,8 +135,13 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     fail(Code::InvalidArg, "the program has ", count_of(p.outputs.size(), "output"), ", got ", outputs.size());
   if (std::string why = p.device->cannot_run(); !why.empty())
     fail(Code::Device, "the program is compiled for ", p.device->name(), ", which cannot run kernels: ", why);
-  for (size_t i = 0; i < inputs.size(); i++) check_binding(p, "input", i, p.inputs[i], inputs[i]);
-  for (size_t i = 0; i < outputs.size(); i++) check_binding(p, "output", i, p.outputs[i], outputs[i]);
+  // the variables first: a symbolic shape's size depends on them
+  for (size_t v = 0; v < p.vars.size(); v++) {
+    if (!var_bound[v]) fail(Code::InvalidArg, "variable ", p.vars[v].name, " is not bound");
+    check_var(p, v, vars[v]);
+  }
+  for (size_t i = 0; i < inputs.size(); i++) check_binding(p, "input", i, p.inputs[i], inputs[i], vars.data());
+  for (size_t i = 0; i < outputs.size(); i++) check_binding(p, "output", i, p.outputs[i], outputs[i], vars.data());
   // A kernel writing an output must never change what a later kernel reads.
   for (size_t i = 0; i < outputs.size(); i++) {
     for (size_t j = 0; j < inputs.size(); j++)
@@ -84,10 +149,6 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
         fail(Code::InvalidArg, "output ", i, " overlaps input ", j, " (outputs need memory of their own)");
     for (size_t j = 0; j < i; j++)
       if (outputs[i]->overlaps(*outputs[j])) fail(Code::InvalidArg, "outputs ", j, " and ", i, " overlap");
-  }
-  for (size_t v = 0; v < p.vars.size(); v++) {
-    if (!var_bound[v]) fail(Code::InvalidArg, "variable ", p.vars[v].name, " is not bound");
-    check_var(p, v, vars[v]);
   }
 
   // Device address of every program buffer.
@@ -158,14 +219,9 @@ void Program::run(std::span<const std::shared_ptr<Buffer>> in, std::span<const s
   std::vector<const Buffer*> ins, outs;
   for (const auto& b : in) ins.push_back(b.get());
   for (const auto& b : out) outs.push_back(b.get());
-  std::vector<int64_t> values(vars.size(), 0);
-  std::vector<bool> bound(vars.size(), false);
-  for (const auto& [name, value] : var_values) {
-    auto it = std::find_if(vars.begin(), vars.end(), [&](const KernelVar& v) { return v.name == name; });
-    if (it == vars.end()) fail(Code::InvalidArg, "the program has no variable named '", name, "'");
-    values[size_t(it - vars.begin())] = value;
-    bound[size_t(it - vars.begin())] = true;
-  }
+  std::vector<int64_t> values;
+  std::vector<bool> bound;
+  read_vars(*this, var_values, values, bound);
   // Take the cached arena (or make one when another thread is using it), and give it back after.
   std::shared_ptr<Storage> arena;
   {

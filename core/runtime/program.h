@@ -22,11 +22,17 @@
 
 namespace sn {
 
-// dtype + static shape of a program input or output.
+// dtype + shape of a program input or output. A symbolic dim is -1 in `shape` and its expression
+// of the program's variables in `sym` (one entry per axis, constants for the static ones; empty
+// when every dim is static).
 struct TensorSpec {
   DType dtype;
   std::vector<int64_t> shape;
-  std::string str() const;  // "float32(2,3)"
+  std::vector<LaunchExpr> sym;
+  bool symbolic() const { return !sym.empty(); }
+  // The shape at these values of Program::vars (by position).
+  std::vector<int64_t> shape_at(const int64_t* var_values) const;
+  std::string str() const;  // "float32(2,3)", "float32(b,3)" written with -1 for b
 };
 
 struct ProgramBuffer {
@@ -100,6 +106,9 @@ class Program {
 
   // Allocates an output buffer of output i's dtype and shape.
   std::shared_ptr<Buffer> allocate_output(size_t i) const;
+  // The same for an output of symbolic shape: its shape at the launch-time variables `vars`
+  // (every variable the shape uses must be given, in its range).
+  std::shared_ptr<Buffer> allocate_output(size_t i, std::span<const std::pair<std::string, int64_t>> vars) const;
 
  private:
   mutable ArenaCache arena_cache_;

@@ -30,6 +30,14 @@ int64_t norm_axis(const char* op, int64_t axis, const Dims& shape) {
   return axis < 0 ? axis + rank : axis;
 }
 
+// The same for a shape with symbolic dims (only its rank matters).
+int64_t norm_axis(const char* op, int64_t axis, const Shape& shape) {
+  int64_t rank = int64_t(shape.size());
+  if (axis < -rank || axis >= rank)
+    fail(Code::InvalidArg, op, ": axis ", axis, " is out of range for shape ", shape_str(shape), " (rank ", rank, ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
 void need_float(const char* op, const UOp* x) {
   if (!x->dtype.is_float()) fail(Code::InvalidArg, op, ": needs a float dtype, got ", x->dtype.name());
 }
@@ -182,36 +190,61 @@ DType compare_dtype(DType idx, int64_t n) {
   return idx.bits() == 64 || n > kInt32Safe ? dtypes::int64 : dtypes::int32;
 }
 
+// Pad or Shrink (op) to `to` at `offsets`, where every symbolic axis of x passes through
+// unchanged (offset 0, the same dim): the window and pool helpers move only constant axes.
+const UOp* move_sym(Graph& g, Op op, const UOp* x, const Dims& offsets, const Shape& to) {
+  const Shape& old = sym_shape(x, op == Op::Pad ? "pad" : "shrink");
+  Dims fixed_to;
+  bool symbolic = false;
+  for (size_t k = 0; k < old.size() && k < to.size(); k++) {
+    if (old[k].is_const() && to[k].is_const()) continue;
+    if (!(old[k] == to[k]) || offsets[k] != 0)
+      fail(Code::Unsupported, op == Op::Pad ? "pad" : "shrink", ": axis ", k, " of ", shape_str(old),
+           " is symbolic; only constant axes can be padded or shrunk");
+    symbolic = true;
+  }
+  for (const Dim& d : to) fixed_to.push_back(d.is_const() ? d.value : 0);
+  if (!symbolic) return op == Op::Pad ? pad(g, x, offsets, fixed_to) : shrink(g, x, offsets, fixed_to);
+  if (old == to) return x;
+  return g.make(op, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(to)});
+}
+
+// The constant value of dim k of a shape whose other dims may be symbolic.
+int64_t const_dim(const char* op, const Shape& s, size_t k) {
+  if (!s[k].is_const()) fail(Code::Unsupported, op, ": axis ", k, " of ", shape_str(s), " must not be symbolic");
+  return s[k].value;
+}
+
 // The (..., I_axis, ...) axis of x split into (k, O) windows: element (kk, o) is
 // x[o*s + kk*d] along that axis. The axis is tiled e times and cut into rows of I'+d, so that row
 // kk starts kk*d elements later (mod I'); I' >= I (zero tail, never read) makes O*s fit in a row.
 const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s, int64_t d, int64_t o) {
-  Dims shape = static_shape(x);
-  int64_t len = shape[axis];
+  const Shape& shape = sym_shape(x);
+  int64_t len = const_dim("window", shape, axis);
   int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
   int64_t padded = std::max(len, os - d);
-  Dims pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
+  Shape pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
   auto with = [&](std::initializer_list<int64_t> mid) {
-    Dims r = pre;
-    r.insert(r.end(), mid);
+    Shape r = pre;
+    for (int64_t m : mid) r.push_back(Dim::of(m));
     r.insert(r.end(), post.begin(), post.end());
     return r;
   };
   const UOp* t = x;
-  if (padded > len) t = pad(g, t, Dims(shape.size(), 0), with({padded}));
+  if (padded > len) t = move_sym(g, Op::Pad, t, Dims(shape.size(), 0), with({padded}));
   int64_t row = checked_add(padded, d, "window: row of ", padded, " elements + dilation");
   int64_t span = checked_mul(k, row, "window: ", k, " kernel taps of rows of ", row);
   int64_t tiles = (span - 1) / padded + 1;  // ceil(span / padded) without overflowing
   int64_t tiled = checked_mul(tiles, padded, "window: ", tiles, " tiles of ", padded);
-  t = reshape(g, t, with({1, padded}));
-  t = expand(g, t, with({tiles, padded}));
-  t = reshape(g, t, with({tiled}));
-  t = shrink(g, t, Dims(shape.size(), 0), with({span}));
-  t = reshape(g, t, with({k, row}));
-  t = shrink(g, t, Dims(shape.size() + 1, 0), with({k, os}));
-  t = reshape(g, t, with({k, o, s}));
-  t = shrink(g, t, Dims(shape.size() + 2, 0), with({k, o, 1}));
-  return reshape(g, t, with({k, o}));
+  t = reshape_sym(g, t, with({1, padded}));
+  t = expand_sym(g, t, with({tiles, padded}));
+  t = reshape_sym(g, t, with({tiled}));
+  t = move_sym(g, Op::Shrink, t, Dims(shape.size(), 0), with({span}));
+  t = reshape_sym(g, t, with({k, row}));
+  t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 1, 0), with({k, os}));
+  t = reshape_sym(g, t, with({k, o, s}));
+  t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 2, 0), with({k, o, 1}));
+  return reshape_sym(g, t, with({k, o}));
 }
 
 // Output size of a window: floor((len - d*(k-1) - 1) / s) + 1; throws when no window fits.
@@ -226,10 +259,10 @@ int64_t window_count(const char* op, int64_t len, int64_t k, int64_t s, int64_t 
 // Sliding windows over the last two axes: (..., H, W) -> (..., OH, OW, KH, KW).
 const UOp* windows2d(Graph& g, const char* op, const UOp* x, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
                      std::array<int64_t, 2> d) {
-  Dims shape = static_shape(x);
+  const Shape& shape = sym_shape(x);
   size_t b = shape.size() - 2;
-  int64_t oh = window_count(op, shape[b], k[0], s[0], d[0], "H");
-  int64_t ow = window_count(op, shape[b + 1], k[1], s[1], d[1], "W");
+  int64_t oh = window_count(op, const_dim(op, shape, b), k[0], s[0], d[0], "H");
+  int64_t ow = window_count(op, const_dim(op, shape, b + 1), k[1], s[1], d[1], "W");
   const UOp* t = window_axis(g, x, b, k[0], s[0], d[0], oh);  // (..., KH, OH, W)
   t = window_axis(g, t, b + 2, k[1], s[1], d[1], ow);         // (..., KH, OH, KW, OW)
   Dims order;
@@ -242,9 +275,9 @@ void check_positive(const char* op, const char* what, std::array<int64_t, 2> v) 
   if (v[0] < 1 || v[1] < 1) fail(Code::InvalidArg, op, ": ", what, " must be >= 1, got ", dims_str(v));
 }
 
-void check_pool_args(const char* op, const Dims& shape, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
+void check_pool_args(const char* op, const Shape& shape, std::array<int64_t, 2> k, std::array<int64_t, 2> s,
                      std::array<int64_t, 2> p) {
-  if (shape.size() < 2) fail(Code::InvalidArg, op, ": needs at least 2 axes (..., H, W), got shape ", dims_str(shape));
+  if (shape.size() < 2) fail(Code::InvalidArg, op, ": needs at least 2 axes (..., H, W), got shape ", shape_str(shape));
   check_positive(op, "kernel", k);
   check_positive(op, "stride", s);
   for (int a = 0; a < 2; a++)
@@ -256,17 +289,22 @@ void check_pool_args(const char* op, const Dims& shape, std::array<int64_t, 2> k
 // tensor, or nullptr for zeros) in the border.
 const UOp* pad2d(Graph& g, const UOp* x, std::array<int64_t, 2> p, const UOp* fill) {
   if (p[0] == 0 && p[1] == 0) return x;
-  Dims shape = static_shape(x), off(shape.size(), 0), big = shape;
+  const Shape& shape = sym_shape(x);
+  Dims off(shape.size(), 0);
+  Shape big = shape;
   size_t b = shape.size() - 2;
+  int64_t h = const_dim("pad2d", shape, b), w = const_dim("pad2d", shape, b + 1);
   off[b] = p[0];
   off[b + 1] = p[1];
-  big[b] = checked_add(big[b], checked_mul(p[0], 2, "pad2d: padding"), "pad2d: padded H");
-  big[b + 1] = checked_add(big[b + 1], checked_mul(p[1], 2, "pad2d: padding"), "pad2d: padded W");
-  const UOp* t = pad(g, x, off, big);
+  int64_t bh = checked_add(h, checked_mul(p[0], 2, "pad2d: padding"), "pad2d: padded H");
+  int64_t bw = checked_add(w, checked_mul(p[1], 2, "pad2d: padding"), "pad2d: padded W");
+  big[b] = Dim::of(bh);
+  big[b + 1] = Dim::of(bw);
+  const UOp* t = move_sym(g, Op::Pad, x, off, big);
   if (fill == nullptr) return t;
   // inside = true exactly where x was placed (Pad fills bool with false)
-  const UOp* inside = full(g, dtypes::bool_, 1, {shape[b], shape[b + 1]});
-  inside = pad(g, inside, {p[0], p[1]}, {big[b], big[b + 1]});
+  const UOp* inside = full(g, dtypes::bool_, 1, {h, w});
+  inside = pad(g, inside, {p[0], p[1]}, {bh, bw});
   return where(g, inside, t, fill);
 }
 
@@ -311,31 +349,37 @@ const UOp* seed_constant(Graph& g, uint64_t seed) { return constant_int(g, dtype
 // ---- linear algebra -------------------------------------------------------------------------
 
 const UOp* gemm(Graph& g, const UOp* a, const UOp* b) {
-  Dims sa = static_shape(a, "gemm"), sb = static_shape(b, "gemm");
+  const Shape &sa = sym_shape(a, "gemm"), &sb = sym_shape(b, "gemm");
   if (sa.size() != 2 || sb.size() != 2)
-    fail(Code::InvalidArg, "gemm: needs (M,K) and (K,N) matrices, got ", dims_str(sa), " and ", dims_str(sb));
+    fail(Code::InvalidArg, "gemm: needs (M,K) and (K,N) matrices, got ", shape_str(sa), " and ", shape_str(sb));
   return matmul(g, a, b);
 }
 
 const UOp* matmul(Graph& g, const UOp* a, const UOp* b) {
-  Dims sa = static_shape(a, "matmul"), sb = static_shape(b, "matmul");
+  const Shape &sa = sym_shape(a, "matmul"), &sb = sym_shape(b, "matmul");
   if (sa.size() < 2 || sb.size() < 2)
-    fail(Code::InvalidArg, "matmul: operands need rank >= 2, got ", dims_str(sa), " and ", dims_str(sb));
+    fail(Code::InvalidArg, "matmul: operands need rank >= 2, got ", shape_str(sa), " and ", shape_str(sb));
   need_numeric("matmul", a);
   need_same_dtype("matmul", "b", b, a->dtype);
-  int64_t m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
-  if (k != kb)
-    fail(Code::InvalidArg, "matmul: inner dims differ: ", dims_str(sa), " @ ", dims_str(sb), " (", k, " vs ", kb, ")");
-  Dims batch = broadcast_shapes("matmul", Dims(sa.begin(), sa.end() - 2), Dims(sb.begin(), sb.end() - 2));
+  Dim m = sa[sa.size() - 2], k = sa.back(), kb = sb[sb.size() - 2], n = sb.back();
+  // A symbolic contraction would need a reduce whose length is a variable inside the packed
+  // matmul paths; the rows (M), the columns (N) and batch dims may be symbolic.
+  if (!k.is_const() || !kb.is_const())
+    fail(Code::Unsupported, "matmul: the contraction dim of ", shape_str(sa), " @ ", shape_str(sb),
+         " is symbolic; only batch, row and column dims may be");
+  if (k.value != kb.value)
+    fail(Code::InvalidArg, "matmul: inner dims differ: ", shape_str(sa), " @ ", shape_str(sb), " (", k.value, " vs ",
+         kb.value, ")");
+  Shape batch = broadcast_sym("matmul", Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
   // (..., M, K, 1) * (..., 1, K, N) summed over K: the spec's gemm with batch dims in front
-  Dims ra(sa.begin(), sa.end() - 2), rb(sb.begin(), sb.end() - 2);
-  ra.insert(ra.end(), {m, k, 1});
-  rb.insert(rb.end(), {1, k, n});
-  const UOp* prod = mul(g, reshape(g, a, ra), reshape(g, b, rb));
-  int64_t kaxis = int64_t(static_shape(prod).size()) - 2;
-  Dims out = batch;
+  Shape ra(sa.begin(), sa.end() - 2), rb(sb.begin(), sb.end() - 2);
+  ra.insert(ra.end(), {m, k, Dim::of(1)});
+  rb.insert(rb.end(), {Dim::of(1), k, n});
+  const UOp* prod = mul(g, reshape_sym(g, a, ra), reshape_sym(g, b, rb));
+  int64_t kaxis = int64_t(sym_shape(prod).size()) - 2;
+  Shape out = batch;
   out.insert(out.end(), {m, n});
-  return reshape(g, sum(g, prod, {kaxis}), out);
+  return reshape_sym(g, sum(g, prod, {kaxis}), out);
 }
 
 // ---- scans and index sources ----------------------------------------------------------------
@@ -351,7 +395,7 @@ const UOp* cumsum(Graph& g, const UOp* x, int64_t axis) {
   Dims s = static_shape(x, "cumsum");
   need_numeric("cumsum", x);
   if (s.empty()) {
-    norm_axis("cumsum", axis, {1});  // a scalar has one axis to name, like PyTorch
+    norm_axis("cumsum", axis, Dims{1});  // a scalar has one axis to name, like PyTorch
     return x;
   }
   size_t a = size_t(norm_axis("cumsum", axis, s));
@@ -527,25 +571,25 @@ const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
 // ---- elementwise and normalizations ---------------------------------------------------------
 
 const UOp* relu(Graph& g, const UOp* x) {
-  static_shape(x, "relu");
+  sym_shape(x, "relu");
   need_numeric("relu", x);
   return maximum(g, x, scalar(g, x->dtype, 0));
 }
 
 const UOp* tensor_exp(Graph& g, const UOp* x) {
-  static_shape(x, "exp");
+  sym_shape(x, "exp");
   need_float("exp", x);
   return unary(g, Op::Exp2, mul(g, x, scalar(g, x->dtype, std::numbers::log2e)));
 }
 
 const UOp* tensor_log(Graph& g, const UOp* x) {
-  static_shape(x, "log");
+  sym_shape(x, "log");
   need_float("log", x);
   return mul(g, unary(g, Op::Log2, x), scalar(g, x->dtype, std::numbers::ln2));
 }
 
 const UOp* sigmoid(Graph& g, const UOp* x) {
-  static_shape(x, "sigmoid");
+  sym_shape(x, "sigmoid");
   need_float("sigmoid", x);
   // exp(-x) = exp2(-x*log2(e)); large -x gives inf and the result 1/inf = 0
   const UOp* e = unary(g, Op::Exp2, mul(g, x, scalar(g, x->dtype, -std::numbers::log2e)));
@@ -553,7 +597,7 @@ const UOp* sigmoid(Graph& g, const UOp* x) {
 }
 
 const UOp* tensor_tanh(Graph& g, const UOp* x) {
-  static_shape(x, "tanh");
+  sym_shape(x, "tanh");
   need_float("tanh", x);
   DType dt = x->dtype;
   const UOp* s = sigmoid(g, mul(g, x, scalar(g, dt, 2)));
@@ -561,7 +605,7 @@ const UOp* tensor_tanh(Graph& g, const UOp* x) {
 }
 
 const UOp* gelu(Graph& g, const UOp* x) {
-  static_shape(x, "gelu");
+  sym_shape(x, "gelu");
   need_float("gelu", x);
   DType dt = x->dtype;
   // 0.5(1 + tanh(y)) = sigmoid(2y): y = sqrt(2/pi)(x + 0.044715x^3), so 2y = x(c1 + c2 x^2)
@@ -576,10 +620,10 @@ namespace {
 // Runs `body` on x with its (normalized) axis; a shape-() x is viewed as (1,) for it.
 template <class F>
 const UOp* along_axis(Graph& g, const char* op, const UOp* x, int64_t axis, F body) {
-  Dims s = static_shape(x, op);
+  const Shape& s = sym_shape(x, op);
   need_float(op, x);
   if (s.empty()) {
-    norm_axis(op, axis, {1});
+    norm_axis(op, axis, Dims{1});
     return reshape(g, body(reshape(g, x, {1}), int64_t(0)), {});
   }
   return body(x, norm_axis(op, axis, s));
@@ -604,12 +648,18 @@ const UOp* log_softmax(Graph& g, const UOp* x, int64_t axis) {
 }
 
 const UOp* layernorm(Graph& g, const UOp* x, int64_t naxes, const UOp* weight, const UOp* bias, double eps) {
-  Dims s = static_shape(x, "layernorm");
+  const Shape& s = sym_shape(x, "layernorm");
   need_float("layernorm", x);
   if (naxes < 1 || naxes > int64_t(s.size()))
-    fail(Code::InvalidArg, "layernorm: naxes must be in [1, rank] for shape ", dims_str(s), ", got ", naxes);
-  Dims norm_shape(s.end() - naxes, s.end()), axes;
-  for (int64_t a = int64_t(s.size()) - naxes; a < int64_t(s.size()); a++) axes.push_back(a);
+    fail(Code::InvalidArg, "layernorm: naxes must be in [1, rank] for shape ", shape_str(s), ", got ", naxes);
+  // The leading (batch) axes may be symbolic; the normalized ones set the count divided by.
+  Dims norm_shape, axes;
+  for (int64_t a = int64_t(s.size()) - naxes; a < int64_t(s.size()); a++) {
+    const Dim& d = s[size_t(a)];
+    if (!d.is_const()) fail(Code::Unsupported, "layernorm: normalized axis ", a, " of ", shape_str(s), " is symbolic");
+    norm_shape.push_back(d.value);
+    axes.push_back(a);
+  }
   int64_t n = numel(norm_shape);
   if (n == 0) fail(Code::InvalidArg, "layernorm: the normalized axes ", dims_str(norm_shape), " hold no elements");
   if (!(eps >= 0) || !std::isfinite(eps)) fail(Code::InvalidArg, "layernorm: eps must be finite and >= 0, got ", eps);
@@ -636,7 +686,7 @@ const UOp* layernorm(Graph& g, const UOp* x, int64_t naxes, const UOp* weight, c
 const UOp* argmax(Graph& g, const UOp* x, int64_t axis, bool keepdim) {
   Dims s = static_shape(x, "argmax");
   if (s.empty()) {
-    norm_axis("argmax", axis, {1});
+    norm_axis("argmax", axis, Dims{1});
     return scalar(g, dtypes::int32, 0);
   }
   size_t a = size_t(norm_axis("argmax", axis, s));
@@ -661,8 +711,10 @@ const UOp* argmax(Graph& g, const UOp* x, int64_t axis, bool keepdim) {
 
 const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::array<int64_t, 2> stride,
                   std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation, int64_t groups) {
-  Dims sx = static_shape(x, "conv2d"), sw = static_shape(w, "conv2d");
-  if (sx.size() != 4) fail(Code::InvalidArg, "conv2d: x must be (N,Cin,H,W), got shape ", dims_str(sx));
+  // The batch N may be symbolic: it is its own axis through every step below.
+  const Shape& sx = sym_shape(x, "conv2d");
+  Dims sw = static_shape(w, "conv2d");
+  if (sx.size() != 4) fail(Code::InvalidArg, "conv2d: x must be (N,Cin,H,W), got shape ", shape_str(sx));
   if (sw.size() != 4) fail(Code::InvalidArg, "conv2d: weight must be (Cout,Cin/groups,KH,KW), got ", dims_str(sw));
   need_numeric("conv2d", x);
   need_same_dtype("conv2d", "weight", w, x->dtype);
@@ -670,13 +722,15 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   check_positive("conv2d", "dilation", dilation);
   if (padding[0] < 0 || padding[1] < 0) fail(Code::InvalidArg, "conv2d: padding must be >= 0, got ", dims_str(padding));
   if (groups < 1) fail(Code::InvalidArg, "conv2d: groups must be >= 1, got ", groups);
-  int64_t n = sx[0], cin = sx[1], cout = sw[0], kh = sw[2], kw = sw[3];
+  for (size_t a = 1; a < 4; a++) const_dim("conv2d", sx, a);
+  Dim n = sx[0];
+  int64_t cin = sx[1].value, cout = sw[0], kh = sw[2], kw = sw[3];
   if (cin % groups != 0 || cout % groups != 0)
     fail(Code::InvalidArg, "conv2d: groups ", groups, " must divide Cin ", cin, " and Cout ", cout);
   int64_t cg = cin / groups, og = cout / groups;
   if (sw[1] != cg)
     fail(Code::InvalidArg, "conv2d: weight ", dims_str(sw), " needs Cin/groups = ", cg, " input channels (x ",
-         dims_str(sx), ", groups ", groups, ")");
+         shape_str(sx), ", groups ", groups, ")");
   if (kh < 1 || kw < 1)
     fail(Code::InvalidArg, "conv2d: kernel ", kh, "x", kw, " of weight ", dims_str(sw), " is empty");
   if (bias != nullptr) {
@@ -687,18 +741,23 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   // windows (N, Cin, OH, OW, KH, KW) viewed as (N, G, 1, Cg, OH, OW, KH, KW) against the weight
   // (1, G, Og, Cg, 1, 1, KH, KW), summed over Cg, KH and KW
   const UOp* win = windows2d(g, "conv2d", pad2d(g, x, padding, nullptr), {kh, kw}, stride, dilation);
-  Dims swin = static_shape(win);
-  int64_t oh = swin[2], ow = swin[3];
-  win = reshape(g, win, {n, groups, 1, cg, oh, ow, kh, kw});
+  const Shape& swin = sym_shape(win);
+  int64_t oh = swin[2].value, ow = swin[3].value;
+  auto after_n = [&](Dims rest) {
+    Shape r{n};
+    for (int64_t v : rest) r.push_back(Dim::of(v));
+    return r;
+  };
+  win = reshape_sym(g, win, after_n({groups, 1, cg, oh, ow, kh, kw}));
   const UOp* wv = reshape(g, w, {1, groups, og, cg, 1, 1, kh, kw});
-  const UOp* out = reshape(g, sum(g, mul(g, win, wv), {3, 6, 7}), {n, cout, oh, ow});
+  const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));
   if (bias != nullptr) out = add(g, out, reshape(g, bias, {cout, 1, 1}));
   return out;
 }
 
 const UOp* max_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                       std::array<int64_t, 2> padding) {
-  Dims s = static_shape(x, "max_pool2d");
+  const Shape& s = sym_shape(x, "max_pool2d");
   check_pool_args("max_pool2d", s, kernel, stride, padding);
   DType dt = x->dtype;
   // the border must never win: -inf (e4m3 has no inf: its lowest finite value), an int's minimum
@@ -708,23 +767,23 @@ const UOp* max_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std
   const UOp* win = windows2d(g, "max_pool2d", pad2d(g, x, padding, fill), kernel, stride, {1, 1});
   size_t r = s.size() + 2;
   const UOp* m = reduce(g, win, Op::Max, {int64_t(r - 2), int64_t(r - 1)});
-  Dims out = static_shape(win);
+  Shape out = sym_shape(win);
   out.resize(out.size() - 2);
-  return reshape(g, m, out);
+  return reshape_sym(g, m, out);
 }
 
 const UOp* avg_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
                       std::array<int64_t, 2> padding) {
-  Dims s = static_shape(x, "avg_pool2d");
+  const Shape& s = sym_shape(x, "avg_pool2d");
   check_pool_args("avg_pool2d", s, kernel, stride, padding);
   need_float("avg_pool2d", x);
   const UOp* win = windows2d(g, "avg_pool2d", pad2d(g, x, padding, nullptr), kernel, stride, {1, 1});
   size_t r = s.size() + 2;
   const UOp* total = sum(g, win, {int64_t(r - 2), int64_t(r - 1)});
-  Dims out = static_shape(win);
+  Shape out = sym_shape(win);
   out.resize(out.size() - 2);
   double taps = double(checked_mul(kernel[0], kernel[1], "avg_pool2d: kernel size"));
-  return reshape(g, divide(g, total, scalar(g, x->dtype, taps)), out);
+  return reshape_sym(g, divide(g, total, scalar(g, x->dtype, taps)), out);
 }
 
 // ---- random numbers ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/util/checked.h"
 
@@ -124,9 +125,46 @@ std::vector<int64_t> static_shape(const UOp* t, const char* what) {
   if (s == nullptr) fail(Code::InvalidArg, what, ": ", op_name(t->op), " node has no shape (not a tensor)");
   std::vector<int64_t> out;
   out.reserve(s->size());
-  for (const Dim& d : *s) {
-    if (!d.is_const()) fail(Code::InvalidArg, what, ": symbolic shape ", shape_str(*s), " is not supported here yet");
+  for (size_t k = 0; k < s->size(); k++) {
+    const Dim& d = (*s)[k];
+    if (!d.is_const())
+      fail(Code::Unsupported, what, ": axis ", k, " of shape ", shape_str(*s),
+           " is symbolic; this op takes constant dims only");
     out.push_back(d.value);
+  }
+  return out;
+}
+
+const Shape& sym_shape(const UOp* t, const char* what) {
+  if (t == nullptr) fail(Code::InvalidArg, what, ": tensor is null");
+  const Shape* s = t->shape();
+  if (s == nullptr) fail(Code::InvalidArg, what, ": ", op_name(t->op), " node has no shape (not a tensor)");
+  return *s;
+}
+
+namespace {
+
+// One dim as messages write it: "65", or the symbolic expression ("n").
+std::string dim_str(const Dim& d) {
+  if (d.is_const()) return std::to_string(d.value);
+  std::string s = shape_str({d});  // "(n,)"
+  return s.substr(1, s.size() - 3);
+}
+
+}  // namespace
+
+Shape broadcast_sym(const char* op, const Shape& a, const Shape& b) {
+  auto one = [](const Dim& d) { return d.is_const() && d.value == 1; };
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; k++) {
+    // k counts from the right: right-aligned broadcast
+    Dim da = k < a.size() ? a[a.size() - 1 - k] : Dim::of(1);
+    Dim db = k < b.size() ? b[b.size() - 1 - k] : Dim::of(1);
+    if (!(da == db) && !one(da) && !one(db))
+      fail(Code::InvalidArg, op, ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast (axis -", k + 1,
+           ": ", dim_str(da), " vs ", dim_str(db), ")");
+    out[rank - 1 - k] = one(da) ? db : da;
   }
   return out;
 }
@@ -158,7 +196,37 @@ const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const
   return reshape(g, buf, shape);
 }
 
+namespace {
+
+// The largest value a symbolic dim takes; its variables must be bounded.
+int64_t dim_max(const char* op, size_t axis, const Dim& d) {
+  if (d.is_const()) return d.value;
+  if (!d.sym->dtype.is_int())
+    fail(Code::InvalidArg, op, ": dim ", axis, " must be an index or integer uop, got ", d.sym->dtype.name());
+  const MinMax& m = d.sym->minmax();
+  if (m.lo < 0) fail(Code::InvalidArg, op, ": dim ", axis, " (", shape_str({d}), ") can be negative");
+  if (m.hi > i128(std::numeric_limits<int64_t>::max()))
+    fail(Code::InvalidArg, op, ": dim ", axis, " (", shape_str({d}), ") has no finite upper bound");
+  return int64_t(m.hi);
+}
+
+}  // namespace
+
+const UOp* input_sym(Graph& g, DType dtype, const Shape& dims, const std::string& device) {
+  std::vector<int64_t> largest;
+  bool symbolic = false;
+  for (size_t k = 0; k < dims.size(); k++) {
+    largest.push_back(dim_max("input_sym", k, dims[k]));
+    symbolic = symbolic || !dims[k].is_const();
+  }
+  const UOp* full = input(g, dtype, largest, device);
+  if (!symbolic) return full;
+  // The view at the variables' values is a Shrink of the largest shape at offset 0.
+  return g.make(Op::Shrink, dtype, {full, g.shape_uop(std::vector<int64_t>(dims.size(), 0)), g.shape_uop(dims)});
+}
+
 const UOp* buffer_of(const UOp* t) {
+  if (t != nullptr && t->op == Op::Shrink) t = t->src(0);
   if (t != nullptr && t->op == Op::Reshape) t = t->src(0);
   if (t == nullptr || t->op != Op::Buffer)
     fail(Code::InvalidArg, "buffer_of: not a tensor made by input(): ", t ? op_name(t->op) : "null");
@@ -213,16 +281,38 @@ const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {
   return g.make(Op::Reshape, x->dtype, {x, g.shape_uop(shape)});
 }
 
+const UOp* reshape_sym(Graph& g, const UOp* x, const Shape& shape) {
+  const Shape& old = sym_shape(x, "reshape");
+  std::vector<int64_t> fixed_old, fixed_new;
+  std::vector<const UOp*> sym_old, sym_new;
+  for (const Dim& d : old) d.is_const() ? fixed_old.push_back(d.value) : sym_old.push_back(d.sym);
+  for (const Dim& d : shape) d.is_const() ? fixed_new.push_back(d.value) : sym_new.push_back(d.sym);
+  if (sym_new.empty() && sym_old.empty()) return reshape(g, x, fixed_new);
+  check_nonnegative("reshape", "dims", fixed_new);
+  // Element counts of symbolic shapes only compare when each symbolic dim keeps an axis of its own.
+  std::sort(sym_old.begin(), sym_old.end());
+  std::sort(sym_new.begin(), sym_new.end());
+  if (sym_old != sym_new)
+    fail(Code::Unsupported, "reshape: ", shape_str(old), " to ", shape_str(shape),
+         " merges or splits a symbolic dim; each symbolic dim must stay its own axis");
+  if (numel(fixed_old, "reshape") != numel(fixed_new, "reshape"))
+    fail(Code::InvalidArg, "reshape: element count must stay the same: ", shape_str(old), " to ", shape_str(shape));
+  if (old == shape) return x;
+  return g.make(Op::Reshape, x->dtype, {x, g.shape_uop(shape)});
+}
+
 const UOp* permute(Graph& g, const UOp* x, const std::vector<int64_t>& order) {
-  std::vector<int64_t> old = static_shape(x, "permute");
-  check_rank("permute", "order", order.size(), old.size(), old);
+  const Shape& old = sym_shape(x, "permute");
+  if (order.size() != old.size())
+    fail(Code::InvalidArg, "permute: order needs one entry per axis: got ", order.size(), " for shape ",
+         shape_str(old));
   std::vector<bool> seen(old.size(), false);
   bool identity = true;
   for (size_t k = 0; k < order.size(); k++) {
     int64_t a = order[k];
     if (a < 0 || a >= int64_t(old.size()) || seen[size_t(a)])
       fail(Code::InvalidArg, "permute: order ", dims_str(order), " is not a permutation of the ", old.size(),
-           " axes of ", dims_str(old));
+           " axes of ", shape_str(old));
     seen[size_t(a)] = true;
     identity = identity && a == int64_t(k);
   }
@@ -239,6 +329,22 @@ const UOp* expand(Graph& g, const UOp* x, const std::vector<int64_t>& shape) {
     if (old[k] != 1 && old[k] != shape[k])
       fail(Code::InvalidArg, "expand: only size-1 axes broadcast: ", dims_str(old), " to ", dims_str(shape), " (axis ",
            k, ": ", old[k], " vs ", shape[k], ")");
+  if (old == shape) return x;
+  return g.make(Op::Expand, x->dtype, {x, g.shape_uop(shape)});
+}
+
+const UOp* expand_sym(Graph& g, const UOp* x, const Shape& shape) {
+  const Shape& old = sym_shape(x, "expand");
+  if (shape.size() != old.size())
+    fail(Code::InvalidArg, "expand: rank must stay the same (reshape first): ", shape_str(old), " to ",
+         shape_str(shape));
+  for (size_t k = 0; k < old.size(); k++) {
+    if (shape[k].is_const() && shape[k].value < 0)
+      fail(Code::InvalidArg, "expand: dims must be >= 0, got ", shape_str(shape));
+    if (!(old[k] == shape[k]) && !(old[k].is_const() && old[k].value == 1))
+      fail(Code::InvalidArg, "expand: only size-1 axes broadcast: ", shape_str(old), " to ", shape_str(shape),
+           " (axis ", k, ")");
+  }
   if (old == shape) return x;
   return g.make(Op::Expand, x->dtype, {x, g.shape_uop(shape)});
 }
@@ -331,14 +437,14 @@ const UOp* slice(Graph& g, const UOp* x, int64_t offset, int64_t size, DType dty
 const UOp* binary_data(Graph& g, std::string bytes) { return g.make(Op::Binary, dtypes::uint8, {}, std::move(bytes)); }
 
 const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axes) {
-  std::vector<int64_t> old = static_shape(x, "reduce");
+  const Shape& old = sym_shape(x, "reduce");
   if (op != Op::Add && op != Op::Max && op != Op::Mul)
     fail(Code::InvalidArg, "reduce: op must be Add, Max or Mul, got ", op_name(op));
   std::vector<int64_t> sorted = axes;
   std::sort(sorted.begin(), sorted.end());
   for (size_t k = 0; k < sorted.size(); k++) {
     if (sorted[k] < 0 || sorted[k] >= int64_t(old.size()))
-      fail(Code::InvalidArg, "reduce: axis ", sorted[k], " is out of range for shape ", dims_str(old));
+      fail(Code::InvalidArg, "reduce: axis ", sorted[k], " is out of range for shape ", shape_str(old));
     if (k > 0 && sorted[k] == sorted[k - 1])
       fail(Code::InvalidArg, "reduce: axis ", sorted[k], " is listed twice in ", dims_str(axes));
   }
@@ -347,7 +453,7 @@ const UOp* reduce(Graph& g, const UOp* x, Op op, const std::vector<int64_t>& axe
 }
 
 const UOp* cast(Graph& g, const UOp* x, DType dtype) {
-  static_shape(x, "cast");
+  sym_shape(x, "cast");
   check_tensor_dtype("cast", dtype);
   if (x->dtype == dtype) return x;
   return g.make(Op::Cast, dtype, {x}, dtype);
@@ -371,8 +477,8 @@ const UOp* elementwise(Graph& g, Op op, std::span<const UOp* const> src) {
   const OpInfo& info = op_info(op);
   if (int(src.size()) != info.min_src)
     fail(Code::InvalidArg, name, ": takes ", int(info.min_src), " operands, got ", src.size());
-  std::vector<int64_t> shape;
-  for (const UOp* s : src) shape = broadcast_shapes(name.c_str(), shape, static_shape(s, name.c_str()));
+  Shape shape;
+  for (const UOp* s : src) shape = broadcast_sym(name.c_str(), shape, sym_shape(s, name.c_str()));
 
   // Where's condition is bool; every other operand is a value of one shared dtype.
   size_t first_value = op == Op::Where ? 1 : 0;

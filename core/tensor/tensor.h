@@ -8,7 +8,9 @@
 //
 // Every builder checks its arguments and throws sn::Error(InvalidArg) naming the op, the rule and
 // the values. A movement op that would not change anything (reshape to the same shape, identity
-// permutation, ...) returns its input unchanged. Shapes must be static (constant dims) for now.
+// permutation, ...) returns its input unchanged. Dims are constants except where a builder says
+// it takes symbolic dims (index uops over bounded DefineVars; see `input_sym`); the others refuse a
+// symbolic dim with Unsupported naming the op and the dim.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -24,6 +26,11 @@ namespace sn {
 // A fresh Buffer of numel(shape) elements on `device`, viewed with `shape` (Reshape of the Buffer;
 // the Buffer itself when the shape is already (numel,)).
 const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const std::string& device = "CPU");
+// A tensor whose dims are index uops (constants, bounded DefineVars, or index arithmetic of them):
+// a Buffer sized for the largest value of every dim, viewed at its largest shape and shrunk to
+// `dims`. A program built on it compiles once and runs at any variable values in bounds. All
+// constant dims: the same as `input`.
+const UOp* input_sym(Graph& g, DType dtype, const Shape& dims, const std::string& device = "CPU");
 // The Buffer node behind a tensor made by `input` (the tensor itself if it is a Buffer).
 const UOp* buffer_of(const UOp* input_tensor);
 
@@ -36,6 +43,10 @@ const UOp* constant_int(Graph& g, DType dtype, i128 value);
 // The constant dims of a tensor's shape; throws InvalidArg naming `what` when it has no shape or
 // a symbolic dim.
 std::vector<int64_t> static_shape(const UOp* t, const char* what = "tensor");
+// The shape of a tensor, symbolic dims included; throws InvalidArg naming `what` when it has none.
+const Shape& sym_shape(const UOp* t, const char* what = "tensor");
+// Right-aligned broadcast of two shapes; a symbolic dim broadcasts only with itself or a 1.
+Shape broadcast_sym(const char* op, const Shape& a, const Shape& b);
 // "(2,3)", "(5,)", "()": how every message of the tensor front writes static dims.
 std::string dims_str(const std::vector<int64_t>& dims);
 // The element count of a shape (checked_numel); an overflow is InvalidArg naming `op`.
@@ -50,10 +61,15 @@ const UOp* assign(Graph& g, const UOp* target, const UOp* value);
 // ---- movement -----------------------------------------------------------------------------
 
 const UOp* reshape(Graph& g, const UOp* x, const std::vector<int64_t>& shape);
+// Symbolic reshape: the constant dims keep their product and every symbolic dim stays its own axis
+// (a symbolic dim merged into or split from others is Unsupported, naming the dim).
+const UOp* reshape_sym(Graph& g, const UOp* x, const Shape& shape);
 // Output axis k is input axis order[k].
 const UOp* permute(Graph& g, const UOp* x, const std::vector<int64_t>& order);
 // Same rank; every axis of x is 1 or equal to the new size.
 const UOp* expand(Graph& g, const UOp* x, const std::vector<int64_t>& shape);
+// Symbolic expand: a 1 may broadcast to a symbolic dim; a symbolic axis stays itself.
+const UOp* expand_sym(Graph& g, const UOp* x, const Shape& shape);
 // flags[k] (0 or 1) reverses axis k.
 const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags);
 // x placed at `offsets` inside a zero-filled tensor of `new_shape`.

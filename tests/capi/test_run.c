@@ -869,6 +869,70 @@ static void test_launch_vars(void) {
   sn_context_release(ctx);
 }
 
+/* Symbolic shapes (API version 7): softmax over rows of x (b, 3), b in [1, 8], compiled once and run
+   at b = 2 and b = 5; input_info reports b as -1; a too-small buffer is refused naming the input. */
+static void test_symbolic_shapes(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, NULL, &e);
+  sn_uop *dims[2], *x, *y;
+  sn_program *p;
+  sn_buffer *in, *out;
+  const sn_api *api = sn_get_api(7);
+  const char *names[1] = {"b"};
+  int64_t values[1], shape[2], small[2] = {2, 3}, big[2] = {5, 3};
+  size_t ndim = 0;
+  float data[15], r[15];
+  int i, k, ok = 1;
+  for (i = 0; i < 15; i++) data[i] = (float)(i % 4) - 1.5f;
+  dims[0] = sn_uop_var(g, "b", 1, 8, &e);
+  dims[1] = sn_uop_const_int(g, SN_DTYPE_INDEX, 3, &e);
+  x = sn_tensor_input_sym(g, SN_DTYPE_FLOAT32, dims, 2, NULL, &e);
+  y = sn_tensor_softmax(g, x, 1, &e);
+  p = sn_compile(g, &y, 1, cpu, NULL, &e);
+  EXPECT_OK(e);
+  CHECK(sn_program_input_info(p, 0, NULL, shape, 2, &ndim, &e) == SN_OK);
+  CHECK(ndim == 2 && shape[0] == -1 && shape[1] == 3);
+  CHECK(sn_program_output_info(p, 0, NULL, shape, 2, &ndim, &e) == SN_OK);
+  CHECK(ndim == 2 && shape[0] == -1 && shape[1] == 3);
+  CHECK(sn_program_alloc_output(p, 0, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "symbolic shape");
+  for (k = 0; k < 2; k++) {
+    values[0] = k == 0 ? 2 : 5;
+    in = buffer_f32(cpu, k == 0 ? small : big, 2, data, (size_t)values[0] * 3);
+    out = sn_program_alloc_output_vars(p, 0, names, values, 1, &e);
+    CHECK(out != NULL && sn_buffer_numel(out, &e) == values[0] * 3);
+    CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 1, &e) == SN_OK);
+    CHECK(sn_buffer_copy_out(out, r, (size_t)values[0] * 3 * sizeof(float), &e) == SN_OK);
+    for (i = 0; i < values[0]; i++) { /* each row sums to 1 and keeps the order of its inputs */
+      double t = r[i * 3] + r[i * 3 + 1] + r[i * 3 + 2];
+      int j;
+      ok = ok && t > 1 - 1e-5 && t < 1 + 1e-5;
+      for (j = 0; j < 2; j++) ok = ok && (data[i * 3 + j] < data[i * 3 + j + 1]) == (r[i * 3 + j] < r[i * 3 + j + 1]);
+    }
+    EXPECT_OK(e);
+    if (k == 0) {
+      /* the (2,3) input is too small for b = 5 */
+      values[0] = 5;
+      CHECK(sn_program_run_vars(p, &in, 1, &out, 1, names, values, 1, &e) == SN_E_INVALID_ARG);
+      EXPECT_ERROR(e, SN_E_INVALID_ARG, "input 0");
+      values[0] = 9;
+      CHECK(sn_program_alloc_output_vars(p, 0, names, values, 1, &e) == NULL);
+      EXPECT_ERROR(e, SN_E_INVALID_ARG, "outside its range");
+    }
+    sn_buffer_release(in);
+    sn_buffer_release(out);
+  }
+  CHECK(ok);
+  CHECK(api != NULL && api->tensor_input_sym == sn_tensor_input_sym &&
+        api->program_alloc_output_vars == sn_program_alloc_output_vars);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 /* Gradients (API version 5): d/dx of sum(log_softmax(x) * t) is t - softmax(x) * sum(t), checked
    against hand-computed values; d/dw of sum(relu(x) * w) is relu(x); and every error path. */
 static void test_gradients(void) {
@@ -1280,6 +1344,7 @@ int main(void) {
   test_api_table();
   test_program_cache();
   test_launch_vars();
+  test_symbolic_shapes();
   test_gradients();
   test_assign();
   test_functions();

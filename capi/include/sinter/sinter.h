@@ -98,7 +98,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 6u
+#define SN_API_VERSION 7u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -520,6 +520,15 @@ struct sn_dlpack_tensor;              /* DLPack 1.x DLManagedTensorVersioned: se
    with the shape. Programs take their inputs in the order the inputs were created (see sn_compile). */
 SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *shape, size_t ndim, const char *device,
                                sn_error **err);
+/* (API version 7) An input tensor with symbolic dims: dims[k] is an index uop, a constant
+   (sn_uop_const_int), a bounded variable (sn_uop_var) or index arithmetic of those. Its buffer holds
+   the largest shape the variables allow; a program built on it compiles once and runs at any values
+   in bounds (sn_program_run_vars; its buffers need only the elements of the shape at the values).
+   Elementwise ops, unary compositions, permute, reductions, matmul/gemm (symbolic rows or columns),
+   softmax/log_softmax and layernorm over constant axes take symbolic dims; a builder that cannot
+   fails with SN_E_UNSUPPORTED naming the op and the axis. */
+SN_API sn_uop *sn_tensor_input_sym(sn_graph *graph, sn_dtype dtype, sn_uop *const *dims, size_t ndim,
+                                   const char *device, sn_error **err);
 /* (M,K) @ (K,N) -> (M,N). Numeric dtypes; both operands share one dtype. */
 SN_API sn_uop *sn_tensor_gemm(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
 /* (..., M,K) @ (..., K,N) -> (..., M,N); both ranks >= 2; batch dims broadcast right-aligned. */
@@ -779,6 +788,11 @@ SN_API SN_NODISCARD sn_code sn_program_run(sn_program *program, sn_buffer *const
                                            sn_buffer *const *outputs, size_t noutputs, sn_error **err);
 /* A new buffer with the dtype and shape of output i, on the program's device. */
 SN_API sn_buffer *sn_program_alloc_output(sn_program *program, size_t index, sn_error **err);
+/* (API version 7) A new buffer for output i at the launch-time variables names[i] = values[i] (any
+   order): the output's shape at those values (for a symbolic output; a static one ignores them).
+   Every variable the shape uses needs a value in its bounds (SN_E_INVALID_ARG otherwise). */
+SN_API sn_buffer *sn_program_alloc_output_vars(sn_program *program, size_t index, const char *const *names,
+                                               const int64_t *values, size_t n, sn_error **err);
 /* Launch-time variables: the variables (sn_uop_var) the program's kernels read, sorted by name, and
    sn_program_run with a value for each (names[i] takes values[i], in any order). Every variable needs
    a value within its [min, max]; a missing variable, a name the program does not have and a value out
@@ -797,8 +811,8 @@ SN_API SN_NODISCARD sn_code sn_program_run_vars(sn_program *program, sn_buffer *
 SN_API size_t sn_program_num_inputs(const sn_program *program, sn_error **err);
 SN_API size_t sn_program_num_outputs(const sn_program *program, sn_error **err);
 /* dtype and shape of input / output `index`: *dtype (if not NULL) gets the dtype, *ndim (if not
-   NULL) the rank, and shape (if not NULL) the dims; shape_cap is how many dims `shape` holds (a
-   smaller cap than the rank is SN_E_INVALID_ARG). */
+   NULL) the rank, and shape (if not NULL) the dims, -1 for a symbolic dim (sn_tensor_input_sym);
+   shape_cap is how many dims `shape` holds (a smaller cap than the rank is SN_E_INVALID_ARG). */
 SN_API SN_NODISCARD sn_code sn_program_input_info(const sn_program *program, size_t index, sn_dtype *dtype,
                                                   int64_t *shape, size_t shape_cap, size_t *ndim, sn_error **err);
 SN_API SN_NODISCARD sn_code sn_program_output_info(const sn_program *program, size_t index, sn_dtype *dtype,
@@ -1014,7 +1028,12 @@ typedef struct sn_api {
   /* ---- version 6: kernel opts, BEAM, the disk cache switch ---- */
   char *(*program_kernel_opts)(const sn_program *program, size_t index, sn_error **err);
   sn_code (*context_set_disk_cache)(sn_context *ctx, int enabled, sn_error **err);
-  /* ---- version 7 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 7: symbolic shapes ---- */
+  sn_uop *(*tensor_input_sym)(sn_graph *graph, sn_dtype dtype, sn_uop *const *dims, size_t ndim, const char *device,
+                              sn_error **err);
+  sn_buffer *(*program_alloc_output_vars)(sn_program *program, size_t index, const char *const *names,
+                                          const int64_t *values, size_t n, sn_error **err);
+  /* ---- version 8 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 6;
+pub const SN_API_VERSION: u32 = 7;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -831,6 +831,16 @@ extern "C" {
     ) -> *mut sn_uop;
 }
 extern "C" {
+    pub fn sn_tensor_input_sym(
+        graph: *mut sn_graph,
+        dtype: sn_dtype,
+        dims: *const *mut sn_uop,
+        ndim: usize,
+        device: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
     pub fn sn_tensor_gemm(graph: *mut sn_graph, a: *mut sn_uop, b: *mut sn_uop, err: *mut *mut sn_error)
         -> *mut sn_uop;
 }
@@ -1252,6 +1262,16 @@ extern "C" {
 }
 extern "C" {
     pub fn sn_program_alloc_output(program: *mut sn_program, index: usize, err: *mut *mut sn_error) -> *mut sn_buffer;
+}
+extern "C" {
+    pub fn sn_program_alloc_output_vars(
+        program: *mut sn_program,
+        index: usize,
+        names: *const *const ::std::os::raw::c_char,
+        values: *const i64,
+        n: usize,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_buffer;
 }
 extern "C" {
     pub fn sn_program_num_vars(program: *const sn_program, err: *mut *mut sn_error) -> usize;
@@ -2087,6 +2107,26 @@ pub struct sn_api {
     >,
     pub context_set_disk_cache: ::std::option::Option<
         unsafe extern "C" fn(ctx: *mut sn_context, enabled: ::std::os::raw::c_int, err: *mut *mut sn_error) -> sn_code,
+    >,
+    pub tensor_input_sym: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            dtype: sn_dtype,
+            dims: *const *mut sn_uop,
+            ndim: usize,
+            device: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub program_alloc_output_vars: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *mut sn_program,
+            index: usize,
+            names: *const *const ::std::os::raw::c_char,
+            values: *const i64,
+            n: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_buffer,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

@@ -469,6 +469,27 @@ impl Program {
         Ok(Buffer { ptr })
     }
 
+    /// A new buffer for output `index` at the launch-time variables `vars` (API version 7): the output's shape
+    /// at those values. Every variable the shape uses needs a value within its bounds.
+    pub fn alloc_output_with_vars(&self, index: usize, vars: &[(&str, i64)]) -> Result<Buffer> {
+        let names =
+            vars.iter().map(|(n, _)| c_string("Program::alloc_output_with_vars", n)).collect::<Result<Vec<_>>>()?;
+        let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let values: Vec<i64> = vars.iter().map(|(_, v)| *v).collect();
+        // SAFETY: self is live; the name strings and values outlive the call.
+        let ptr = call_ptr(|e| unsafe {
+            sys::sn_program_alloc_output_vars(
+                self.ptr.as_ptr(),
+                index,
+                name_ptrs.as_ptr(),
+                values.as_ptr(),
+                values.len(),
+                e,
+            )
+        })?;
+        Ok(Buffer { ptr })
+    }
+
     /// Allocates every output, runs, and returns the outputs.
     pub fn run_alloc(&self, inputs: &[&Buffer]) -> Result<Vec<Buffer>> {
         let mut outs = (0..self.num_outputs()).map(|i| self.alloc_output(i)).collect::<Result<Vec<_>>>()?;

@@ -26,6 +26,18 @@ impl Graph {
         self.build_node(|g, e| unsafe { sys::sn_tensor_input(g, dtype.0, shape.as_ptr(), shape.len(), dev, e) })
     }
 
+    /// An input tensor with symbolic dims (API version 7): each dim is an index uop, a constant
+    /// ([`Graph::const_int`] of [`DType::INDEX`]), a bounded [`Graph::var`] or index arithmetic of those. Its
+    /// buffer holds the largest shape the variables allow; a program built on it compiles once and runs at any
+    /// values in bounds ([`Program::run_with_vars`](crate::Program::run_with_vars)).
+    pub fn input_sym<'g>(&'g self, dtype: DType, dims: &[UOp<'_>], device: Option<&str>) -> Result<UOp<'g>> {
+        let dims = self.handles("Graph::input_sym", dims)?;
+        let device = device.map(|d| c_string("Graph::input_sym", d)).transpose()?;
+        let dev = device.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+        // SAFETY: dims are uops of this graph; dims and device outlive the call.
+        self.build_node(|g, e| unsafe { sys::sn_tensor_input_sym(g, dtype.0, dims.as_ptr(), dims.len(), dev, e) })
+    }
+
     /// `[0, 1, ..., n-1]` of `dtype`.
     pub fn arange(&self, n: i64, dtype: DType) -> Result<UOp<'_>> {
         // SAFETY: self is live.

@@ -227,3 +227,29 @@ fn launch_time_variables() {
     let err = p.run(&[&xb], &mut [&mut out]).unwrap_err();
     assert!(err.message().contains("scale is not bound"), "{}", err.message());
 }
+
+#[test]
+fn symbolic_batch_compiles_once() {
+    // y = relu(x) * 2 for x of shape (b, 3), b in [1, 8]: one program, run at b = 2 and b = 4.
+    let ctx = Context::new().unwrap();
+    let dev = cpu(&ctx);
+    let g = ctx.graph().unwrap();
+    let b = g.var("b", 1, 8).unwrap();
+    let three = g.const_int(DType::INDEX, 3).unwrap();
+    let x = g.input_sym(DType::FLOAT32, &[b, three], None).unwrap();
+    let y = (x.relu().unwrap() * 2.0).unwrap();
+    let p = g.compile(&[y], Some(&dev), &CompileOptions::default()).unwrap();
+    assert_eq!(p.input_info(0).unwrap().shape, vec![-1, 3]);
+    assert_eq!(p.output_info(0).unwrap().shape, vec![-1, 3]);
+    for rows in [2i64, 4] {
+        let data: Vec<f32> = (0..rows * 3).map(|i| i as f32 - 4.0).collect();
+        let xb = dev.buffer_from(&[rows, 3], &data).unwrap();
+        let mut out = p.alloc_output_with_vars(0, &[("b", rows)]).unwrap();
+        assert_eq!(out.shape(), vec![rows, 3]);
+        p.run_with_vars(&[&xb], &mut [&mut out], &[("b", rows)]).unwrap();
+        let want: Vec<f32> = data.iter().map(|v| v.max(0.0) * 2.0).collect();
+        assert_eq!(out.to_vec::<f32>().unwrap(), want);
+    }
+    let err = p.alloc_output_with_vars(0, &[("b", 9)]).unwrap_err();
+    assert_eq!(err.code(), Code::INVALID_ARG);
+}

@@ -1,0 +1,212 @@
+// Symbolic shapes from the tensor builders: a model built on input_sym compiles once and runs at
+// any value of its variables, checked against the oracle on the static graph of each size.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor/compose.h"
+#include "tests/unit/test_pipeline_util.h"
+
+namespace sn {
+namespace {
+
+using namespace testrt;
+
+// Weights of the test MLP: w1 (32,64), b1 (64,), w2 (64,10).
+struct MlpWeights {
+  Array w1, b1, w2;
+};
+
+// x @ w1 + b1, relu, @ w2, softmax over the classes; the weights become inputs of g (appended to
+// `inputs`, their data in `data`).
+const UOp* mlp(Graph& g, const UOp* x, const MlpWeights& w, oracle::BufferData& data, std::vector<const UOp*>& inputs) {
+  auto weight = [&](const Array& a) {
+    const UOp* t = input(g, a.dtype, a.shape);
+    data[buffer_of(t)] = a;
+    inputs.push_back(t);
+    return t;
+  };
+  const UOp *w1 = weight(w.w1), *b1 = weight(w.b1), *w2 = weight(w.w2);
+  const UOp* h = relu(g, binary(g, Op::Add, matmul(g, x, w1), b1));
+  return softmax(g, matmul(g, h, w2), 1);
+}
+
+// The MLP's output for x of shape (rows, 32), evaluated by the oracle on a static graph.
+Array mlp_oracle(const Array& x, const MlpWeights& w) {
+  Graph g;
+  oracle::BufferData data;
+  std::vector<const UOp*> inputs;
+  const UOp* xt = input(g, x.dtype, x.shape);
+  data[buffer_of(xt)] = x;
+  const UOp* out = mlp(g, xt, w, data, inputs);
+  return oracle::evaluate(out, data);
+}
+
+std::string error_of(const std::function<void()>& f, Code* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+class SymbolicShapes : public ::testing::Test {
+ protected:
+  Rng rng{11};
+  std::shared_ptr<ComputeDevice> dev = runtime().device("CPU");
+};
+
+TEST_F(SymbolicShapes, MlpCompilesOnceAndRunsAtAnyBatch) {
+  MlpWeights w{random_array(rng, dtypes::float32, {32, 64}, -0.5, 0.5),
+               random_array(rng, dtypes::float32, {64}, -0.5, 0.5),
+               random_array(rng, dtypes::float32, {64, 10}, -0.5, 0.5)};
+  Graph g;
+  const UOp* b = g.var("b", 1, 64);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(32)});
+  oracle::BufferData data;
+  std::vector<const UOp*> inputs{x};
+  const UOp* out = mlp(g, x, w, data, inputs);
+  CompileOptions opts;
+  opts.inputs = inputs;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, dev, opts);
+  EXPECT_EQ(p->inputs[0].shape, (std::vector<int64_t>{-1, 32}));
+  EXPECT_EQ(p->inputs[1].shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(p->outputs[0].shape, (std::vector<int64_t>{-1, 10}));
+  ASSERT_EQ(p->vars.size(), 1u);
+  EXPECT_EQ(p->vars[0].name, "b");
+  const uint64_t compiled = dev->stats().compiled;
+
+  for (int64_t rows : {1, 7, 64}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 32});
+    std::vector<std::shared_ptr<Buffer>> ins{to_buffer(dev, xa), to_buffer(dev, w.w1), to_buffer(dev, w.b1),
+                                             to_buffer(dev, w.w2)};
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}};
+    auto o = p->allocate_output(0, vars);
+    EXPECT_EQ(o->shape(), (std::vector<int64_t>{rows, 10}));
+    p->run(ins, std::vector<std::shared_ptr<Buffer>>{o}, vars);
+    EXPECT_EQ(mismatch(from_buffer(*o), mlp_oracle(xa, w), 2e-5, 1e-6), "") << "b = " << rows;
+  }
+  EXPECT_EQ(dev->stats().compiled, compiled) << "a run at another batch size compiled a kernel";
+}
+
+// Weights of the test CNN: conv (8,3,3,3) + (8,), linear (512,10) + (10,).
+struct CnnWeights {
+  Array cw, cb, lw, lb;
+};
+
+// conv2d 3->8 3x3 pad 1 on (N,3,16,16), relu, 2x2 max pool, flattened per sample, linear to 10.
+const UOp* cnn(Graph& g, const UOp* x, const CnnWeights& w, oracle::BufferData& data, std::vector<const UOp*>& inputs) {
+  auto weight = [&](const Array& a) {
+    const UOp* t = input(g, a.dtype, a.shape);
+    data[buffer_of(t)] = a;
+    inputs.push_back(t);
+    return t;
+  };
+  const UOp *cw = weight(w.cw), *cb = weight(w.cb), *lw = weight(w.lw), *lb = weight(w.lb);
+  const UOp* h = relu(g, conv2d(g, x, cw, cb, {1, 1}, {1, 1}));
+  h = max_pool2d(g, h, {2, 2}, {2, 2});
+  Shape flat{h->shape()->front(), Dim::of(8 * 8 * 8)};  // the batch stays its own axis
+  return binary(g, Op::Add, matmul(g, reshape_sym(g, h, flat), lw), lb);
+}
+
+Array cnn_oracle(const Array& x, const CnnWeights& w) {
+  Graph g;
+  oracle::BufferData data;
+  std::vector<const UOp*> inputs;
+  const UOp* xt = input(g, x.dtype, x.shape);
+  data[buffer_of(xt)] = x;
+  return oracle::evaluate(cnn(g, xt, w, data, inputs), data);
+}
+
+TEST_F(SymbolicShapes, CnnCompilesOnceAndRunsAtAnyBatch) {
+  CnnWeights w{
+      random_array(rng, dtypes::float32, {8, 3, 3, 3}, -0.5, 0.5), random_array(rng, dtypes::float32, {8}, -0.5, 0.5),
+      random_array(rng, dtypes::float32, {512, 10}, -0.1, 0.1), random_array(rng, dtypes::float32, {10}, -0.5, 0.5)};
+  Graph g;
+  const UOp* b = g.var("b", 1, 8);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(3), Dim::of(16), Dim::of(16)});
+  oracle::BufferData data;
+  std::vector<const UOp*> inputs{x};
+  const UOp* out = cnn(g, x, w, data, inputs);
+  CompileOptions opts;
+  opts.inputs = inputs;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, dev, opts);
+  EXPECT_EQ(p->outputs[0].shape, (std::vector<int64_t>{-1, 10}));
+  const uint64_t compiled = dev->stats().compiled;
+  for (int64_t rows : {1, 3, 8}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 3, 16, 16});
+    std::vector<std::shared_ptr<Buffer>> ins{to_buffer(dev, xa), to_buffer(dev, w.cw), to_buffer(dev, w.cb),
+                                             to_buffer(dev, w.lw), to_buffer(dev, w.lb)};
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}};
+    auto o = p->allocate_output(0, vars);
+    p->run(ins, std::vector<std::shared_ptr<Buffer>>{o}, vars);
+    EXPECT_EQ(mismatch(from_buffer(*o), cnn_oracle(xa, w), 1e-4, 1e-5), "") << "b = " << rows;
+  }
+  EXPECT_EQ(dev->stats().compiled, compiled) << "a run at another batch size compiled a kernel";
+}
+
+TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
+  Graph g;
+  const UOp* n = g.var("n", 1, 16);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, n}, Dim::of(4)});
+  const UOp* y = reduce(g, binary(g, Op::Mul, x, x), Op::Add, {1});  // (n,1): row sums of squares
+  CompileOptions opts;
+  opts.inputs = {x};
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{y}, dev, opts);
+  auto in = Buffer::allocate(dev, dtypes::float32, {3, 4});
+  auto out = p->allocate_output(0, std::vector<std::pair<std::string, int64_t>>{{"n", 7}});
+  std::vector<std::shared_ptr<Buffer>> ins{in}, outs{out};
+  Code code = Code::Ok;
+  // n = 17 is past the variable's bound
+  std::string e = error_of([&] { p->run(ins, outs, std::vector<std::pair<std::string, int64_t>>{{"n", 17}}); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+  EXPECT_NE(e.find("n = 17"), std::string::npos) << e;
+  // a (3,4) input cannot hold the 28 elements n = 7 needs
+  e = error_of([&] { p->run(ins, outs, std::vector<std::pair<std::string, int64_t>>{{"n", 7}}); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+  EXPECT_NE(e.find("input 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("28"), std::string::npos) << e;
+  EXPECT_NE(e.find("12"), std::string::npos) << e;
+  // a static-shape allocation of a symbolic output is refused
+  e = error_of([&] { p->allocate_output(0); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+  // at n = 3 the same buffers fit
+  p->run(ins, outs, std::vector<std::pair<std::string, int64_t>>{{"n", 3}});
+}
+
+TEST_F(SymbolicShapes, BuildersRefuseWhatTheMathDoesNotAllow) {
+  Graph g;
+  const UOp* n = g.var("n", 1, 8);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, n}, Dim::of(4)});
+  Code code = Code::Ok;
+  // merging the symbolic dim into a number
+  std::string e = error_of([&] { reshape(g, x, {32}); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("reshape"), std::string::npos) << e;
+  e = error_of([&] { reshape_sym(g, x, Shape{Dim{0, g.alu(Op::Mul, n, g.cint(4))}}); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("symbolic dim"), std::string::npos) << e;
+  // a symbolic contraction dim
+  e = error_of([&] { matmul(g, permute(g, x, {1, 0}), x); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("contraction"), std::string::npos) << e;
+  // a symbolic dim broadcasts only with itself or 1
+  const UOp* m = g.var("m", 1, 8);
+  const UOp* z = input_sym(g, dtypes::float32, Shape{Dim{0, m}, Dim::of(4)});
+  e = error_of([&] { binary(g, Op::Add, x, z); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+  // what keeps the symbolic dim as its own axis works
+  const UOp* r = reshape_sym(g, x, Shape{Dim{0, n}, Dim::of(2), Dim::of(2)});
+  EXPECT_EQ(r->shape()->size(), 3u);
+  EXPECT_EQ(permute(g, r, {1, 2, 0})->shape()->back(), (Dim{0, n}));
+  EXPECT_EQ(expand_sym(g, input(g, dtypes::float32, {1, 4}), Shape{Dim{0, n}, Dim::of(4)})->shape()->front(),
+            (Dim{0, n}));
+}
+
+}  // namespace
+}  // namespace sn
