@@ -16,14 +16,12 @@
 #include "core/pipeline.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +32,7 @@
 #include "core/tensor/tensor.h"
 #include "core/util/checked.h"
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 
 namespace sn {
 
@@ -460,21 +459,13 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     for (size_t k = 0; k < nk; k++)
       if (pending[k] && first_of_key.emplace(pending[k]->key, k).second) todo.push_back(k);
     std::vector<std::exception_ptr> errors(nk);
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-        try {
-          kernels[todo[i]] = device->compile(*pending[todo[i]]);
-        } catch (...) {
-          errors[todo[i]] = std::current_exception();
-        }
+    on_all_cores(todo.size(), [&](size_t i) {
+      try {
+        kernels[todo[i]] = device->compile(*pending[todo[i]]);
+      } catch (...) {
+        errors[todo[i]] = std::current_exception();
       }
-    };
-    std::vector<std::thread> threads;
-    const size_t width = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
-    for (size_t t = 1; t < width; t++) threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads) t.join();
+    });
     for (size_t k = 0; k < nk; k++)
       if (errors[k]) std::rethrow_exception(errors[k]);
     for (size_t k = 0; k < nk; k++)

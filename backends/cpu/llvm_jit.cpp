@@ -329,6 +329,33 @@ Target host_cpu_target() {
   return t;
 }
 
+namespace {
+
+// The host CPU at the aggressive codegen level. detectHost() already carries the host CPU name and
+// its features (AVX-512 on Zen 4/5).
+llvm::orc::JITTargetMachineBuilder host_machine_builder() {
+  auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return jtmb;
+}
+
+// An LLJIT that resolves the process's symbols: libc/libm (exp2f, sinf, powf, memset), libmvec and
+// libgcc helpers.
+std::unique_ptr<llvm::orc::LLJIT> make_host_jit(const llvm::orc::JITTargetMachineBuilder& jtmb) {
+  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
+  char prefix = jit->getDataLayout().getGlobalPrefix();
+  jit->getMainJITDylib().addGenerator(
+      unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));
+  for (const char* lib : {"libm.so.6", "libmvec.so.1"})
+    if (auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix))
+      jit->getMainJITDylib().addGenerator(std::move(*g));
+    else
+      llvm::consumeError(g.takeError());
+  return jit;
+}
+
+}  // namespace
+
 struct CpuCompiler::Impl {
   Target target;
   ThreadPool pool;
@@ -352,21 +379,9 @@ struct CpuCompiler::Impl {
     target = host_cpu_target();
     target.cores = pool.size();
     target_key = target.key();
-    auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
-    // detectHost() already carries the host CPU name and its features (AVX-512 on Zen 4/5).
-    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    tm = unwrap(jtmb.createTargetMachine(), "create target machine");
-    this->jtmb = jtmb;
-    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
-    char prefix = jit->getDataLayout().getGlobalPrefix();
-    // Process symbols: libc/libm (exp2f, sinf, powf, memset) and libgcc helpers.
-    jit->getMainJITDylib().addGenerator(
-        unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));
-    for (const char* lib : {"libm.so.6", "libmvec.so.1"})
-      if (auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix))
-        jit->getMainJITDylib().addGenerator(std::move(*g));
-      else
-        llvm::consumeError(g.takeError());
+    jtmb = host_machine_builder();
+    tm = unwrap(jtmb->createTargetMachine(), "create target machine");
+    jit = make_host_jit(*jtmb);
   }
 
   void optimize(llvm::Module& m) { optimize(m, *tm); }
@@ -691,18 +706,9 @@ void CpuCompiler::run(const CpuKernel& k, void* const* bufs, const int64_t* vars
 
 double llvm_floor_ms(const std::string& ir, const std::string& symbol) {
   init_llvm();
-  auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  llvm::orc::JITTargetMachineBuilder jtmb = host_machine_builder();
   std::unique_ptr<llvm::TargetMachine> tm = unwrap(jtmb.createTargetMachine(), "create target machine");
-  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
-  char prefix = jit->getDataLayout().getGlobalPrefix();
-  jit->getMainJITDylib().addGenerator(
-      unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));
-  for (const char* lib : {"libm.so.6", "libmvec.so.1"})
-    if (auto g = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix))
-      jit->getMainJITDylib().addGenerator(std::move(*g));
-    else
-      llvm::consumeError(g.takeError());
+  std::unique_ptr<llvm::orc::LLJIT> jit = make_host_jit(jtmb);
 
   auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();

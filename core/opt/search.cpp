@@ -3,7 +3,6 @@
 #include "core/opt/search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -12,7 +11,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include "core/codegen/kernel_util.h"
@@ -20,6 +18,7 @@
 #include "core/pipeline.h"
 #include "core/runtime/disk_cache.h"
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 
 namespace sn {
 
@@ -36,12 +35,6 @@ constexpr double kEarlyStop = 3.0;
 std::mutex g_mu;  // guards g_memory and g_stats
 std::map<std::string, std::vector<Opt>> g_memory;
 BeamStats g_stats;
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 // The same nodes in graph `dst` (a scratch graph for one candidate).
 const UOp* copy_into(Graph& dst, const UOp* root) {
@@ -134,34 +127,26 @@ struct Candidate {
 
 // Lowers and compiles every candidate, in parallel, each in a scratch graph of its own.
 void compile_all(std::vector<Candidate>& cands, const UOp* ast, ComputeDevice& device, const LowerOptions& base) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
-      Candidate& c = cands[i];
-      try {
-        Graph scratch;
-        LowerOptions lo = base;
-        lo.opts = c.opts;
-        lo.on_stage = nullptr;
-        LoweredKernel k = lower_kernel(scratch, copy_into(scratch, ast), device.target(), lo);
-        const UOp* optimized = nullptr;
-        for (const auto& [name, root] : k.stages)
-          if (name == "optimized") optimized = root;
-        c.optimized_hash = optimized ? optimized->content_hash() : 0;
-        c.next = optimized ? actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
-        c.ops = estimate_ops(k);
-        c.kernel = device.compile_scratch(k);
-        c.ok = true;
-      } catch (const Error&) {
-        c.ok = false;  // an opt that does not apply here, or a kernel the target cannot take
-      }
+  on_all_cores(cands.size(), [&](size_t i) {
+    Candidate& c = cands[i];
+    try {
+      Graph scratch;
+      LowerOptions lo = base;
+      lo.opts = c.opts;
+      lo.on_stage = nullptr;
+      LoweredKernel k = lower_kernel(scratch, copy_into(scratch, ast), device.target(), lo);
+      const UOp* optimized = nullptr;
+      for (const auto& [name, root] : k.stages)
+        if (name == "optimized") optimized = root;
+      c.optimized_hash = optimized ? optimized->content_hash() : 0;
+      c.next = optimized ? actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
+      c.ops = estimate_ops(k);
+      c.kernel = device.compile_scratch(k);
+      c.ok = true;
+    } catch (const Error&) {
+      c.ok = false;  // an opt that does not apply here, or a kernel the target cannot take
     }
-  };
-  size_t nthreads = std::min<size_t>(cands.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < nthreads; t++) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  });
 }
 
 // Zero-filled buffers for the kernel's params, shared by every candidate (opts do not change them).
@@ -219,9 +204,8 @@ double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& 
 }
 
 std::string cache_key(const UOp* ast, const Target& target, const LowerOptions& base, const BeamOptions& o) {
-  return cat("beam/1/", disk_cache_version(), "/", hex(ast->content_hash()), "/",
-             hex(std::hash<std::string>{}(target.key())), "/w", o.width, "/s", o.max_steps, "/t",
-             int(base.allow_threads), "/m", base.min_ops_per_thread);
+  return cat("beam/1/", disk_cache_version(), "/", kernel_id_str(ast->content_hash()), "/", target.key(), "/w", o.width,
+             "/s", o.max_steps, "/t", int(base.allow_threads), "/m", base.min_ops_per_thread);
 }
 
 constexpr std::string_view kValueMagic = "sinter-beam-1\n";
