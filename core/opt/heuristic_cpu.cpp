@@ -186,17 +186,21 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     divides take part: a 7x7 convolution's spatial axes scored as high as its 512 output
     //     channels, won, could not be split, and the kernel ran at 2 GFLOP/s untiled.
     const int64_t limit = std::max<int64_t>(1, target.vector_registers / 2 / vregs);
+    //     An axis of symbolic length (a batch variable) takes part too: PADTO rounds it up to the
+    //     copy count, and the copies past its end load and store nothing (an MLP compiled for any
+    //     batch ran 4x slower than its static compile with one row per tile).
     auto copies_for = [&](const UOp* r) -> int64_t {
       int64_t n = const_bound(r);
       for (int64_t c : {8, 4, 2})
-        if (c <= limit && n >= c && n % c == 0) return c;
+        if (c <= limit && (n < 0 || (n >= c && n % c == 0))) return c;
       return 0;
     };
     const UOp* best = nullptr;
     int64_t best_score = 0, best_pos = -1;
     for (int64_t pos = nloops - 1; pos >= 0; pos--) {
       const UOp* r = loop_at(pos);
-      if (!r || (vec_axis && pos == nloops - 1) || const_bound(r) <= 1 || copies_for(r) == 0) continue;
+      if (!r || (vec_axis && pos == nloops - 1) || const_bound(r) == 1 || const_bound(r) == 0 || copies_for(r) == 0)
+        continue;
       int64_t score = 0;
       for (const UOp* l : rloads_in(r))
         if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
@@ -205,6 +209,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     if (best) {
       int64_t amt = copies_for(best);
+      if (amt && const_bound(best) < 0) apply(Opt::padto(id_of(best), amt));
       if (amt) apply(Opt::upcast(id_of(best), amt));
       inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
       // 2b'. Loop order of the tile: the loop of the unrolled axis goes innermost, inside the

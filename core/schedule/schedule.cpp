@@ -194,9 +194,12 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
   if (ra.op != Op::Add || ra.axes.size() != 1 || prod->op != Op::Mul || !ps || ps->size() < 3) return nullptr;
   int64_t rank = int64_t(ps->size());
   if (ra.axes[0] != rank - 2 || !prod->dtype.is_float()) return nullptr;
-  for (const Dim& d : *ps)
-    if (!d.is_const()) return nullptr;
-  int64_t rows = (*ps)[size_t(rank - 3)].value, k = (*ps)[size_t(rank - 2)].value, n = (*ps)[size_t(rank - 1)].value;
+  // Every dim constant but the rows (a symbolic batch is packed for as if at its largest value).
+  for (int64_t i = 0; i < rank; i++)
+    if (i != rank - 3 && !(*ps)[size_t(i)].is_const()) return nullptr;
+  const Dim& rows_dim = (*ps)[size_t(rank - 3)];
+  int64_t rows = rows_dim.is_const() ? rows_dim.value : int64_t(rows_dim.sym->minmax().hi);
+  int64_t k = (*ps)[size_t(rank - 2)].value, n = (*ps)[size_t(rank - 1)].value;
   if (rows < kMinRows || k < kMinK || n < 2 * kPanel || n % kPanel != 0) return nullptr;
   for (int side = 0; side < 2; side++) {
     const UOp* e = prod->src(size_t(side));  // b0 itself (elementwise ops broadcast) or its Expand
@@ -216,12 +219,7 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
     const UOp* packed = permute(g, reshape(g, b0, split), swap);  // (..., N/32, K, 32)
     packed = g.make(Op::Contiguous, packed->dtype, {packed});
     const UOp* view = reshape(g, permute(g, packed, swap), b0_shape);
-    const UOp* ex = view;
-    if (e->op == Op::Expand) {
-      std::vector<int64_t> full;
-      for (const Dim& d : *e->shape()) full.push_back(d.value);
-      ex = expand(g, view, full);
-    }
+    const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
     const UOp* np = side == 0 ? binary(g, Op::Mul, ex, prod->src(1)) : binary(g, Op::Mul, prod->src(0), ex);
     return reduce(g, np, Op::Add, ra.axes);
   }

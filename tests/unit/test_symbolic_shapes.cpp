@@ -150,6 +150,48 @@ TEST_F(SymbolicShapes, CnnCompilesOnceAndRunsAtAnyBatch) {
   EXPECT_EQ(dev->stats().compiled, compiled) << "a run at another batch size compiled a kernel";
 }
 
+// A matmul large enough for a register tile: the heuristic pads the symbolic rows to the tile's
+// row count (PADTO, then UPCAST) and the scheduler packs the weight as for a static batch. Batch
+// sizes that are not multiples of the tile exercise the padding rows, which must store nothing.
+TEST_F(SymbolicShapes, MatmulTilesPadTheSymbolicRows) {
+  Array w = random_array(rng, dtypes::float32, {64, 256}, -0.5, 0.5);
+  Graph g;
+  const UOp* b = g.var("b", 1, 96);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(64)});
+  const UOp* wt = input(g, dtypes::float32, {64, 256});
+  const UOp* out = matmul(g, x, wt);
+  CompileOptions opts;
+  opts.inputs = {x, wt};
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, dev, opts);
+  bool padded = false;
+  for (const auto& l : p->launches)
+    for (const Opt& o : l.kernel->opts) padded = padded || o.op == OptOp::Padto;
+  EXPECT_TRUE(padded) << "the matmul's symbolic rows were not tiled";
+  for (int64_t rows : {1, 3, 5, 66, 96}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 64});
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}};
+    // The output buffer is 8 rows larger than the shape (a tile is at most 8) and poisoned: nothing may be stored past
+    // row b.
+    auto storage = dev->allocate(size_t((rows + 8) * 256) * sizeof(float));
+    std::vector<float> poison(size_t((rows + 8) * 256), 12345.0f);
+    dev->copy_in(*storage, 0, poison.data(), poison.size() * sizeof(float));
+    auto o = std::make_shared<Buffer>(storage, 0, dtypes::float32, std::vector<int64_t>{rows, 256});
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa), to_buffer(dev, w)},
+           std::vector<std::shared_ptr<Buffer>>{o}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, 64});
+    const UOp* sw = input(sg, dtypes::float32, {64, 256});
+    data[buffer_of(sx)] = xa;
+    data[buffer_of(sw)] = w;
+    EXPECT_EQ(mismatch(from_buffer(*o), oracle::evaluate(matmul(sg, sx, sw), data), 2e-5, 1e-5), "") << "b = " << rows;
+    std::vector<float> all(poison.size());
+    dev->copy_out(*storage, 0, all.data(), all.size() * sizeof(float));
+    for (size_t i = size_t(rows * 256); i < all.size(); i++)
+      ASSERT_EQ(all[i], 12345.0f) << "b = " << rows << ": a padding row stored element " << i;
+  }
+}
+
 TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
   Graph g;
   const UOp* n = g.var("n", 1, 16);
