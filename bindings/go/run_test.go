@@ -337,3 +337,60 @@ func TestLaunchTimeVariables(t *testing.T) {
 		t.Fatalf("unbound: %v", err)
 	}
 }
+
+// A symbolic batch: x (b,2,3) flattened to (b,6), times w (1,6) broadcast to (b,6), summed per row;
+// compiled once and run at two batch sizes against hand-computed sums.
+func TestSymbolicBatch(t *testing.T) {
+	must := musts(t)
+	ctx, dev := cpu(t)
+	g, _ := ctx.NewGraph()
+	defer g.Close()
+	b := must(g.Var("b", 1, 4))
+	two, three, six := must(g.ConstInt(Index, 2)), must(g.ConstInt(Index, 3)), must(g.ConstInt(Index, 6))
+	x := must(g.InputSym(Float32, []UOp{b, two, three}, ""))
+	w := must(g.Input(Float32, []int64{1, 6}, ""))
+	y := must(must(must(x.ReshapeSym(b, six)).Mul(must(w.ExpandSym(b, six)))).Sum(1))
+	p, err := g.Compile([]UOp{y}, dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	xd := make([]float32, 24)
+	for i := range xd {
+		xd[i] = float32(i%5) - 2
+	}
+	wd := []float32{1, -2, 0.5, 3, -1, 0.25}
+	wb := buffer(t, dev, wd, 1, 6)
+	for _, rows := range []int64{2, 4} {
+		xb := buffer(t, dev, xd[:rows*6], rows, 2, 3)
+		vars := map[string]int64{"b": rows}
+		out, err := p.AllocOutputVars(0, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.RunVars([]*Buffer{xb, wb}, []*Buffer{out}, vars); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := ToSlice[float32](out)
+		if int64(len(got)) != rows {
+			t.Fatalf("b=%d: %d outputs", rows, len(got))
+		}
+		for i := int64(0); i < rows; i++ {
+			var want float32
+			for j := int64(0); j < 6; j++ {
+				want += xd[i*6+j] * wd[j]
+			}
+			if d := got[i] - want; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("b=%d row %d: got %v want %v", rows, i, got[i], want)
+			}
+		}
+		out.Close()
+		xb.Close()
+	}
+	if _, err := p.AllocOutputVars(0, map[string]int64{"b": 9}); err == nil || !strings.Contains(err.Error(), "outside its range") {
+		t.Fatalf("b out of range: %v", err)
+	}
+	if _, err := x.ReshapeSym(must(b.Mul(two)), three); err == nil {
+		t.Fatal("merging the symbolic dim was accepted")
+	}
+}

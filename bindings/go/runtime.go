@@ -549,31 +549,55 @@ func (p *Program) RunVars(inputs, outputs []*Buffer, vars map[string]int64) erro
 	if err != nil {
 		return err
 	}
-	names := make([]*C.char, 0, len(vars))
-	values := make([]C.int64_t, 0, len(vars))
-	for name, v := range vars {
-		names = append(names, C.CString(name))
-		values = append(values, C.int64_t(v))
-	}
-	defer func() {
-		for _, n := range names {
-			C.free(unsafe.Pointer(n))
-		}
-	}()
-	var namesPtr **C.char
-	var valuesPtr *C.int64_t
-	if len(names) > 0 {
-		namesPtr, valuesPtr = &names[0], &values[0]
-	}
+	cv := newCVars(vars)
+	defer cv.free()
 	err = p.use(func(cp *C.sn_program) error {
 		var cerr *C.sn_error
 		code := C.sn_program_run_vars(cp, firstOrNil(ins), C.size_t(len(ins)), firstOrNil(outs), C.size_t(len(outs)),
-			namesPtr, valuesPtr, C.size_t(len(names)), &cerr)
+			cv.namesPtr(), cv.valuesPtr(), C.size_t(len(cv.names)), &cerr)
 		return checkCode(code, cerr)
 	})
 	runtime.KeepAlive(inputs)
 	runtime.KeepAlive(outputs)
 	return err
+}
+
+// cVars holds launch-time variables as the C API takes them: parallel arrays of names and values.
+// The names are C strings in Go memory's keeping until free.
+type cVars struct {
+	names  []*C.char
+	values []C.int64_t
+}
+
+func newCVars(vars map[string]int64) cVars {
+	cv := cVars{names: make([]*C.char, 0, len(vars)), values: make([]C.int64_t, 0, len(vars))}
+	for name, v := range vars {
+		cv.names = append(cv.names, C.CString(name))
+		cv.values = append(cv.values, C.int64_t(v))
+	}
+	return cv
+}
+
+func (cv cVars) free() {
+	for _, n := range cv.names {
+		C.free(unsafe.Pointer(n))
+	}
+}
+
+// The arrays' first elements (cgo allows passing a pointer into a Go slice of C pointers: the strings
+// themselves live in C memory), or nil when there are none.
+func (cv cVars) namesPtr() **C.char {
+	if len(cv.names) == 0 {
+		return nil
+	}
+	return &cv.names[0]
+}
+
+func (cv cVars) valuesPtr() *C.int64_t {
+	if len(cv.values) == 0 {
+		return nil
+	}
+	return &cv.values[0]
 }
 
 // VarInfo is a launch-time variable of a program: its name and bounds.
@@ -610,6 +634,23 @@ func (p *Program) AllocOutput(i int) (*Buffer, error) {
 	err := p.use(func(cp *C.sn_program) error {
 		var cerr *C.sn_error
 		b = C.sn_program_alloc_output(cp, C.size_t(i), &cerr)
+		return check(cerr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newBuffer(b), nil
+}
+
+// AllocOutputVars allocates output i of a program with symbolic shapes at the launch-time variables vars
+// (every variable the output's shape uses, within its bounds).
+func (p *Program) AllocOutputVars(i int, vars map[string]int64) (*Buffer, error) {
+	cv := newCVars(vars)
+	defer cv.free()
+	var b *C.sn_buffer
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		b = C.sn_program_alloc_output_vars(cp, C.size_t(i), cv.namesPtr(), cv.valuesPtr(), C.size_t(len(cv.names)), &cerr)
 		return check(cerr)
 	})
 	if err != nil {

@@ -47,6 +47,42 @@ func (g *Graph) Input(dtype DType, shape []int64, device string) (UOp, error) {
 	return u, err
 }
 
+// InputSym is an input tensor whose dims may be symbolic: each dim is an index UOp, a constant
+// (ConstInt with DTypeIndex), a bounded variable (Var) or index arithmetic of those. A program built on it
+// compiles once and runs at any values in bounds (Program.RunVars; Program.AllocOutputVars sizes outputs).
+func (g *Graph) InputSym(dtype DType, dims []UOp, device string) (UOp, error) {
+	arr, n, err := g.uopArray(dims)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	cdev := cDevice(device)
+	defer C.free(unsafe.Pointer(cdev))
+	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_input_sym(p, C.sn_dtype(dtype), arr, n, cdev, cerr)
+	})
+}
+
+// ReshapeSym reshapes to dims that may be symbolic (as in InputSym); a symbolic dim stays its own axis.
+func (u UOp) ReshapeSym(dims ...UOp) (UOp, error) {
+	arr, n, err := u.g.uopArray(dims)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_reshape_sym(g, u.p, arr, n, e) })
+}
+
+// ExpandSym broadcasts size-1 axes to dims that may be symbolic (as in InputSym).
+func (u UOp) ExpandSym(dims ...UOp) (UOp, error) {
+	arr, n, err := u.g.uopArray(dims)
+	if err != nil {
+		return UOp{}, err
+	}
+	defer C.free(unsafe.Pointer(arr))
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_expand_sym(g, u.p, arr, n, e) })
+}
+
 // Arange is [0, 1, ..., n-1] of dtype.
 func (g *Graph) Arange(n int64, dtype DType) (UOp, error) {
 	return g.build(func(p *C.sn_graph, cerr **C.sn_error) *C.sn_uop {

@@ -61,31 +61,57 @@ sn_uop* sn_tensor_input(sn_graph* graph, sn_dtype dtype, const int64_t* shape, s
   });
 }
 
+namespace {
+
+// A shape of dims given as uops: constants, or index uops over bounded variables.
+sn::Shape symbolic_dims(sn_graph* g, sn_uop* const* dims, size_t ndim) {
+  if (ndim > 0 && dims == nullptr) invalid("dims is NULL but ndim is ", ndim);
+  sn::Shape shape;
+  for (size_t k = 0; k < ndim; k++) {
+    const sn::UOp* d = uop_of(g, dims[k], sn::cat("dims[", k, "]").c_str());
+    if (!d->dtype.is_int() || d->dtype.lanes != 1 || (d->shape() != nullptr && !d->shape()->empty()))
+      invalid("dims[", k, "] must be a scalar index or integer uop (a constant, a variable or index math), got ",
+              d->dtype.name());
+    if (d->is_const())
+      shape.push_back(sn::Dim::of(int64_t(d->const_int())));
+    else if (d->dtype.is_index())
+      shape.push_back(sn::Dim{0, d});
+    else
+      invalid("dims[", k, "] must have the index dtype (sn_uop_var makes one), got ", d->dtype.name());
+  }
+  return shape;
+}
+
+}  // namespace
+
 sn_uop* sn_tensor_input_sym(sn_graph* graph, sn_dtype dtype, sn_uop* const* dims, size_t ndim, const char* device,
                             sn_error** err) {
   return guard("sn_tensor_input_sym", err, static_cast<sn_uop*>(nullptr), [&] {
     sn_graph* g = live_graph(graph, "graph");
     sn::DType dt = to_dtype(raw(dtype), "dtype");
-    if (ndim > 0 && dims == nullptr) invalid("dims is NULL but ndim is ", ndim);
-    sn::Shape shape;
-    for (size_t k = 0; k < ndim; k++) {
-      const sn::UOp* d = uop_of(g, dims[k], sn::cat("dims[", k, "]").c_str());
-      if (!d->dtype.is_int() || d->dtype.lanes != 1 || (d->shape() != nullptr && !d->shape()->empty()))
-        invalid("dims[", k, "] must be a scalar index or integer uop (a constant, a variable or index math), got ",
-                d->dtype.name());
-      if (d->is_const())
-        shape.push_back(sn::Dim::of(int64_t(d->const_int())));
-      else if (d->dtype.is_index())
-        shape.push_back(sn::Dim{0, d});
-      else
-        invalid("dims[", k, "] must have the index dtype (sn_uop_var makes one), got ", d->dtype.name());
-    }
+    sn::Shape shape = symbolic_dims(g, dims, ndim);
     std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
     const sn::UOp* t = sn::input_sym(g->graph, dt, shape, dev);
     sn_uop* h = hand_out(g, t);
     std::lock_guard lock(registry().mu);
     g->inputs.push_back(t);
     return h;
+  });
+}
+
+sn_uop* sn_tensor_reshape_sym(sn_graph* graph, sn_uop* x, sn_uop* const* dims, size_t ndim, sn_error** err) {
+  return guard("sn_tensor_reshape_sym", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::reshape_sym(g->graph, xu, symbolic_dims(g, dims, ndim)));
+  });
+}
+
+sn_uop* sn_tensor_expand_sym(sn_graph* graph, sn_uop* x, sn_uop* const* dims, size_t ndim, sn_error** err) {
+  return guard("sn_tensor_expand_sym", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::expand_sym(g->graph, xu, symbolic_dims(g, dims, ndim)));
   });
 }
 

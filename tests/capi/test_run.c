@@ -933,6 +933,76 @@ static void test_symbolic_shapes(void) {
   sn_context_release(ctx);
 }
 
+/* Symbolic reshape and expand (API version 8): x (b,2,3) flattened to (b,6), times w (1,6) expanded
+   to (b,6), summed per row; checked against hand-computed sums at two batch sizes, and the errors. */
+static void test_symbolic_reshape(void) {
+  sn_error *e = NULL;
+  sn_context *ctx = sn_context_create(&e);
+  sn_graph *g = sn_graph_create(ctx, &e);
+  sn_device *cpu = sn_device_open(ctx, NULL, &e);
+  sn_uop *b, *dims[3], *flat[2], *x, *w, *xf, *we, *y;
+  sn_program *p;
+  sn_buffer *ins[2], *out;
+  const sn_api *api = sn_get_api(8);
+  const char *names[1] = {"b"};
+  int64_t values[1], xshape[3], wshape[2] = {1, 6}, one = 1;
+  float xd[24], wd[6] = {1, -2, 0.5f, 3, -1, 0.25f}, r[4];
+  int i, j, k, ok = 1;
+  for (i = 0; i < 24; i++) xd[i] = (float)(i % 5) - 2;
+  b = sn_uop_var(g, "b", 1, 4, &e);
+  dims[0] = b;
+  dims[1] = sn_uop_const_int(g, SN_DTYPE_INDEX, 2, &e);
+  dims[2] = sn_uop_const_int(g, SN_DTYPE_INDEX, 3, &e);
+  x = sn_tensor_input_sym(g, SN_DTYPE_FLOAT32, dims, 3, NULL, &e);
+  w = sn_tensor_input(g, SN_DTYPE_FLOAT32, wshape, 2, NULL, &e);
+  flat[0] = b;
+  flat[1] = sn_uop_const_int(g, SN_DTYPE_INDEX, 6, &e);
+  xf = sn_tensor_reshape_sym(g, x, flat, 2, &e);
+  we = sn_tensor_expand_sym(g, w, flat, 2, &e);
+  y = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, xf, we, &e), SN_OP_ADD, &one, 1, &e);
+  p = sn_compile(g, &y, 1, cpu, NULL, &e);
+  EXPECT_OK(e);
+  for (k = 0; k < 2; k++) {
+    values[0] = k == 0 ? 2 : 4;
+    xshape[0] = values[0];
+    xshape[1] = 2;
+    xshape[2] = 3;
+    ins[0] = buffer_f32(cpu, xshape, 3, xd, (size_t)values[0] * 6);
+    ins[1] = buffer_f32(cpu, wshape, 2, wd, 6);
+    out = sn_program_alloc_output_vars(p, 0, names, values, 1, &e);
+    CHECK(sn_program_run_vars(p, ins, 2, &out, 1, names, values, 1, &e) == SN_OK);
+    CHECK(sn_buffer_copy_out(out, r, (size_t)values[0] * sizeof(float), &e) == SN_OK);
+    EXPECT_OK(e);
+    for (i = 0; i < values[0]; i++) {
+      float want = 0;
+      for (j = 0; j < 6; j++) want += xd[i * 6 + j] * wd[j];
+      ok = ok && r[i] > want - 1e-5f && r[i] < want + 1e-5f;
+    }
+    sn_buffer_release(ins[0]);
+    sn_buffer_release(ins[1]);
+    sn_buffer_release(out);
+  }
+  CHECK(ok);
+  /* merging the symbolic dim with another axis, a NULL dims array, a dim that is not an index */
+  flat[1] = sn_uop_const_int(g, SN_DTYPE_INDEX, 3, &e);
+  flat[0] = sn_uop_binary(g, SN_OP_MUL, b, dims[1], &e);
+  EXPECT_OK(e);
+  CHECK(sn_tensor_reshape_sym(g, x, flat, 2, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "");
+  CHECK(sn_tensor_reshape_sym(g, x, NULL, 2, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "dims is NULL");
+  flat[0] = b;
+  flat[1] = sn_uop_const_float(g, SN_DTYPE_FLOAT32, 6, &e);
+  CHECK(sn_tensor_expand_sym(g, w, flat, 2, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "dims[1]");
+  CHECK(api != NULL && api->tensor_reshape_sym == sn_tensor_reshape_sym &&
+        api->tensor_expand_sym == sn_tensor_expand_sym);
+  sn_program_release(p);
+  sn_device_release(cpu);
+  sn_graph_release(g);
+  sn_context_release(ctx);
+}
+
 /* Gradients (API version 5): d/dx of sum(log_softmax(x) * t) is t - softmax(x) * sum(t), checked
    against hand-computed values; d/dw of sum(relu(x) * w) is relu(x); and every error path. */
 static void test_gradients(void) {
@@ -1345,6 +1415,7 @@ int main(void) {
   test_program_cache();
   test_launch_vars();
   test_symbolic_shapes();
+  test_symbolic_reshape();
   test_gradients();
   test_assign();
   test_functions();

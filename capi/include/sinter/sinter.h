@@ -98,7 +98,7 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
 /* Version of the sn_api function table; bumped by every release that appends entries to it. */
-#define SN_API_VERSION 7u
+#define SN_API_VERSION 8u
 
 /* "0.1.0": the library's version (static string, never freed). */
 SN_API const char *sn_version_string(void);
@@ -529,6 +529,13 @@ SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *s
    fails with SN_E_UNSUPPORTED naming the op and the axis. */
 SN_API sn_uop *sn_tensor_input_sym(sn_graph *graph, sn_dtype dtype, sn_uop *const *dims, size_t ndim,
                                    const char *device, sn_error **err);
+/* (API version 8) Reshape and expand to dims that may be symbolic: dims[k] as in sn_tensor_input_sym
+   (a constant, a bounded variable or index arithmetic of those). A symbolic dim must stay its own
+   axis: a reshape keeps it at its place and regroups only the constant dims (flattening a (b,C,H,W)
+   feature map to (b, C*H*W) is allowed; merging b with another axis is SN_E_UNSUPPORTED); an expand
+   broadcasts size-1 axes to constant or symbolic sizes. */
+SN_API sn_uop *sn_tensor_reshape_sym(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
+SN_API sn_uop *sn_tensor_expand_sym(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
 /* (M,K) @ (K,N) -> (M,N). Numeric dtypes; both operands share one dtype. */
 SN_API sn_uop *sn_tensor_gemm(sn_graph *graph, sn_uop *a, sn_uop *b, sn_error **err);
 /* (..., M,K) @ (..., K,N) -> (..., M,N); both ranks >= 2; batch dims broadcast right-aligned. */
@@ -1033,7 +1040,10 @@ typedef struct sn_api {
                               sn_error **err);
   sn_buffer *(*program_alloc_output_vars)(sn_program *program, size_t index, const char *const *names,
                                           const int64_t *values, size_t n, sn_error **err);
-  /* ---- version 8 entries go below this line; never reorder the ones above ---- */
+  /* ---- version 8: symbolic reshape and expand ---- */
+  sn_uop *(*tensor_reshape_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
+  sn_uop *(*tensor_expand_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
+  /* ---- version 9 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 
 /* The signature of sn_get_api, for dlsym. */

@@ -6,7 +6,7 @@ pub const SN_VERSION_MAJOR: u32 = 0;
 pub const SN_VERSION_MINOR: u32 = 1;
 pub const SN_VERSION_PATCH: u32 = 0;
 pub const SN_VERSION_NUMBER: u32 = 100;
-pub const SN_API_VERSION: u32 = 7;
+pub const SN_API_VERSION: u32 = 8;
 pub const SN_DLPACK_MAJOR_VERSION: u32 = 1;
 pub const SN_DLPACK_MINOR_VERSION: u32 = 0;
 pub const SN_DLPACK_DEVICE_CPU: u32 = 1;
@@ -837,6 +837,24 @@ extern "C" {
         dims: *const *mut sn_uop,
         ndim: usize,
         device: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_reshape_sym(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        dims: *const *mut sn_uop,
+        ndim: usize,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_expand_sym(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        dims: *const *mut sn_uop,
+        ndim: usize,
         err: *mut *mut sn_error,
     ) -> *mut sn_uop;
 }
@@ -2127,6 +2145,24 @@ pub struct sn_api {
             n: usize,
             err: *mut *mut sn_error,
         ) -> *mut sn_buffer,
+    >,
+    pub tensor_reshape_sym: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            dims: *const *mut sn_uop,
+            ndim: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_expand_sym: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            dims: *const *mut sn_uop,
+            ndim: usize,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

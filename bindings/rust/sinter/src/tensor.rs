@@ -259,6 +259,23 @@ impl<'g> UOp<'g> {
             .build_node(|g, e| unsafe { sys::sn_tensor_index(g, self.as_ptr(), indices.as_ptr(), indices.len(), e) })
     }
 
+    /// Reshapes to dims that may be symbolic, as in [`Graph::input_sym`] (API version 8): a symbolic dim stays
+    /// its own axis; only the constant dims regroup (flattening `(b, C, H, W)` to `(b, C*H*W)`).
+    pub fn reshape_sym(self, dims: &[UOp<'_>]) -> Result<UOp<'g>> {
+        let dims = self.graph().handles("UOp::reshape_sym", dims)?;
+        // SAFETY: all nodes belong to this graph; dims outlives the call.
+        self.graph()
+            .build_node(|g, e| unsafe { sys::sn_tensor_reshape_sym(g, self.as_ptr(), dims.as_ptr(), dims.len(), e) })
+    }
+
+    /// Broadcasts size-1 axes to dims that may be symbolic, as in [`Graph::input_sym`] (API version 8).
+    pub fn expand_sym(self, dims: &[UOp<'_>]) -> Result<UOp<'g>> {
+        let dims = self.graph().handles("UOp::expand_sym", dims)?;
+        // SAFETY: as above.
+        self.graph()
+            .build_node(|g, e| unsafe { sys::sn_tensor_expand_sym(g, self.as_ptr(), dims.as_ptr(), dims.len(), e) })
+    }
+
     /// The spec's Slice: `size` elements of `dtype` read from `self`'s storage (its row-major bytes), starting
     /// `offset` elements of `self`'s dtype in; shape `(size,)`. Past the end is [`Code::INVALID_ARG`].
     /// (API version 5.)

@@ -253,3 +253,38 @@ fn symbolic_batch_compiles_once() {
     let err = p.alloc_output_with_vars(0, &[("b", 9)]).unwrap_err();
     assert_eq!(err.code(), Code::INVALID_ARG);
 }
+
+#[test]
+fn symbolic_reshape_and_expand() {
+    // x (b,2,3) flattened to (b,6), times w (1,6) broadcast to (b,6), summed per row; b = 2 and 4.
+    let ctx = Context::new().unwrap();
+    let dev = cpu(&ctx);
+    let g = ctx.graph().unwrap();
+    let b = g.var("b", 1, 4).unwrap();
+    let (two, three, six) = (
+        g.const_int(DType::INDEX, 2).unwrap(),
+        g.const_int(DType::INDEX, 3).unwrap(),
+        g.const_int(DType::INDEX, 6).unwrap(),
+    );
+    let x = g.input_sym(DType::FLOAT32, &[b, two, three], None).unwrap();
+    let w = g.input(DType::FLOAT32, &[1, 6], None).unwrap();
+    let prod = (x.reshape_sym(&[b, six]).unwrap() * w.expand_sym(&[b, six]).unwrap()).unwrap();
+    let y = prod.sum(&[1]).unwrap();
+    let p = g.compile(&[y], Some(&dev), &CompileOptions::default()).unwrap();
+    let xd: Vec<f32> = (0..24).map(|i| (i % 5) as f32 - 2.0).collect();
+    let wd = [1.0f32, -2.0, 0.5, 3.0, -1.0, 0.25];
+    let wb = dev.buffer_from(&[1, 6], &wd).unwrap();
+    for rows in [2i64, 4] {
+        let xb = dev.buffer_from(&[rows, 2, 3], &xd[..(rows * 6) as usize]).unwrap();
+        let mut out = p.alloc_output_with_vars(0, &[("b", rows)]).unwrap();
+        p.run_with_vars(&[&xb, &wb], &mut [&mut out], &[("b", rows)]).unwrap();
+        let got = out.to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), rows as usize);
+        for (i, v) in got.iter().enumerate() {
+            let want: f32 = (0..6).map(|j| xd[i * 6 + j] * wd[j]).sum();
+            assert!((v - want).abs() < 1e-5, "b={rows} row {i}: {v} vs {want}");
+        }
+    }
+    let merged = (b * two).unwrap();
+    assert!(x.reshape_sym(&[merged, three]).is_err());
+}

@@ -138,6 +138,22 @@ public final class Graph implements AutoCloseable {
     return input(dtype, shape, null);
   }
 
+  /**
+   * An input tensor whose dims may be symbolic (API version 7): each dim is an index uop, a constant ({@link
+   * #constInt} with {@link DType#INDEX}), a bounded {@link #var} or index arithmetic of those. A program built
+   * on it compiles once and runs at any values in bounds ({@link Program#run(Buffer[], Buffer[],
+   * java.util.Map)}; {@link Program#allocOutput(long, java.util.Map)} sizes its outputs).
+   */
+  public UOp inputSym(DType dtype, UOp[] dims, String device) {
+    long[] h = own(dims);
+    return build(g -> SinterNative.sn_tensor_input_sym(g, dtype.value(), h, h.length, device));
+  }
+
+  /** {@link #inputSym(DType, UOp[], String)} on the CPU. */
+  public UOp inputSym(DType dtype, UOp... dims) {
+    return inputSym(dtype, dims, null);
+  }
+
   /** [0, 1, ..., n-1] of {@code dtype}. */
   public UOp arange(long n, DType dtype) {
     return build(g -> SinterNative.sn_tensor_arange(g, n, dtype.value()));

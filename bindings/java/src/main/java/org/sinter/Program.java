@@ -53,14 +53,8 @@ public final class Program implements AutoCloseable {
   public void run(Buffer[] inputs, Buffer[] outputs, java.util.Map<String, Long> vars) {
     long[] in = handles(inputs);
     long[] out = handles(outputs);
-    String[] names = new String[vars.size()];
-    long[] values = new long[vars.size()];
-    int i = 0;
-    for (java.util.Map.Entry<String, Long> e : vars.entrySet()) {
-      if (e.getKey() == null || e.getValue() == null) throw new IllegalArgumentException("null variable name or value");
-      names[i] = e.getKey();
-      values[i++] = e.getValue();
-    }
+    String[] names = varNames(vars);
+    long[] values = varValues(vars, names);
     try {
       SinterNative.sn_program_run_vars(ptr(), in, in.length, out, out.length, names, values, names.length);
     } finally {
@@ -68,6 +62,24 @@ public final class Program implements AutoCloseable {
       Reference.reachabilityFence(inputs);
       Reference.reachabilityFence(outputs);
     }
+  }
+
+  private static String[] varNames(java.util.Map<String, Long> vars) {
+    String[] names = vars.keySet().toArray(new String[0]);
+    for (String n : names) {
+      if (n == null) throw new IllegalArgumentException("null variable name");
+    }
+    return names;
+  }
+
+  private static long[] varValues(java.util.Map<String, Long> vars, String[] names) {
+    long[] values = new long[names.length];
+    for (int i = 0; i < names.length; i++) {
+      Long v = vars.get(names[i]);
+      if (v == null) throw new IllegalArgumentException("null value for variable " + names[i]);
+      values[i] = v;
+    }
+    return values;
   }
 
   /** A launch-time variable of a program: its name and bounds. */
@@ -109,6 +121,20 @@ public final class Program implements AutoCloseable {
   public Buffer allocOutput(long index) {
     try {
       return new Buffer(SinterNative.sn_program_alloc_output(ptr(), index));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * A new buffer for output {@code index} of symbolic shape at the launch-time variables {@code vars}
+   * (every variable its shape uses, within its bounds). API version 7.
+   */
+  public Buffer allocOutput(long index, java.util.Map<String, Long> vars) {
+    String[] names = varNames(vars);
+    long[] values = varValues(vars, names);
+    try {
+      return new Buffer(SinterNative.sn_program_alloc_output_vars(ptr(), index, names, values, names.length));
     } finally {
       Reference.reachabilityFence(this);
     }

@@ -221,6 +221,21 @@ public final class UOp {
     return graph.build(g -> SinterNative.sn_uop_expand(g, ptr, shape, shape.length));
   }
 
+  /**
+   * Reshapes to dims that may be symbolic, as in {@link Graph#inputSym} (API version 8): a symbolic dim stays
+   * its own axis; only the constant dims regroup.
+   */
+  public UOp reshapeSym(UOp... dims) {
+    long[] h = graph.own(dims);
+    return graph.build(g -> SinterNative.sn_tensor_reshape_sym(g, ptr, h, h.length));
+  }
+
+  /** Broadcasts size-1 axes to dims that may be symbolic, as in {@link Graph#inputSym} (API version 8). */
+  public UOp expandSym(UOp... dims) {
+    long[] h = graph.own(dims);
+    return graph.build(g -> SinterNative.sn_tensor_expand_sym(g, ptr, h, h.length));
+  }
+
   /** Reorders the axes: output axis k is input axis {@code order[k]}. */
   public UOp permute(long... order) {
     return graph.build(g -> SinterNative.sn_uop_permute(g, ptr, order, order.length));

@@ -56,6 +56,42 @@ class RunTest {
     }
   }
 
+  /**
+   * A symbolic batch: x (b,2,3) flattened to (b,6), times w (1,6) broadcast to (b,6), summed per row; one
+   * compile, two batch sizes, hand-computed sums.
+   */
+  @Test
+  void symbolicBatch() {
+    UOp b = g.var("b", 1, 4);
+    UOp two = g.constInt(DType.INDEX, 2), three = g.constInt(DType.INDEX, 3), six = g.constInt(DType.INDEX, 6);
+    UOp x = g.inputSym(DType.FLOAT32, b, two, three);
+    UOp w = g.input(DType.FLOAT32, 1, 6);
+    UOp y = x.reshapeSym(b, six).mul(w.expandSym(b, six)).sum(1);
+    float[] xd = new float[24];
+    for (int i = 0; i < 24; i++) xd[i] = (i % 5) - 2;
+    float[] wd = {1, -2, 0.5f, 3, -1, 0.25f};
+    try (Program p = g.compile(cpu, y); Buffer wb = cpu.buffer(wd, 1, 6)) {
+      assertArrayEquals(new long[] {-1, 2, 3}, p.inputShape(0));
+      for (long rows : new long[] {2, 4}) {
+        java.util.Map<String, Long> vars = java.util.Map.of("b", rows);
+        try (Buffer xb = cpu.buffer(java.util.Arrays.copyOf(xd, (int) rows * 6), rows, 2, 3);
+            Buffer out = p.allocOutput(0, vars)) {
+          p.run(new Buffer[] {xb, wb}, new Buffer[] {out}, vars);
+          float[] got = out.toFloatArray();
+          assertEquals(rows, got.length);
+          for (int i = 0; i < rows; i++) {
+            float want = 0;
+            for (int j = 0; j < 6; j++) want += xd[i * 6 + j] * wd[j];
+            assertEquals(want, got[i], 1e-5f, "b=" + rows + " row " + i);
+          }
+        }
+      }
+      SinterException e = assertThrows(SinterException.class, () -> p.allocOutput(0, java.util.Map.of("b", 9L)));
+      assertTrue(e.getMessage().contains("outside its range"), e.getMessage());
+    }
+    assertThrows(SinterException.class, () -> x.reshapeSym(b.mul(two), three));
+  }
+
   @Test
   void tensorBuilders() {
     UOp x = g.input(DType.FLOAT32, 2, 3);
