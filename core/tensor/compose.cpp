@@ -64,8 +64,14 @@ Dims inserted(Dims shape, size_t at, int64_t value) {
   return shape;
 }
 
+// The same for shapes whose dims may be symbolic.
+Shape inserted(Shape shape, size_t at, int64_t value) {
+  shape.insert(shape.begin() + int64_t(at), Dim::of(value));
+  return shape;
+}
+
 // shape without position `at`.
-Dims removed(Dims shape, size_t at) {
+Shape removed(Shape shape, size_t at) {
   shape.erase(shape.begin() + int64_t(at));
   return shape;
 }
@@ -419,11 +425,11 @@ const UOp* arange(Graph& g, int64_t n, DType dtype) {
 // ---- indexing -------------------------------------------------------------------------------
 
 const UOp* one_hot(Graph& g, const UOp* idx, int64_t n, DType dtype) {
-  Dims s = static_shape(idx, "one_hot");
+  const Shape& s = sym_shape(idx, "one_hot");  // idx's dims may be symbolic (a batch of labels)
   need_int("one_hot", "idx", idx);
   if (n < 0) fail(Code::InvalidArg, "one_hot: n must be >= 0, got ", n);
   DType ct = compare_dtype(idx->dtype, n);
-  const UOp* col = reshape(g, cast(g, idx, ct), inserted(s, s.size(), 1));
+  const UOp* col = reshape_sym(g, cast(g, idx, ct), inserted(s, s.size(), 1));
   const UOp* hit = cmpeq(g, col, arange_int(g, n, ct));  // (..., 1) vs (n,) -> (..., n)
   return cast(g, hit, dtype);
 }
@@ -508,33 +514,34 @@ const UOp* scatter_add(Graph& g, const UOp* x, int64_t axis, const UOp* idx, con
 
 const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
   if (xs.empty()) fail(Code::InvalidArg, "concat: needs at least one tensor");
-  Dims s0 = static_shape(xs[0], "concat");
+  // The other axes may be symbolic (the same dim in every tensor); the joined one is constant.
+  const Shape& s0 = sym_shape(xs[0], "concat");
   if (s0.empty()) fail(Code::InvalidArg, "concat: tensors need rank >= 1, got shape ()");
   size_t a = size_t(norm_axis("concat", axis, s0));
   int64_t total = 0;
   for (size_t j = 0; j < xs.size(); j++) {
-    Dims s = static_shape(xs[j], "concat");
+    const Shape& s = sym_shape(xs[j], "concat");
     need_same_dtype("concat", "every tensor", xs[j], xs[0]->dtype);
     bool same = s.size() == s0.size();
     for (size_t d = 0; same && d < s.size(); d++) same = d == a || s[d] == s0[d];
     if (!same)
-      fail(Code::InvalidArg, "concat: tensor ", j, " has shape ", dims_str(s), ", which differs from tensor 0's ",
-           dims_str(s0), " off axis ", a);
-    total = checked_add(total, s[a], "concat: length of axis ", a);
+      fail(Code::InvalidArg, "concat: tensor ", j, " has shape ", shape_str(s), ", which differs from tensor 0's ",
+           shape_str(s0), " off axis ", a);
+    total = checked_add(total, const_dim("concat", s, a), "concat: length of axis ", a);
   }
   if (xs.size() == 1) return xs[0];
-  Dims full_shape = s0;
-  full_shape[a] = total;
+  Shape full_shape = s0;
+  full_shape[a] = Dim::of(total);
   Dims mask_full(s0.size(), 1);
   mask_full[a] = total;
   const UOp* out = nullptr;
   int64_t at = 0;
   for (const UOp* x : xs) {
-    int64_t len = static_shape(x)[a];
+    int64_t len = (*x->shape())[a].value;
     if (len == 0) continue;
     Dims off(s0.size(), 0);
     off[a] = at;
-    const UOp* placed = pad(g, x, off, full_shape);
+    const UOp* placed = move_sym(g, Op::Pad, x, off, full_shape);
     if (out == nullptr) {
       out = placed;  // its zero border is overwritten by the later pieces
     } else {
@@ -684,14 +691,14 @@ const UOp* layernorm(Graph& g, const UOp* x, int64_t naxes, const UOp* weight, c
 }
 
 const UOp* argmax(Graph& g, const UOp* x, int64_t axis, bool keepdim) {
-  Dims s = static_shape(x, "argmax");
+  const Shape& s = sym_shape(x, "argmax");  // the other axes may be symbolic (a batch of rows)
   if (s.empty()) {
     norm_axis("argmax", axis, Dims{1});
     return scalar(g, dtypes::int32, 0);
   }
   size_t a = size_t(norm_axis("argmax", axis, s));
-  int64_t n = s[a];
-  if (n == 0) fail(Code::InvalidArg, "argmax: axis ", axis, " of shape ", dims_str(s), " is empty");
+  int64_t n = const_dim("argmax", s, a);
+  if (n == 0) fail(Code::InvalidArg, "argmax: axis ", axis, " of shape ", shape_str(s), " is empty");
   if (n > std::numeric_limits<int32_t>::max())
     fail(Code::InvalidArg, "argmax: axis of ", n, " elements does not fit the int32 result");
   const UOp* hit = cmpeq(g, x, reduce(g, x, Op::Max, {int64_t(a)}));
@@ -704,7 +711,7 @@ const UOp* argmax(Graph& g, const UOp* x, int64_t axis, bool keepdim) {
   const UOp* rev = sub(g, nn, reshape(g, arange(g, n, dtypes::int32), pos_shape));
   const UOp* best = reduce(g, where(g, hit, rev, scalar(g, dtypes::int32, 0)), Op::Max, {int64_t(a)});
   const UOp* out = sub(g, nn, best);
-  return keepdim ? out : reshape(g, out, removed(s, a));
+  return keepdim ? out : reshape_sym(g, out, removed(s, a));
 }
 
 // ---- convolution and pooling ------------------------------------------------------------------

@@ -192,6 +192,51 @@ TEST_F(SymbolicShapes, MatmulTilesPadTheSymbolicRows) {
   }
 }
 
+// argmax over a constant axis, one_hot of a batch of labels and concat along a constant axis, with
+// a symbolic batch: one compile, checked against the oracle on static graphs at each batch size.
+TEST_F(SymbolicShapes, ArgmaxOneHotAndConcatTakeABatch) {
+  auto build = [](Graph& g, const UOp* x, const UOp* y) {
+    const UOp* best = argmax(g, x, 1, false);                              // (b,)
+    const UOp* hot = one_hot(g, best, 5, dtypes::float32);                 // (b, 5)
+    const UOp* joined = concat(g, std::vector<const UOp*>{x, y, hot}, 1);  // (b, 13)
+    return std::vector<const UOp*>{best, joined};
+  };
+  Graph g;
+  const UOp* b = g.var("b", 1, 8);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(5)});
+  const UOp* y = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(3)});
+  auto outs = build(g, x, y);
+  CompileOptions opts;
+  opts.inputs = {x, y};
+  auto p = compile_program(runtime(), g, outs, dev, opts);
+  EXPECT_EQ(p->outputs[1].shape, (std::vector<int64_t>{-1, 13}));
+  for (int64_t rows : {1, 3, 8}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 5}), ya = random_array(rng, dtypes::float32, {rows, 3});
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}};
+    auto o0 = p->allocate_output(0, vars), o1 = p->allocate_output(1, vars);
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa), to_buffer(dev, ya)},
+           std::vector<std::shared_ptr<Buffer>>{o0, o1}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, 5});
+    const UOp* sy = input(sg, dtypes::float32, {rows, 3});
+    data[buffer_of(sx)] = xa;
+    data[buffer_of(sy)] = ya;
+    auto want = build(sg, sx, sy);
+    EXPECT_EQ(mismatch(from_buffer(*o0), oracle::evaluate(want[0], data), 0, 0), "") << "b = " << rows;
+    EXPECT_EQ(mismatch(from_buffer(*o1), oracle::evaluate(want[1], data), 0, 0), "") << "b = " << rows;
+  }
+  // the reduced or joined axis itself must be constant
+  Code code = Code::Ok;
+  std::string e = error_of([&] { argmax(g, x, 0, false); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("argmax: axis 0"), std::string::npos) << e;
+  e = error_of([&] { concat(g, std::vector<const UOp*>{x, x}, 0); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  e = error_of([&] { concat(g, std::vector<const UOp*>{x, input(g, dtypes::float32, {2, 3})}, 1); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+}
+
 TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
   Graph g;
   const UOp* n = g.var("n", 1, 16);
