@@ -221,6 +221,19 @@ class Lowerer {
       if (!used.count(r)) unused_outside = true;
       if (unused_outside && (in_outer_reduce || used.count(r))) return findings_.flag(u, Why::Broadcast);
     }
+    // Read inside an enclosing reduce's window, it is computed once per (point, window tap): when
+    // the windows overlap (a 3x3 stride-2 max pool over a convolution, ResNet's stem) that is more
+    // evaluations than it has values, each a whole reduction (the stem convolution ran 2.25 times
+    // over). Stored, it is computed once and the window reads it. Non-overlapping windows (a 2x2
+    // stride-2 pool) visit each value once and stay fused.
+    if (in_outer_reduce) {
+      double taps = 1, values = 1;
+      for (const UOp* r : used)
+        if (r->src(0)->op == Op::Const && r->src(0)->holds<int64_t>())
+          taps *= double(std::max<int64_t>(1, r->src(0)->as<int64_t>()));
+      for (const Dim& d : *u->shape()) values *= double(d.is_const() ? std::max<int64_t>(1, d.value) : 1);
+      if (taps > 1.5 * values) findings_.flag(u, Why::Broadcast);
+    }
   }
 
   // Records that (u, ctx) is lowered in this kernel for the first time.

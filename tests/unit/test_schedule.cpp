@@ -236,6 +236,19 @@ TEST_F(ScheduleTest, BroadcastReduceFusesWhenItsUnusedLoopsAreInner) {
   EXPECT_EQ(names(s2), (std::vector<std::string>{"r_4_3", "E_3_4"}));
 }
 
+TEST_F(ScheduleTest, ReduceUnderOverlappingWindowsIsStored) {
+  // A convolution read by a 3x3 stride-2 max pool: inlined, each conv value would be computed for
+  // every window that covers it (2.25 times on average): stored, and the pool is its own kernel.
+  const UOp* x = in(dtypes::float32, {1, 2, 9, 9});
+  const UOp* w = in(dtypes::float32, {3, 2, 3, 3});
+  const UOp* conv = conv2d(g, x, w, nullptr, {1, 1}, {1, 1});
+  Schedule s = check({max_pool2d(g, conv, {3, 3}, {2, 2}, {1, 1})}, 1e-5, 1e-5);
+  EXPECT_EQ(s.kernels.size(), 2u);
+  // A 2x2 stride-2 pool visits each conv value once: one kernel.
+  Schedule s2 = check({max_pool2d(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), {2, 2}, {2, 2})}, 1e-5, 1e-5);
+  EXPECT_EQ(s2.kernels.size(), 1u);
+}
+
 TEST_F(ScheduleTest, SoftmaxOverRowsIsOneKernel) {
   const UOp* x = in(dtypes::float32, {4, 7});
   const UOp* m = rmax(x, {1});
