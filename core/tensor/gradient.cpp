@@ -22,22 +22,26 @@ using Dims = std::vector<int64_t>;
 
 const UOp* scalar(Graph& g, const UOp* like, double v) { return constant(g, like->dtype, v); }
 
+// Shapes may be symbolic (a batch variable) wherever a rule keeps each dim where it is; the rules
+// that move data between positions (Stack, Slice, Index) take constant shapes.
 const UOp* full_like(Graph& g, const UOp* x, double v) {
-  Dims s = static_shape(x, "gradient");
-  return expand(g, reshape(g, scalar(g, x, v), Dims(s.size(), 1)), s);
+  const Shape& s = sym_shape(x, "gradient");
+  return expand_sym(g, reshape(g, scalar(g, x, v), Dims(s.size(), 1)), s);
 }
+
+bool is_one(const Dim& d) { return d.is_const() && d.value == 1; }
 
 // Sums a gradient of the broadcast result shape back to the shape of the operand `src` (elementwise
 // ops broadcast their operands right-aligned, so the gradient of a broadcast operand is the sum over
 // the axes it was broadcast along).
 const UOp* unbroadcast(Graph& g, const UOp* grad, const UOp* src) {
-  Dims gs = static_shape(grad, "gradient"), ss = static_shape(src, "gradient");
+  const Shape &gs = sym_shape(grad, "gradient"), &ss = sym_shape(src, "gradient");
   if (gs == ss) return grad;
   size_t lead = gs.size() - ss.size();
   Dims axes;
   for (size_t k = 0; k < gs.size(); k++)
-    if (k < lead || (ss[k - lead] == 1 && gs[k] != 1)) axes.push_back(int64_t(k));
-  return reshape(g, reduce(g, grad, Op::Add, axes), ss);
+    if (k < lead || (is_one(ss[k - lead]) && !is_one(gs[k]))) axes.push_back(int64_t(k));
+  return reshape_sym(g, reduce(g, grad, Op::Add, axes), ss);
 }
 
 Dims operand_dims(const UOp* shape_operand) {
@@ -53,11 +57,22 @@ Dims inverse(const Dims& order) {
 }
 
 // Axes of `from` that are 1 where `to` is not (what an Expand broadcast).
-Dims expanded_axes(const Dims& from, const Dims& to) {
+Dims expanded_axes(const Shape& from, const Shape& to) {
   Dims axes;
   for (size_t k = 0; k < from.size(); k++)
-    if (from[k] == 1 && to[k] != 1) axes.push_back(int64_t(k));
+    if (is_one(from[k]) && !is_one(to[k])) axes.push_back(int64_t(k));
   return axes;
+}
+
+// Pad (or Shrink) d back to x's shape at `offsets`; a symbolic axis passes through whole.
+const UOp* pad_or_shrink_to(Graph& g, Op op, const UOp* d, const Dims& offsets, const UOp* x) {
+  const Shape& to = *x->shape();
+  if (shape_numel(to)) {
+    Dims fixed;
+    for (const Dim& dim : to) fixed.push_back(dim.value);
+    return op == Op::Pad ? pad(g, d, offsets, fixed) : shrink(g, d, offsets, fixed);
+  }
+  return g.make(op, d->dtype, {d, g.shape_uop(offsets), g.shape_uop(to)});
 }
 
 constexpr double kLn2 = std::numbers::ln2;
@@ -133,17 +148,17 @@ std::vector<const UOp*> local_gradients(Graph& g, const UOp* u, const UOp* d) {
       return {cast(g, d, x()->dtype)};
     // movement
     case Op::Reshape:
-      return {reshape(g, d, static_shape(x()))};
+      return {reshape_sym(g, d, sym_shape(x()))};
     case Op::Permute:
       return {permute(g, d, inverse(u->as<Dims>()))};
     case Op::Flip:
       return {flip(g, d, u->as<Dims>())};
     case Op::Expand:
-      return {reduce(g, d, Op::Add, expanded_axes(static_shape(x()), static_shape(u)))};
+      return {reduce(g, d, Op::Add, expanded_axes(sym_shape(x()), sym_shape(u)))};
     case Op::Pad:
-      return {shrink(g, d, operand_dims(u->src(1)), static_shape(x()))};
+      return {pad_or_shrink_to(g, Op::Shrink, d, operand_dims(u->src(1)), x())};
     case Op::Shrink:
-      return {pad(g, d, operand_dims(u->src(1)), static_shape(x()))};
+      return {pad_or_shrink_to(g, Op::Pad, d, operand_dims(u->src(1)), x())};
     case Op::Index:
       return {index_gradient(g, u, d)};
     case Op::Stack: {
@@ -166,7 +181,7 @@ std::vector<const UOp*> local_gradients(Graph& g, const UOp* u, const UOp* d) {
     // reductions (reduced axes keep size 1, so u and d broadcast against x)
     case Op::Reduce: {
       const ReduceArg& r = u->as<ReduceArg>();
-      if (r.op == Op::Add) return {expand(g, d, static_shape(x()))};
+      if (r.op == Op::Add) return {expand_sym(g, d, sym_shape(x()))};
       if (r.op == Op::Mul) return {divide(g, mul(g, d, u), x())};
       const UOp* hit = cast(g, cmpeq(g, x(), u), u->dtype);  // Max: split among the maxima
       return {mul(g, hit, divide(g, d, reduce(g, hit, Op::Add, r.axes)))};
@@ -206,7 +221,7 @@ std::vector<const UOp*> gradient(Graph& g, const UOp* loss, std::span<const UOp*
   std::unordered_set<const UOp*> targets;
   for (size_t i = 0; i < wrt.size(); i++) {
     std::string what = cat("gradient: wrt[", i, "]");
-    static_shape(wrt[i], what.c_str());
+    sym_shape(wrt[i], what.c_str());
     if (wrt[i]->graph() != loss->graph()) fail(Code::InvalidArg, what, " belongs to another graph than the loss");
     if (!wrt[i]->dtype.is_float())
       fail(Code::InvalidArg, what, " is ", wrt[i]->dtype.name(), ": gradients exist for float tensors only");

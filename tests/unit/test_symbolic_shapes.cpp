@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/tensor/compose.h"
+#include "core/tensor/gradient.h"
 #include "tests/unit/test_pipeline_util.h"
 
 namespace sn {
@@ -235,6 +236,86 @@ TEST_F(SymbolicShapes, ArgmaxOneHotAndConcatTakeABatch) {
   EXPECT_EQ(code, Code::Unsupported) << e;
   e = error_of([&] { concat(g, std::vector<const UOp*>{x, input(g, dtypes::float32, {2, 3})}, 1); }, &code);
   EXPECT_EQ(code, Code::InvalidArg) << e;
+}
+
+// Training at any batch size: the gradients of a symbolic-batch MLP's loss (cross-entropy summed over
+// the batch) match the oracle's gradients of the static graph at each size.
+TEST_F(SymbolicShapes, GradientsOfASymbolicBatch) {
+  Array w1 = random_array(rng, dtypes::float32, {6, 8}, -0.5, 0.5), w2 = random_array(rng, dtypes::float32, {8, 4});
+  auto build = [](Graph& g, const UOp* x, const UOp* t, const UOp* a, const UOp* b) {
+    const UOp* h = relu(g, matmul(g, x, a));
+    const UOp* lp = log_softmax(g, matmul(g, h, b), 1);
+    const UOp* loss = reduce(g, mul(g, lp, t), Op::Add, {0, 1});
+    return gradient(g, loss, std::vector<const UOp*>{a, b});
+  };
+  Graph g;
+  const UOp* n = g.var("n", 1, 16);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, n}, Dim::of(6)});
+  const UOp* t = input_sym(g, dtypes::float32, Shape{Dim{0, n}, Dim::of(4)});
+  const UOp* a = input(g, dtypes::float32, {6, 8});
+  const UOp* b = input(g, dtypes::float32, {8, 4});
+  auto grads = build(g, x, t, a, b);
+  CompileOptions opts;
+  opts.inputs = {x, t, a, b};
+  auto p = compile_program(runtime(), g, grads, dev, opts);
+  const uint64_t compiled = dev->stats().compiled;
+  for (int64_t rows : {1, 5, 16}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 6}), ta = random_array(rng, dtypes::float32, {rows, 4}, 0, 1);
+    std::vector<std::pair<std::string, int64_t>> vars{{"n", rows}};
+    auto o0 = p->allocate_output(0), o1 = p->allocate_output(1);
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa), to_buffer(dev, ta), to_buffer(dev, w1),
+                                                to_buffer(dev, w2)},
+           std::vector<std::shared_ptr<Buffer>>{o0, o1}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, 6});
+    const UOp* st = input(sg, dtypes::float32, {rows, 4});
+    const UOp* sa = input(sg, dtypes::float32, {6, 8});
+    const UOp* sb = input(sg, dtypes::float32, {8, 4});
+    data[buffer_of(sx)] = xa;
+    data[buffer_of(st)] = ta;
+    data[buffer_of(sa)] = w1;
+    data[buffer_of(sb)] = w2;
+    auto want = build(sg, sx, st, sa, sb);
+    EXPECT_EQ(mismatch(from_buffer(*o0), oracle::evaluate(want[0], data), 1e-4, 1e-5), "") << "n = " << rows;
+    EXPECT_EQ(mismatch(from_buffer(*o1), oracle::evaluate(want[1], data), 1e-4, 1e-5), "") << "n = " << rows;
+  }
+  EXPECT_EQ(dev->stats().compiled, compiled) << "a run at another batch size compiled a kernel";
+}
+
+// The same through a convolution and a max pool with a symbolic N (their Pad and Shrink keep the
+// batch axis whole): d loss / d weights at two batch sizes against the oracle.
+TEST_F(SymbolicShapes, GradientsThroughAConvolution) {
+  Array cw = random_array(rng, dtypes::float32, {4, 2, 3, 3}, -0.5, 0.5);
+  auto build = [](Graph& g, const UOp* x, const UOp* w) {
+    const UOp* h = max_pool2d(g, relu(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1})), {2, 2}, {2, 2});
+    const UOp* loss = reduce(g, mul(g, h, h), Op::Add, {0, 1, 2, 3});
+    return gradient(g, loss, std::vector<const UOp*>{w, x});
+  };
+  Graph g;
+  const UOp* n = g.var("n", 1, 4);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, n}, Dim::of(2), Dim::of(6), Dim::of(6)});
+  const UOp* w = input(g, dtypes::float32, {4, 2, 3, 3});
+  auto grads = build(g, x, w);
+  CompileOptions opts;
+  opts.inputs = {x, w};
+  auto p = compile_program(runtime(), g, grads, dev, opts);
+  for (int64_t rows : {1, 3}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 2, 6, 6});
+    std::vector<std::pair<std::string, int64_t>> vars{{"n", rows}};
+    auto o0 = p->allocate_output(0), o1 = p->allocate_output(1, vars);
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa), to_buffer(dev, cw)},
+           std::vector<std::shared_ptr<Buffer>>{o0, o1}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, 2, 6, 6});
+    const UOp* sw = input(sg, dtypes::float32, {4, 2, 3, 3});
+    data[buffer_of(sx)] = xa;
+    data[buffer_of(sw)] = cw;
+    auto want = build(sg, sx, sw);
+    EXPECT_EQ(mismatch(from_buffer(*o0), oracle::evaluate(want[0], data), 1e-4, 1e-5), "") << "n = " << rows;
+    EXPECT_EQ(mismatch(from_buffer(*o1), oracle::evaluate(want[1], data), 1e-4, 1e-5), "") << "n = " << rows;
+  }
 }
 
 TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
