@@ -151,9 +151,10 @@ TensorSpec spec_of(DType dtype, const UOp* t, std::span<const KernelVar> vars, c
   return spec;
 }
 
-// The Buffer behind an input tensor: the Buffer, its Reshape (input()), or a Shrink of those
-// (input_sym()); null for anything else.
+// The Buffer behind an input tensor: the Buffer or its Reshape (input()), or a Reshape of a Shrink
+// of the flat Buffer (input_sym()); null for anything else.
 const UOp* input_buffer(const UOp* t) {
+  if (t->op == Op::Reshape && t->src(0)->op == Op::Shrink) t = t->src(0);
   if (t->op == Op::Shrink) t = t->src(0);
   if (t->op == Op::Reshape) t = t->src(0);
   return t->op == Op::Buffer ? t : nullptr;
@@ -200,10 +201,10 @@ std::vector<InputBinding> bind_inputs(const Schedule& s, std::span<const UOp* co
   std::unordered_map<const UOp*, std::vector<const UOp*>> views;
   for (const UOp* u : toposort(outputs))
     if (u->op == Op::Reshape && u->src(0)->op == Op::Buffer) views[u->src(0)].push_back(u);
-  // input_sym's views (a Shrink to symbolic dims) name the shape of their buffers first
+  // input_sym's views (a Reshape to symbolic dims) name the shape of their buffers first
   std::unordered_map<const UOp*, std::vector<const UOp*>> sym_views;
   for (const UOp* u : toposort(outputs))
-    if (u->op == Op::Shrink && input_buffer(u) != nullptr && !shape_numel(*u->shape()))
+    if (u->op == Op::Reshape && u->src(0)->op == Op::Shrink && input_buffer(u) != nullptr && !shape_numel(*u->shape()))
       sym_views[input_buffer(u)].push_back(u);
   for (const UOp* buf : bufs) {
     TensorSpec spec{buf->dtype, {buf->as<BufferArg>().size}, {}};

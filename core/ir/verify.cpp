@@ -88,14 +88,28 @@ std::vector<int64_t> const_dims(const Shape& s) {
 
 // Product check for Reshape with possibly symbolic dims: constant parts equal and the same
 // multiset of symbolic dims.
+// A symbolic dim's factors: a product (Mul tree) of constants and other index uops contributes its
+// constants to *c and its other factors to `out`, so a dim written as the product of others (t*2,
+// input_sym's flat view) compares equal to them.
+void dim_factors(const UOp* d, int64_t* c, std::vector<const UOp*>& out) {
+  if (d->op == Op::Mul) {
+    dim_factors(d->src(0), c, out);
+    dim_factors(d->src(1), c, out);
+  } else if (d->op == Op::Const && d->holds<int64_t>()) {
+    *c = checked_mul(*c, d->as<int64_t>(), "Reshape: symbolic element count");
+  } else {
+    out.push_back(d);
+  }
+}
+
 bool same_numel(Op op, const Shape& a, const Shape& b) {
   int64_t pa = checked_numel(const_dims(a), nm(op), ": source");
   int64_t pb = checked_numel(const_dims(b), nm(op), ": new shape");
   std::vector<const UOp*> sa, sb;
   for (auto& d : a)
-    if (!d.is_const()) sa.push_back(d.sym);
+    if (!d.is_const()) dim_factors(d.sym, &pa, sa);
   for (auto& d : b)
-    if (!d.is_const()) sb.push_back(d.sym);
+    if (!d.is_const()) dim_factors(d.sym, &pb, sb);
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
   if (pa == 0 || pb == 0) return pa == pb;

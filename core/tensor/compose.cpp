@@ -460,24 +460,32 @@ const UOp* gather(Graph& g, const UOp* x, int64_t axis, const UOp* idx) {
 }
 
 const UOp* take(Graph& g, const UOp* x, const UOp* idx, int64_t axis) {
-  Dims sx = static_shape(x, "take"), si = static_shape(idx, "take");
+  // idx's dims may be symbolic (a variable number of token ids); x's are constant.
+  Dims sx = static_shape(x, "take");
+  const Shape& si = sym_shape(idx, "take");
   need_int("take", "idx", idx);
   if (sx.empty()) fail(Code::InvalidArg, "take: x needs rank >= 1, got shape ()");
   size_t a = size_t(norm_axis("take", axis, sx));
-  int64_t k = sx[a], n = numel(si);
+  const size_t q = si.size(), post = sx.size() - a - 1;
+  int64_t k = sx[a];
   DType ct = compare_dtype(idx->dtype, k);
-  // x (pre, 1, K, post), flat idx (1.., D, 1, 1..), positions (1.., 1, K, 1..) -> (pre, D, K, post)
-  const UOp* xv = reshape(g, x, inserted(sx, a, 1));
-  Dims ishape(sx.size() + 1, 1), pshape(sx.size() + 1, 1);
-  ishape[a] = n;
-  pshape[a + 1] = k;
-  const UOp* iv = reshape(g, cast(g, idx, ct), ishape);
+  // x (pre, 1.., K, post), idx (1.., I..., 1, 1..), positions (1.., 1.., K, 1..) -> (pre, I..., K, post),
+  // summed over K: idx keeps its own axes, so a symbolic one is never merged with another.
+  Dims xshape(sx.begin(), sx.begin() + int64_t(a)), pshape(a + q + 1 + post, 1);
+  xshape.insert(xshape.end(), q, 1);
+  xshape.insert(xshape.end(), sx.begin() + int64_t(a), sx.end());
+  pshape[a + q] = k;
+  Shape ishape(a, Dim::of(1)), out;
+  ishape.insert(ishape.end(), si.begin(), si.end());
+  ishape.insert(ishape.end(), post + 1, Dim::of(1));
+  const UOp* xv = reshape(g, x, xshape);
+  const UOp* iv = reshape_sym(g, cast(g, idx, ct), ishape);
   const UOp* pos = reshape(g, arange_int(g, k, ct), pshape);
   const UOp* picked = where(g, cmpeq(g, iv, pos), xv, scalar(g, x->dtype, 0));
-  Dims out(sx.begin(), sx.begin() + int64_t(a));
+  for (size_t d = 0; d < a; d++) out.push_back(Dim::of(sx[d]));
   out.insert(out.end(), si.begin(), si.end());
-  out.insert(out.end(), sx.begin() + int64_t(a) + 1, sx.end());
-  return reshape(g, sum(g, picked, {int64_t(a) + 1}), out);
+  for (size_t d = a + 1; d < sx.size(); d++) out.push_back(Dim::of(sx[d]));
+  return reshape_sym(g, sum(g, picked, {int64_t(a + q)}), out);
 }
 
 const UOp* scatter_add(Graph& g, const UOp* x, int64_t axis, const UOp* idx, const UOp* val) {

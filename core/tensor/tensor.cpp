@@ -219,13 +219,25 @@ const UOp* input_sym(Graph& g, DType dtype, const Shape& dims, const std::string
     largest.push_back(dim_max("input_sym", k, dims[k]));
     symbolic = symbolic || !dims[k].is_const();
   }
-  const UOp* full = input(g, dtype, largest, device);
-  if (!symbolic) return full;
-  // The view at the variables' values is a Shrink of the largest shape at offset 0.
-  return g.make(Op::Shrink, dtype, {full, g.shape_uop(std::vector<int64_t>(dims.size(), 0)), g.shape_uop(dims)});
+  if (!symbolic) return input(g, dtype, largest, device);
+  // A user's buffer holds the shape at the variables' values, row-major and contiguous: its strides
+  // follow the values too (a (2, t) input has rows t apart, not max(t) apart). So the view is the
+  // flat buffer of the largest size, shrunk to the element count at the values (the product of the
+  // dims), reshaped to the dims.
+  const UOp* flat = input(g, dtype, {checked_numel(largest, "input_sym: largest shape")}, device);
+  const UOp* count = nullptr;
+  for (const Dim& d : dims) {
+    const UOp* f = d.is_const() ? g.cint(d.value) : d.sym;
+    count = count ? g.alu(Op::Mul, count, f) : f;
+  }
+  const UOp* used =
+      g.make(Op::Shrink, dtype, {flat, g.shape_uop(std::vector<int64_t>{0}), g.shape_uop(Shape{Dim{0, count}})});
+  return g.make(Op::Reshape, dtype, {used, g.shape_uop(dims)});
 }
 
 const UOp* buffer_of(const UOp* t) {
+  // input(): the Buffer or its Reshape; input_sym(): a Reshape of a Shrink of the flat Buffer
+  if (t != nullptr && t->op == Op::Reshape && t->src(0)->op == Op::Shrink) t = t->src(0);
   if (t != nullptr && t->op == Op::Shrink) t = t->src(0);
   if (t != nullptr && t->op == Op::Reshape) t = t->src(0);
   if (t == nullptr || t->op != Op::Buffer)

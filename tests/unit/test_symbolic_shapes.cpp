@@ -318,6 +318,73 @@ TEST_F(SymbolicShapes, GradientsThroughAConvolution) {
   }
 }
 
+// Symbolic dims after the first: the user's buffer is contiguous at the values, so a (b, t) input's
+// rows are t apart. Elementwise, a sum over the symbolic axis and a softmax along it, at two sizes.
+TEST_F(SymbolicShapes, EveryDimMayBeSymbolic) {
+  auto build = [](Graph& g, const UOp* x) {
+    return std::vector<const UOp*>{mul(g, x, constant(g, dtypes::float32, 2)), reduce(g, x, Op::Add, {1}),
+                                   softmax(g, x, 1)};
+  };
+  Graph g;
+  const UOp* b = g.var("b", 1, 4);
+  const UOp* t = g.var("t", 1, 6);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim{0, t}});
+  auto outs = build(g, x);
+  CompileOptions opts;
+  opts.inputs = {x};
+  auto p = compile_program(runtime(), g, outs, dev, opts);
+  EXPECT_EQ(p->inputs[0].shape, (std::vector<int64_t>{-1, -1}));
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{2, 3}, {4, 6}, {3, 1}}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, cols});
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}, {"t", cols}};
+    std::vector<std::shared_ptr<Buffer>> os;
+    for (size_t i = 0; i < outs.size(); i++) os.push_back(p->allocate_output(i, vars));
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa)}, os, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, cols});
+    data[buffer_of(sx)] = xa;
+    auto want = build(sg, sx);
+    for (size_t i = 0; i < outs.size(); i++)
+      EXPECT_EQ(mismatch(from_buffer(*os[i]), oracle::evaluate(want[i], data), 1e-5, 1e-6), "")
+          << "output " << i << " at b = " << rows << ", t = " << cols;
+  }
+}
+
+// An embedding lookup of a variable number of token ids: take along axis 0 and along axis 1 with a
+// symbolic idx, one compile, checked against the oracle (an id outside the table reads zeros).
+TEST_F(SymbolicShapes, TakeWithASymbolicIndex) {
+  Array table = random_array(rng, dtypes::float32, {10, 4});
+  auto build = [](Graph& g, const UOp* x, const UOp* ids) {
+    return std::vector<const UOp*>{take(g, x, ids, 0), take(g, x, ids, 1)};  // (2,t,4) and (10,2,t)
+  };
+  Graph g;
+  const UOp* t = g.var("t", 1, 9);
+  const UOp* x = input(g, dtypes::float32, {10, 4});
+  const UOp* ids = input_sym(g, dtypes::int32, Shape{Dim::of(2), Dim{0, t}});
+  auto outs = build(g, x, ids);
+  CompileOptions opts;
+  opts.inputs = {x, ids};
+  auto p = compile_program(runtime(), g, outs, dev, opts);
+  EXPECT_EQ(p->outputs[0].shape, (std::vector<int64_t>{2, -1, 4}));
+  for (int64_t len : {1, 4, 9}) {
+    Array ia = random_array(rng, dtypes::int32, {2, len}, -1, 11);
+    std::vector<std::pair<std::string, int64_t>> vars{{"t", len}};
+    auto o0 = p->allocate_output(0, vars), o1 = p->allocate_output(1, vars);
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, table), to_buffer(dev, ia)},
+           std::vector<std::shared_ptr<Buffer>>{o0, o1}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {10, 4});
+    const UOp* si = input(sg, dtypes::int32, {2, len});
+    data[buffer_of(sx)] = table;
+    data[buffer_of(si)] = ia;
+    auto want = build(sg, sx, si);
+    EXPECT_EQ(mismatch(from_buffer(*o0), oracle::evaluate(want[0], data), 0, 0), "") << "t = " << len;
+    EXPECT_EQ(mismatch(from_buffer(*o1), oracle::evaluate(want[1], data), 0, 0), "") << "t = " << len;
+  }
+}
+
 TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
   Graph g;
   const UOp* n = g.var("n", 1, 16);

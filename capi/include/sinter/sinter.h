@@ -523,10 +523,12 @@ SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *s
 /* (API version 7) An input tensor with symbolic dims: dims[k] is an index uop, a constant
    (sn_uop_const_int), a bounded variable (sn_uop_var) or index arithmetic of those. Its buffer holds
    the largest shape the variables allow; a program built on it compiles once and runs at any values
-   in bounds (sn_program_run_vars; its buffers need only the elements of the shape at the values).
+   in bounds (sn_program_run_vars; its buffers need only the elements of the shape at the values, row-major
+   and contiguous at those values: any dim may be symbolic).
    Elementwise ops, unary compositions, permute, reductions, matmul/gemm (symbolic rows or columns),
    softmax/log_softmax and layernorm over constant axes, conv2d and the pools (symbolic N), argmax over
-   a constant axis, one_hot, and cat along a constant axis take symbolic dims (also
+   a constant axis, one_hot, cat along a constant axis, take (a symbolic index) and sn_tensor_gradient
+   take symbolic dims (also
    sn_tensor_reshape_sym/expand_sym, API version 8); a builder that cannot fails with
    SN_E_UNSUPPORTED naming the op and the axis. */
 SN_API sn_uop *sn_tensor_input_sym(sn_graph *graph, sn_dtype dtype, sn_uop *const *dims, size_t ndim,
