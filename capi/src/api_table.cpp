@@ -160,6 +160,9 @@ constexpr sn_api kApi = {
     // ---- version 7 ----
     .tensor_input_sym = sn_tensor_input_sym,
     .program_alloc_output_vars = sn_program_alloc_output_vars,
+    // ---- version 8 (GPU targets) ----
+    .device_open_target = sn_device_open_target,
+    .program_kernel_binary = sn_program_kernel_binary,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -314,6 +317,9 @@ SN_CHECK_ENTRY(program_kernel_opts, 140);
 SN_CHECK_ENTRY(context_set_disk_cache, 141);
 SN_CHECK_ENTRY(tensor_input_sym, 142);
 SN_CHECK_ENTRY(program_alloc_output_vars, 143);
+// version 8 (GPU targets)
+SN_CHECK_ENTRY(device_open_target, 144);
+SN_CHECK_ENTRY(program_kernel_binary, 145);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -323,7 +329,8 @@ constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
 constexpr size_t kApiEntriesV7 = kApiEntriesV6 + 2;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV7 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 2;  // version 8 (GPU targets)
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV8 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
