@@ -1,5 +1,6 @@
 // GPU code generation through LLVM's NVPTX and AMDGPU targets (see llvm_gpu.h). Each compile gets
-// its own LLVMContext and TargetMachine; the device's kernel cache serializes compiles.
+// its own LLVMContext and TargetMachine; the device's kernel cache serializes compiles. Objects are
+// assembled from the assembly text (code generation runs once).
 #include "backends/llvm/llvm_gpu.h"
 
 #include <cctype>
@@ -21,6 +22,19 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCAsmBackend.h>
+#include <llvm/MC/MCAsmInfo.h>
+#include <llvm/MC/MCCodeEmitter.h>
+#include <llvm/MC/MCContext.h>
+#include <llvm/MC/MCInstrInfo.h>
+#include <llvm/MC/MCObjectFileInfo.h>
+#include <llvm/MC/MCObjectWriter.h>
+#include <llvm/MC/MCParser/MCAsmParser.h>
+#include <llvm/MC/MCParser/MCTargetAsmParser.h>
+#include <llvm/MC/MCRegisterInfo.h>
+#include <llvm/MC/MCStreamer.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/MCTargetOptions.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -29,7 +43,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
-#include <llvm/Transforms/Utils/Cloning.h>
 #pragma GCC diagnostic pop
 
 namespace sn {
@@ -47,6 +60,7 @@ void init_gpu_targets() {
     LLVMInitializeAMDGPUTarget();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUAsmPrinter();
+    LLVMInitializeAMDGPUAsmParser();
   });
 }
 
@@ -88,6 +102,48 @@ std::string emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType
   return std::string(buf.data(), buf.size());
 }
 
+// A relocatable object of assembly `text` for the target machine's target (LLVM's MC layer, as
+// llvm-mc -filetype=obj). Throws Error(Compile) with the assembler's diagnostics.
+std::string assemble(const std::string& text, const llvm::TargetMachine& tm) {
+  const llvm::Target& target = tm.getTarget();
+  const llvm::Triple& triple = tm.getTargetTriple();
+  llvm::MCTargetOptions options;
+  std::unique_ptr<llvm::MCRegisterInfo> mri(target.createMCRegInfo(triple.str()));
+  std::unique_ptr<llvm::MCAsmInfo> mai(target.createMCAsmInfo(*mri, triple.str(), options));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target.createMCSubtargetInfo(triple.str(), tm.getTargetCPU(), tm.getTargetFeatureString()));
+  std::unique_ptr<llvm::MCInstrInfo> mii(target.createMCInstrInfo());
+  if (!mri || !mai || !sti || !mii) fail(Code::Compile, "llvm: no assembler for ", triple.str());
+  llvm::SourceMgr sources;
+  std::string diagnostics;
+  sources.setDiagHandler(
+      [](const llvm::SMDiagnostic& d, void* out) {
+        llvm::raw_string_ostream os(*static_cast<std::string*>(out));
+        d.print("kernel.s", os, false);
+      },
+      &diagnostics);
+  sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(text, "kernel.s", false), llvm::SMLoc());
+  llvm::MCContext ctx(triple, mai.get(), mri.get(), sti.get(), &sources, &options);
+  std::unique_ptr<llvm::MCObjectFileInfo> files(target.createMCObjectFileInfo(ctx, /*PIC=*/true));
+  ctx.setObjectFileInfo(files.get());
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  std::unique_ptr<llvm::MCAsmBackend> backend(target.createMCAsmBackend(*sti, *mri, options));
+  if (!backend) fail(Code::Compile, "llvm: no assembler backend for ", triple.str());
+  std::unique_ptr<llvm::MCObjectWriter> writer = backend->createObjectWriter(os);
+  std::unique_ptr<llvm::MCStreamer> streamer(
+      target.createMCObjectStreamer(triple, ctx, std::move(backend), std::move(writer),
+                                    std::unique_ptr<llvm::MCCodeEmitter>(target.createMCCodeEmitter(*mii, ctx)), *sti));
+  std::unique_ptr<llvm::MCAsmParser> parser(llvm::createMCAsmParser(sources, ctx, *streamer, *mai));
+  std::unique_ptr<llvm::MCTargetAsmParser> target_parser(target.createMCAsmParser(*sti, *parser, *mii, options));
+  if (!target_parser) fail(Code::Compile, "llvm: no assembly parser for ", triple.str());
+  parser->setTargetParser(*target_parser);
+  if (parser->Run(false) || !diagnostics.empty())
+    fail(Code::Compile, "llvm: the ", tm.getTargetCPU().str(),
+         " assembly of a kernel does not assemble: ", diagnostics);
+  return std::string(buf.data(), buf.size());
+}
+
 std::unique_ptr<llvm::Module> parse(const std::string& ir, llvm::LLVMContext& ctx, llvm::TargetMachine& tm) {
   llvm::SMDiagnostic diag;
   std::string layout = tm.createDataLayout().getStringRepresentation();
@@ -122,12 +178,9 @@ GpuCode compile_gpu_ir(const std::string& ir, const Target& target, bool want_ob
   m->print(os, nullptr);
   if (llvm::verifyModule(*m, &os))
     fail(Code::Compile, "llvm: the optimized kernel is invalid for ", target.arch, ":\n", os.str());
-  // Code generation changes the module: each file from its own copy.
-  if (want_object) {
-    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*m);
-    code.object = emit(*copy, *tm, llvm::CodeGenFileType::ObjectFile);
-  }
   code.assembly = emit(*m, *tm, llvm::CodeGenFileType::AssemblyFile);
+  // The object from the assembly text: assembling costs a fraction of a second code generation.
+  if (want_object) code.object = assemble(code.assembly, *tm);
   return code;
 }
 
