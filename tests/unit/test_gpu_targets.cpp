@@ -273,6 +273,37 @@ TEST(GpuTargets, GroupReduceUsesSharedMemoryAndBarriers) {
   EXPECT_NE(w->launches.at(0).kernel->source.find(".wavefront_size: 32"), std::string::npos);
 }
 
+// A symbolic batch size: the variable is an i64 kernel parameter after the buffers.
+TEST(GpuTargets, SymbolicShapesBecomeKernelParameters) {
+  for (auto [backend, arch] : {std::pair{"CUDA", "sm_80"}, std::pair{"AMD", "gfx1100"}}) {
+    Graph g;
+    const UOp* b = g.var("batch", 1, 4096);
+    const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(64)}, backend);
+    const UOp* y = reduce(g, x, Op::Max, {1});
+    auto p = compile_program(runtime(), g, std::vector<const UOp*>{y}, runtime().devices().open_target(backend, arch));
+    ASSERT_EQ(p->vars.size(), 1u);
+    std::string src;
+    for (const Launch& l : p->launches) {
+      EXPECT_EQ(l.kernel->vars.size(), 1u) << l.kernel->name;
+      src += l.kernel->source;
+    }
+    if (std::string(backend) == "CUDA") {
+      // two buffers, then the variable: three .u64 parameters
+      EXPECT_NE(src.find("_param_2"), std::string::npos) << src;
+      std::string ptxas = find_tool("ptxas", {"/usr/local/cuda/bin"});
+      if (ptxas.empty()) continue;
+      fs::path dir = scratch_dir("sym");
+      std::ofstream(dir / "k.ptx") << src;
+      auto [rc, log] =
+          run_command(cat(ptxas, " -arch=sm_80 ", (dir / "k.ptx").string(), " -o ", (dir / "k.cubin").string()));
+      EXPECT_EQ(rc, 0) << log;
+      fs::remove_all(dir);
+    } else {
+      EXPECT_NE(src.find(".kernarg_segment_size: 24"), std::string::npos) << src;
+    }
+  }
+}
+
 TEST(GpuTargets, DevicesAreCompileOnlyAndNameUnknownTargets) {
   auto dev = runtime().devices().open_target("cuda", "sm_80");
   EXPECT_EQ(dev->name(), "CUDA");
