@@ -125,8 +125,11 @@ Compiled compile_all(const std::string& backend, const std::string& arch) {
       ADD_FAILURE() << backend << " " << arch << ": conformance case " << name << ": " << e.what();
     }
   }
+  // SN_FUZZ_CASES=N compiles N graphs instead (long local runs, as in test_fuzz_diff.cpp).
+  const char* env = std::getenv("SN_FUZZ_CASES");
+  const int cases = env && std::atoi(env) > 0 ? std::atoi(env) : kFuzzGraphs;
   int graphs = 0;
-  for (uint64_t seed = 1; graphs < kFuzzGraphs && seed <= uint64_t(kFuzzGraphs) * 2; seed++) {
+  for (uint64_t seed = 1; graphs < cases && seed <= uint64_t(cases) * 2; seed++) {
     Graph g;
     Rng rng(seed * 0x9E3779B97F4A7C15ull);
     oracle::BufferData data;
@@ -145,7 +148,7 @@ Compiled compile_all(const std::string& backend, const std::string& arch) {
       graphs++;
     }
   }
-  EXPECT_EQ(graphs, kFuzzGraphs);
+  EXPECT_EQ(graphs, cases);
   out.secs = secs_since(t0);
   return out;
 }
