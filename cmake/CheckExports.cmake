@@ -35,6 +35,12 @@ foreach(_line IN LISTS _lines)
   if(_type STREQUAL "A" AND _name MATCHES "^SINTER_[0-9._]+$")
     continue()
   endif()
+  # A local symbol in .dynsym (lower-case type: d, r, t, b) is not an export: other modules cannot bind to it. GNU ld
+  # leaves such entries for the vague-linkage objects (typeinfo, function-local statics) of static archives linked in
+  # (liblld) after the version script localized them. Unique (u), weak (v, w) and indirect (i) symbols are exports.
+  if(_type MATCHES "^[a-z]$" AND NOT _type MATCHES "^[uvwi]$")
+    continue()
+  endif()
   if(_name MATCHES "^sn_")
     list(APPEND _api "${_name}")
     if(NOT _ver MATCHES "^@@?SINTER_")

@@ -15,6 +15,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libsqlite3-dev libopenblas-dev libdnnl-dev
   # OpenCL on the CPU for the "CL" backend's tests: the ICD loader and pocl (Sinter dlopens them; no headers)
   ocl-icd-libopencl1 pocl-opencl-icd
+  # AMD: lld's ELF linker (liblld, in process) links AMDGPU objects into code objects (llvm-readobj-19, in llvm-19,
+  # reads them back in the tests); the HSA runtime, so the tests open "AMD" through hsa_init on a machine without a GPU
+  liblld-19-dev libhsa-runtime64-1
   # language bindings: Go (cgo), Rust (bindgen), Java (SWIG + JDK + JUnit)
   golang-go bindgen swig junit5 default-jdk-headless
 )

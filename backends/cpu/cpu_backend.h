@@ -13,14 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/llvm/llvm_ir.h"
 #include "core/codegen/codegen.h"
 #include "core/runtime/device.h"
 #include "core/runtime/thread_pool.h"
 
 namespace sn {
-
-// LLVM IR text of a lowered kernel; `symbol` is the name of the exported entry point.
-std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol);
 
 // The LLVM floor of compiling a kernel, for benchmarks: its IR text (CpuKernel::source, entry point
 // `symbol`) through a bare LLJIT for the host (parse, LLVM's stock O3 pipeline, codegen at the same

@@ -194,3 +194,34 @@ func TestCopyAcrossDevices(t *testing.T) {
 		t.Fatalf("round trip %v, %v", got, err)
 	}
 }
+
+func TestDeviceTarget(t *testing.T) {
+	ctx, cpuDev := cpu(t)
+	cuda, err := ctx.DeviceTarget("CUDA", "sm_90")
+	if err != nil || cuda.Name() != "CUDA" {
+		t.Fatalf("CUDA sm_90: %v", err)
+	}
+	p := squarePlusOne(t, ctx, cuda)
+	ptx, err := p.KernelSource(0)
+	if err != nil || !strings.Contains(ptx, ".target sm_90") {
+		t.Fatalf("PTX: %v\n%s", err, ptx)
+	}
+	if bin, err := p.KernelBinary(0); err != nil || string(bin) != ptx {
+		t.Errorf("the CUDA binary is the PTX: %v", err)
+	}
+	amd, err := ctx.DeviceTarget("AMD", "gfx90a")
+	if err != nil {
+		t.Fatalf("AMD gfx90a: %v", err)
+	}
+	if bin, err := squarePlusOne(t, ctx, amd).KernelBinary(0); err != nil || !strings.HasPrefix(string(bin), "\x7fELF") {
+		t.Errorf("AMD code object: %v", err)
+	}
+	var se *Error
+	if _, err := ctx.DeviceTarget("CUDA", "sm_1"); !errors.As(err, &se) || se.Code != CodeInvalidArg ||
+		!strings.Contains(se.Message, "sm_1") {
+		t.Errorf("unknown arch: %v", err)
+	}
+	if _, err := squarePlusOne(t, ctx, cpuDev).KernelBinary(0); !errors.Is(err, &Error{Code: CodeUnsupported}) {
+		t.Errorf("CPU binary: %v", err)
+	}
+}

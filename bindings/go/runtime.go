@@ -37,12 +37,35 @@ func (c *Context) Device(name string) (*Device, error) {
 	var cerr *C.sn_error
 	p := C.sn_device_open(c.p, cname, &cerr)
 	runtime.KeepAlive(c)
+	return newDevice(p, cerr)
+}
+
+func newDevice(p *C.sn_device, cerr *C.sn_error) (*Device, error) {
 	if err := check(cerr); err != nil {
 		return nil, err
 	}
 	d := &Device{p: p}
 	runtime.SetFinalizer(d, (*Device).Close)
 	return d, nil
+}
+
+// DeviceTarget opens a compile-only device for architecture arch of GPU backend backend: ("CUDA", "sm_90")
+// makes PTX, ("AMD", "gfx942") AMDGPU code objects, without the driver or a GPU. Programs compile for it
+// (KernelSource, KernelBinary) but running one fails with CodeDevice. A backend that cannot is CodeDevice, an
+// unknown arch CodeInvalidArg, each named. (API version 8.)
+func (c *Context) DeviceTarget(backend, arch string) (*Device, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.p == nil {
+		return nil, ErrClosed
+	}
+	cbackend, carch := C.CString(backend), C.CString(arch)
+	defer C.free(unsafe.Pointer(cbackend))
+	defer C.free(unsafe.Pointer(carch))
+	var cerr *C.sn_error
+	p := C.sn_device_open_target(c.p, cbackend, carch, &cerr)
+	runtime.KeepAlive(c)
+	return newDevice(p, cerr)
 }
 
 // DeviceCount is how many devices backend ("CPU", "CL", "C") has on this machine: 0 when its driver or
@@ -748,6 +771,23 @@ func (p *Program) KernelSource(i int) (string, error) {
 		return check(cerr)
 	})
 	return s, err
+}
+
+// KernelBinary is kernel i as its driver loads it: the PTX text on CUDA, the code object (ELF) on AMD. A
+// device that keeps none (CPU, CL, C) is CodeUnsupported. (API version 8.)
+func (p *Program) KernelBinary(i int) ([]byte, error) {
+	var b []byte
+	err := p.use(func(cp *C.sn_program) error {
+		var cerr *C.sn_error
+		var size C.size_t
+		data := C.sn_program_kernel_binary(cp, C.size_t(i), &size, &cerr)
+		if err := check(cerr); err != nil {
+			return err
+		}
+		b = C.GoBytes(data, C.int(size))
+		return nil
+	})
+	return b, err
 }
 
 // KernelOpts is the opts kernel i got, as one line "<kernel id>: <opts>", e.g.

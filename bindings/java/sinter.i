@@ -343,6 +343,7 @@ SN_OUT(int, jint, int, jintArray, SetIntArrayRegion, int *clamped)
 %ignore sn_api;
 %ignore sn_get_api;
 %ignore sn_get_api_fn;
+%ignore sn_program_kernel_binary; /* bound as snj_program_kernel_binary_* below (a borrowed void *) */
 
 %include <sinter/sinter.h>
 
@@ -459,6 +460,22 @@ int snj_uop_arg_byte_at(const sn_uop *uop, size_t i, sn_error **err) {
 const char *snj_uop_arg_device(const sn_uop *uop, sn_error **err) {
   sn_arg a;
   return snj_arg_get(uop, &a, err) && a.device != NULL ? a.device : "";
+}
+%}
+
+/* ---- (API version 8) kernel binaries as byte[]: the size, then the bytes ---- */
+%inline %{
+size_t snj_program_kernel_binary_size(const sn_program *program, size_t index, sn_error **err) {
+  size_t size = 0;
+  return sn_program_kernel_binary(program, index, &size, err) != NULL ? size : 0;
+}
+
+/* The first out_count bytes of the binary into out_data. */
+void snj_program_kernel_binary_copy(const sn_program *program, size_t index, int8_t *out_data, size_t out_count,
+                                    sn_error **err) {
+  size_t size = 0;
+  const void *bin = sn_program_kernel_binary(program, index, &size, err);
+  if (bin != NULL && out_data != NULL) memcpy(out_data, bin, size < out_count ? size : out_count);
 }
 %}
 

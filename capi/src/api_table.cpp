@@ -163,6 +163,8 @@ constexpr sn_api kApi = {
     // ---- version 8 ----
     .tensor_reshape_sym = sn_tensor_reshape_sym,
     .tensor_expand_sym = sn_tensor_expand_sym,
+    .device_open_target = sn_device_open_target,
+    .program_kernel_binary = sn_program_kernel_binary,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -320,6 +322,8 @@ SN_CHECK_ENTRY(program_alloc_output_vars, 143);
 // version 8
 SN_CHECK_ENTRY(tensor_reshape_sym, 144);
 SN_CHECK_ENTRY(tensor_expand_sym, 145);
+SN_CHECK_ENTRY(device_open_target, 146);
+SN_CHECK_ENTRY(program_kernel_binary, 147);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -329,7 +333,7 @@ constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
 constexpr size_t kApiEntriesV7 = kApiEntriesV6 + 2;
-constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 2;
+constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 4;
 static_assert(sizeof(sn_api) == kHead + kApiEntriesV8 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 

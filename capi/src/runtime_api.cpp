@@ -83,8 +83,13 @@ H* register_handle(std::unordered_set<const H*>& set, H* h);
 
 // A new handle for the device `name` (NULL or "": the default) of a context that exists (live for
 // the caller, or kept alive by the graph it is taken from).
+sn_device* device_handle(sn_context* c, std::shared_ptr<ComputeDevice> dev);
+
 sn_device* open_device(sn_context* c, const char* name) {
-  auto dev = c->runtime.device(name == nullptr ? "" : name);
+  return device_handle(c, c->runtime.device(name == nullptr ? "" : name));
+}
+
+sn_device* device_handle(sn_context* c, std::shared_ptr<ComputeDevice> dev) {
   retain_context_ref(c);
   auto* h = new sn_device;
   h->ctx = c;
@@ -785,6 +790,30 @@ const char* sn_program_kernel_name(const sn_program* program, size_t index, sn_e
 char* sn_program_kernel_source(const sn_program* program, size_t index, sn_error** err) {
   return guard("sn_program_kernel_source", err, static_cast<char*>(nullptr),
                [&] { return dup_string(launch_at(*live_program(program, "program")->prog, index).kernel->source); });
+}
+
+// ---- version 8 (GPU targets) ----------------------------------------------------------------------
+
+sn_device* sn_device_open_target(sn_context* ctx, const char* backend, const char* arch, sn_error** err) {
+  return guard("sn_device_open_target", err, static_cast<sn_device*>(nullptr), [&] {
+    sn_context* c = live_context(ctx, "ctx");
+    if (backend == nullptr) invalid("backend is NULL");
+    if (arch == nullptr) invalid("arch is NULL");
+    return device_handle(c, c->runtime.devices().open_target(backend, arch));
+  });
+}
+
+const void* sn_program_kernel_binary(const sn_program* program, size_t index, size_t* size, sn_error** err) {
+  return guard("sn_program_kernel_binary", err, static_cast<const void*>(nullptr), [&] {
+    const Program& p = *live_program(program, "program")->prog;
+    if (size == nullptr) invalid("size is NULL");
+    const DeviceKernel& k = *launch_at(p, index).kernel;
+    if (k.binary.empty())
+      fail(Code::Unsupported, "device ", p.device->name(),
+           " keeps no kernel binary (only compiled GPU targets do: ", "sn_device_open_target)");
+    *size = k.binary.size();
+    return static_cast<const void*>(k.binary.data());
+  });
 }
 
 char* sn_program_kernel_opts(const sn_program* program, size_t index, sn_error** err) {

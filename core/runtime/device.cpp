@@ -111,6 +111,43 @@ std::vector<Backend> registered_backends() {
   return backend_list();
 }
 
+namespace {
+std::map<std::string, TargetOpener>& target_openers() {
+  static std::map<std::string, TargetOpener> openers;
+  return openers;
+}
+}  // namespace
+
+bool register_target_opener(std::string backend, TargetOpener open) {
+  std::lock_guard<std::mutex> lk(backend_mu());
+  target_openers()[std::move(backend)] = std::move(open);
+  return true;
+}
+
+std::shared_ptr<ComputeDevice> DeviceRegistry::open_target(std::string_view backend, std::string_view arch) {
+  std::string base;
+  for (char c : backend) base += char(std::toupper(static_cast<unsigned char>(c)));
+  TargetOpener opener;
+  std::string known;
+  {
+    std::lock_guard<std::mutex> lk(backend_mu());
+    for (const auto& [name, open] : target_openers()) known += cat(known.empty() ? "" : ", ", name);
+    if (auto it = target_openers().find(base); it != target_openers().end()) opener = it->second;
+  }
+  if (!opener)
+    fail(Code::Device, "backend '", std::string(backend), "' cannot compile for a target without its device",
+         " (backends that can in this build: ", known.empty() ? "none" : known, ")");
+  if (arch.empty()) fail(Code::InvalidArg, "the ", base, " architecture is empty (e.g. \"sm_90\", \"gfx942\")");
+  std::lock_guard<std::mutex> lk(mu_);
+  auto key = std::make_pair(base, std::string(arch));
+  if (auto it = targets_.find(key); it != targets_.end()) return it->second;
+  std::shared_ptr<ComputeDevice> dev = opener(key.second, options_);
+  if (!dev) fail(Code::Device, "the ", base, " target ", key.second, " failed to open");
+  dev->set_disk_cache(options_.disk_cache);
+  targets_.emplace(key, dev);
+  return dev;
+}
+
 std::string canonical_device_name(std::string_view name) {
   std::string s;
   for (char c : name) s += char(std::toupper(static_cast<unsigned char>(c)));
@@ -212,6 +249,7 @@ void DeviceRegistry::set_disk_cache(bool on) {
   std::lock_guard<std::mutex> lk(mu_);
   options_.disk_cache = on;
   for (auto& [name, dev] : open_) dev->set_disk_cache(on);
+  for (auto& [key, dev] : targets_) dev->set_disk_cache(on);
 }
 
 bool DeviceRegistry::disk_cache() const {

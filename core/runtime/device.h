@@ -31,7 +31,10 @@ class Program;
 struct DeviceKernel {
   virtual ~DeviceKernel() = default;
   std::string name;    // readable kernel name (not unique)
-  std::string source;  // rendered source (LLVM IR on the CPU, OpenCL C on CL, C on C)
+  std::string source;  // rendered source (LLVM IR on the CPU, OpenCL C on CL, C on C, PTX on CUDA, AMDGPU assembly)
+  // What a GPU driver loads (CUDA: PTX text or a cubin; AMD: a code object ELF); empty where the
+  // backend keeps none (CPU, CL, C).
+  std::string binary;
   std::vector<KernelParam> params;
   std::vector<KernelVar> vars;
   int64_t threads = 1;  // THREAD launches (CPU)
@@ -168,6 +171,13 @@ bool register_backend(Backend backend);
 // The backends registered so far, by preference.
 std::vector<Backend> registered_backends();
 
+// A compile-only device for an architecture of a backend ("CUDA" + "sm_90", "AMD" + "gfx942") that
+// needs neither its driver nor its hardware (sn_device_open_target). Throws Error(InvalidArg)
+// naming an architecture the backend does not know.
+using TargetOpener = std::function<std::shared_ptr<ComputeDevice>(const std::string& arch, const DeviceOptions&)>;
+// Adds one for `backend` (upper case), from a static initializer like register_backend.
+bool register_target_opener(std::string backend, TargetOpener open);
+
 class DeviceRegistry {
  public:
   // Opens the device of a canonical name ("CPU", "CUDA:1"); throws Error(Device) for an index the
@@ -197,6 +207,11 @@ class DeviceRegistry {
   // Names of the known backends, by preference.
   std::vector<std::string> names() const;
 
+  // The compile-only device of backend `backend` ("CUDA", "amd") for architecture `arch`, opened on
+  // first use and shared afterwards (register_target_opener). Throws Error(Device) for a backend
+  // that has none in this build (naming those that do), Error(InvalidArg) for an unknown arch.
+  std::shared_ptr<ComputeDevice> open_target(std::string_view backend, std::string_view arch);
+
   // Turns the persistent kernel cache on or off for the devices open now and those opened later.
   void set_disk_cache(bool on);
   bool disk_cache() const;
@@ -207,6 +222,7 @@ class DeviceRegistry {
   DeviceOptions options_;
   std::vector<Backend> backends_;
   std::map<std::string, std::shared_ptr<ComputeDevice>> open_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<ComputeDevice>> targets_;  // (backend, arch)
 };
 
 // Canonical device name for `name`: upper case, ":0" dropped ("cpu:0" -> "CPU"). Throws

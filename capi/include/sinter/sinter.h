@@ -860,6 +860,29 @@ SN_API size_t sn_program_arena_bytes(const sn_program *program, sn_error **err);
    now. Free with sn_string_free. (API version 4.) */
 SN_API char *sn_program_export_c(const sn_program *program, const char *name, sn_error **err);
 
+/* ==== version 8 (GPU targets) =================================================================== */
+
+/* (API version 8) A compile-only device for architecture `arch` of GPU backend `backend`, needing
+   neither the driver nor a GPU:
+     "CUDA": "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a": PTX from LLVM's NVPTX target;
+     "AMD":  "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942" (wave64), "gfx1030", "gfx1100", "gfx1101",
+             "gfx1102" (wave32): AMDGPU code objects from LLVM's AMDGPU target, linked by lld (in process).
+   Its name is the backend's ("CUDA", "AMD"), so inputs made on that device compile for it; its
+   buffers are host memory. Programs compile for it (sn_program_kernel_source gives the PTX or the
+   AMDGPU assembly, sn_program_kernel_binary the binary) but sn_program_run fails with SN_E_DEVICE
+   saying the device is compile-only. The same backend and arch twice in one context give the same
+   device. A backend that cannot compile without its device (or that this build lacks) is
+   SN_E_DEVICE naming it; an unknown or empty arch is SN_E_INVALID_ARG naming it and the known ones.
+   Release with sn_device_release. */
+SN_API sn_device *sn_device_open_target(sn_context *ctx, const char *backend, const char *arch, sn_error **err);
+/* (API version 8) The binary of kernel i as its driver loads it: for CUDA the PTX text (*size bytes,
+   no terminating NUL counted; the same text as sn_program_kernel_source), for AMD the code object
+   (an ELF shared object with the kernel descriptors `<kernel>.kd`). Borrowed, like
+   sn_program_kernel_name: valid while the program lives. *size (not NULL) gets its size. A program
+   of a device that keeps no binary (CPU, CL, C) is SN_E_UNSUPPORTED naming the device. NULL on
+   failure. */
+SN_API const void *sn_program_kernel_binary(const sn_program *program, size_t index, size_t *size, sn_error **err);
+
 /* ==== Function table for dlopen hosts ========================================================= */
 
 /* One pointer per exported function, in a fixed order. Append-only: entries are never moved or
@@ -1044,9 +1067,11 @@ typedef struct sn_api {
                               sn_error **err);
   sn_buffer *(*program_alloc_output_vars)(sn_program *program, size_t index, const char *const *names,
                                           const int64_t *values, size_t n, sn_error **err);
-  /* ---- version 8: symbolic reshape and expand ---- */
+  /* ---- version 8: symbolic reshape and expand; GPU targets ---- */
   sn_uop *(*tensor_reshape_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
   sn_uop *(*tensor_expand_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
+  sn_device *(*device_open_target)(sn_context *ctx, const char *backend, const char *arch, sn_error **err);
+  const void *(*program_kernel_binary)(const sn_program *program, size_t index, size_t *size, sn_error **err);
   /* ---- version 9 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 

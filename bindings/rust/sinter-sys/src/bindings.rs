@@ -1390,6 +1390,22 @@ extern "C" {
         err: *mut *mut sn_error,
     ) -> *mut ::std::os::raw::c_char;
 }
+extern "C" {
+    pub fn sn_device_open_target(
+        ctx: *mut sn_context,
+        backend: *const ::std::os::raw::c_char,
+        arch: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_device;
+}
+extern "C" {
+    pub fn sn_program_kernel_binary(
+        program: *const sn_program,
+        index: usize,
+        size: *mut usize,
+        err: *mut *mut sn_error,
+    ) -> *const ::std::os::raw::c_void;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct sn_api {
@@ -2163,6 +2179,22 @@ pub struct sn_api {
             ndim: usize,
             err: *mut *mut sn_error,
         ) -> *mut sn_uop,
+    >,
+    pub device_open_target: ::std::option::Option<
+        unsafe extern "C" fn(
+            ctx: *mut sn_context,
+            backend: *const ::std::os::raw::c_char,
+            arch: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_device,
+    >,
+    pub program_kernel_binary: ::std::option::Option<
+        unsafe extern "C" fn(
+            program: *const sn_program,
+            index: usize,
+            size: *mut usize,
+            err: *mut *mut sn_error,
+        ) -> *const ::std::os::raw::c_void,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

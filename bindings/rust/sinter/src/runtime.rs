@@ -40,6 +40,18 @@ impl Device {
         Ok(Device { ptr })
     }
 
+    /// A compile-only device for architecture `arch` of GPU backend `backend`: ("CUDA", "sm_90") makes PTX,
+    /// ("AMD", "gfx942") AMDGPU code objects, without the driver or a GPU. Programs compile for it
+    /// ([`Program::kernel_source`], [`Program::kernel_binary`]) but running one is [`Code::DEVICE`]. A backend
+    /// that cannot is [`Code::DEVICE`], an unknown arch [`Code::INVALID_ARG`], each named. (API version 8.)
+    pub fn open_target(ctx: &Context, backend: &str, arch: &str) -> Result<Device> {
+        let backend = c_string("Device::open_target", backend)?;
+        let arch = c_string("Device::open_target", arch)?;
+        // SAFETY: ctx is live; both strings outlive the call.
+        let ptr = call_ptr(|e| unsafe { sys::sn_device_open_target(ctx.as_ptr(), backend.as_ptr(), arch.as_ptr(), e) })?;
+        Ok(Device { ptr })
+    }
+
     /// The canonical name, e.g. "CPU".
     pub fn name(&self) -> String {
         // SAFETY: the name is borrowed from the live device and copied at once.
@@ -545,6 +557,20 @@ impl Program {
     pub fn kernel_source(&self, index: usize) -> Result<String> {
         // SAFETY: the returned string is ours to free.
         unsafe { call(|e| sys::sn_program_kernel_source(self.ptr.as_ptr(), index, e)).map(|s| take_string(s)) }
+    }
+
+    /// The binary of kernel `index` as its driver loads it: the PTX text on CUDA, the code object (ELF) on AMD.
+    /// A device that keeps none (CPU, CL, C) is [`Code::UNSUPPORTED`]. (API version 8.)
+    pub fn kernel_binary(&self, index: usize) -> Result<Vec<u8>> {
+        let mut size = 0usize;
+        // SAFETY: self is live; the bytes are borrowed from the program and copied before it can go.
+        unsafe {
+            let p = call(|e| sys::sn_program_kernel_binary(self.ptr.as_ptr(), index, &mut size, e))?;
+            if p.is_null() {
+                return Err(Error::new(Code::INTERNAL, "the C API returned NULL without an error"));
+            }
+            Ok(std::slice::from_raw_parts(p as *const u8, size).to_vec())
+        }
     }
 
     /// The opts kernel `index` got, as one line `"<kernel id>: <opts>"`, e.g.

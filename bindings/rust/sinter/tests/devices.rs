@@ -102,3 +102,22 @@ fn copy_across_devices() {
     back.copy_from_buffer(&on_cl).unwrap();
     assert_eq!(back.to_vec::<f32>().unwrap(), ramp(15));
 }
+
+#[test]
+fn gpu_targets_compile_without_a_gpu() {
+    let ctx = Context::new().unwrap();
+    let cuda = Device::open_target(&ctx, "CUDA", "sm_80").unwrap();
+    assert_eq!(cuda.name(), "CUDA");
+    let p = square_plus_one(&ctx, &cuda);
+    let ptx = p.kernel_source(0).unwrap();
+    assert!(ptx.contains(".target sm_80"), "{ptx}");
+    assert_eq!(p.kernel_binary(0).unwrap(), ptx.as_bytes());
+    let amd = Device::open_target(&ctx, "AMD", "gfx1100").unwrap();
+    let code_object = square_plus_one(&ctx, &amd).kernel_binary(0).unwrap();
+    assert_eq!(&code_object[..4], b"\x7fELF");
+    let err = Device::open_target(&ctx, "CUDA", "sm_1").unwrap_err();
+    assert_eq!(err.code(), Code::INVALID_ARG);
+    assert!(err.message().contains("sm_1"), "{}", err.message());
+    let cpu = ctx.device("CPU").unwrap();
+    assert_eq!(square_plus_one(&ctx, &cpu).kernel_binary(0).unwrap_err().code(), Code::UNSUPPORTED);
+}

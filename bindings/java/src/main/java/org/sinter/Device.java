@@ -11,9 +11,22 @@ public final class Device implements AutoCloseable {
   private final NativeHandle handle;
 
   Device(Context ctx, String name) {
-    long p = SinterNative.sn_device_open(ctx.ptr(), name);
+    this(ctx, SinterNative.sn_device_open(ctx.ptr(), name));
+  }
+
+  private Device(Context ctx, long p) {
     Reference.reachabilityFence(ctx);
     handle = new NativeHandle(this, p, SinterNative::sn_device_release);
+  }
+
+  /**
+   * A compile-only device for architecture {@code arch} of GPU backend {@code backend}: ("CUDA", "sm_90") makes
+   * PTX, ("AMD", "gfx942") AMDGPU code objects, without the driver or a GPU. Programs compile for it
+   * ({@link Program#kernelSource}, {@link Program#kernelBinary}) but running one fails with DEVICE. A backend
+   * that cannot is DEVICE, an unknown arch INVALID_ARG, each named. (API version 8.)
+   */
+  public static Device openTarget(Context ctx, String backend, String arch) {
+    return new Device(ctx, SinterNative.sn_device_open_target(ctx.ptr(), backend, arch));
   }
 
   long ptr() {

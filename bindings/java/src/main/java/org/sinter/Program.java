@@ -204,6 +204,21 @@ public final class Program implements AutoCloseable {
     }
   }
 
+  /**
+   * The binary of kernel {@code index} as its driver loads it: the PTX text on CUDA, the code object (ELF) on AMD.
+   * A device that keeps none (CPU, CL, C) is UNSUPPORTED. (API version 8.)
+   */
+  public byte[] kernelBinary(long index) {
+    try {
+      long size = SinterNative.snj_program_kernel_binary_size(ptr(), index);
+      byte[] out = new byte[Math.toIntExact(size)];
+      SinterNative.snj_program_kernel_binary_copy(ptr(), index, out);
+      return out;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
   /** Source of kernel {@code index} (LLVM IR on the CPU, OpenCL C on CL, C99 on C). */
   public String kernelSource(long index) {
     try {

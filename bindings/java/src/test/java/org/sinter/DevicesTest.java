@@ -55,6 +55,26 @@ class DevicesTest {
   }
 
   @Test
+  void gpuTargetsCompileWithoutAGpu() {
+    try (Device cuda = Device.openTarget(ctx, "CUDA", "sm_80"); Program p = squarePlusOne(cuda)) {
+      assertEquals("CUDA", cuda.name());
+      String ptx = p.kernelSource(0);
+      assertTrue(ptx.contains(".target sm_80"), ptx);
+      assertArrayEquals(ptx.getBytes(java.nio.charset.StandardCharsets.UTF_8), p.kernelBinary(0));
+    }
+    try (Device amd = Device.openTarget(ctx, "AMD", "gfx942"); Program p = squarePlusOne(amd)) {
+      byte[] elf = p.kernelBinary(0);
+      assertArrayEquals(new byte[] {0x7f, 'E', 'L', 'F'}, java.util.Arrays.copyOf(elf, 4));
+    }
+    SinterException e = assertThrows(SinterException.class, () -> Device.openTarget(ctx, "CUDA", "sm_1"));
+    assertEquals(Code.INVALID_ARG, e.code());
+    assertTrue(e.getMessage().contains("sm_1"), e.getMessage());
+    try (Program p = squarePlusOne(cpu)) {
+      assertEquals(Code.UNSUPPORTED, assertThrows(SinterException.class, () -> p.kernelBinary(0)).code());
+    }
+  }
+
+  @Test
   void exportC() {
     try (Device c = ctx.device("C"); Program p = squarePlusOne(c); Buffer x = c.alloc(DType.FLOAT32, 3, 5)) {
       String src = p.exportC("square_plus_one");

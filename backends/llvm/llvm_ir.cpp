@@ -10,204 +10,24 @@
 // `reassoc contract` on accumulator updates (the reduction order is unspecified). bfloat16 and
 // fp8 values are integer bits (i16, i8) in registers and memory: isel moves their math to
 // float32, and the casts here convert with integer ops (scalars and vectors alike).
+#include "backends/llvm/llvm_ir.h"
+
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
-#include <type_traits>
 #include <unordered_map>
 
-#include "backends/cpu/cpu_backend.h"
+#include "backends/llvm/llvm_text.h"
 
 namespace sn {
 
 namespace {
 
-// String building without iostreams (rendering is on the compile path of every kernel).
-inline void app(std::string& o, std::string_view v) { o.append(v.data(), v.size()); }
-inline void app(std::string& o, char c) { o += c; }
-template <class T>
-requires std::is_integral_v<T>
-inline void app(std::string& o, T v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  o.append(buf, r.ptr);
-}
-template <class... T>
-std::string str(const T&... parts) {
-  std::string o;
-  (app(o, parts), ...);
-  return o;
-}
-
-bool is_bf16(DType d) { return d.scalar == Scalar::BFloat16; }
-bool is_fp8(DType d) { return d.scalar == Scalar::Fp8E4M3 || d.scalar == Scalar::Fp8E5M2; }
-bool signed_int(DType d) { return d.is_signed_int() || d.is_index(); }
-
-const char* scalar_type(Scalar s) {
-  switch (s) {
-    case Scalar::Bool:
-      return "i1";
-    case Scalar::Int8:
-    case Scalar::UInt8:
-    case Scalar::Fp8E4M3:
-    case Scalar::Fp8E5M2:
-      return "i8";  // fp8 lives as bits (its bytes in buffers); math goes through float32
-    case Scalar::Int16:
-    case Scalar::UInt16:
-    case Scalar::BFloat16:
-      return "i16";  // bfloat16 lives as bits; math goes through float32
-    case Scalar::Int32:
-    case Scalar::UInt32:
-      return "i32";
-    case Scalar::Int64:
-    case Scalar::UInt64:
-    case Scalar::Index:
-      return "i64";
-    case Scalar::Float16:
-      return "half";
-    case Scalar::Float32:
-      return "float";
-    case Scalar::Float64:
-      return "double";
-    default:
-      fail(Code::Unsupported, "llvm: dtype ", scalar_name(s), " has no LLVM type");
-  }
-}
-
-// Register type of a value: "float", "<16 x float>".
-std::string reg_type(DType d) {
-  if (d.lanes == 1) return scalar_type(d.scalar);
-  return str("<", d.lanes, " x ", scalar_type(d.scalar), ">");
-}
-
-// Element type in memory behind a pointer dtype: bools are bytes in buffers, i1 in registers.
-std::string mem_scalar(DType ptr) {
-  if (ptr.scalar == Scalar::Bool && ptr.addrspace != AddrSpace::Reg) return "i8";
-  return scalar_type(ptr.scalar);
-}
-std::string mem_type(DType ptr) {
-  if (ptr.lanes == 1) return mem_scalar(ptr);
-  return str("<", ptr.lanes, " x ", mem_scalar(ptr), ">");
-}
-
-int int_bits(DType d) { return d.is_bool() ? 1 : d.bits(); }
-
-// Intrinsic overload suffix: f32, v16f32, i64, v8i64.
-std::string ovl(DType d) {
-  std::string base = d.is_float() ? str("f", d.bits()) : str("i", int_bits(d));
-  if (is_bf16(d)) base = "i16";
-  if (is_fp8(d)) base = "i8";
-  return d.lanes == 1 ? base : str("v", d.lanes, base);
-}
-
-// The literal `lit` (of d's scalar type) for every lane of d.
-std::string splat(DType d, const std::string& lit) {
-  if (d.lanes == 1) return lit;
-  std::string t = scalar_type(d.scalar), out = "<";
-  for (int i = 0; i < d.lanes; i++) out += str(i ? ", " : "", t, " ", lit);
-  return out + ">";
-}
-
-// IEEE half bits of a double (round to nearest even).
-uint16_t half_bits(double v) {
-  float f = float(round_float(dtypes::float16, v));
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000);
-  if (std::isnan(f)) return uint16_t(sign | 0x7e00);
-  if (std::isinf(f)) return uint16_t(sign | 0x7c00);
-  double a = std::fabs(double(f));
-  if (a == 0) return sign;
-  int e;
-  double m = std::frexp(a, &e);                                       // a = m * 2^e, m in [0.5, 1)
-  int exp = e - 1 + 15;                                               // biased exponent of 1.xxx * 2^(e-1)
-  if (exp <= 0) return uint16_t(sign | uint16_t(std::ldexp(a, 24)));  // subnormal: a / 2^-24 (exact)
-  uint16_t mant = uint16_t(std::ldexp(m * 2 - 1, 10));
-  return uint16_t(sign | (exp << 10) | mant);
-}
-
-uint16_t bf16_bits(double v) {
-  float f = float(v);
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f)) return uint16_t((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return uint16_t(x >> 16);
-}
-
-// The layout of an fp8 format: e4m3 (OCP e4m3fn: no inf, NaN is S.1111.111, max 448) or e5m2
-// (IEEE-like: inf, NaN, max 57344).
-struct Fp8Format {
-  int mbits, bias;
-  bool ieee;
-  uint32_t max_code, nan_code;  // largest finite magnitude code; the NaN the conversions produce
-};
-Fp8Format fp8_format(Scalar s) {
-  if (s == Scalar::Fp8E4M3) return {3, 7, false, 0x7e, 0x7f};
-  return {2, 15, true, 0x7b, 0x7e};
-}
-
-// fp8 bits of a double: rounded to nearest even (round_float: e4m3 overflow is NaN, e5m2
-// overflow is inf); NaN is the format's canonical NaN (no sign), as the oracle encodes it.
-uint8_t fp8_bits(Scalar s, double v) {
-  Fp8Format f = fp8_format(s);
-  double r = round_float(DType{s}, v);
-  if (std::isnan(r)) return uint8_t(f.nan_code);
-  uint32_t sign = std::signbit(r) ? 0x80 : 0;
-  if (std::isinf(r)) return uint8_t(sign | (f.max_code + 1));  // e5m2 only: e4m3 rounds to NaN
-  double a = std::fabs(r);
-  if (a == 0) return uint8_t(sign);
-  int e;
-  std::frexp(a, &e);
-  int exp = e - 1, emin = 1 - f.bias;
-  if (exp < emin) return uint8_t(sign | uint32_t(std::ldexp(a, f.mbits - emin)));  // subnormal
-  uint32_t mant = uint32_t(std::ldexp(a, f.mbits - exp)) - (1u << f.mbits);
-  return uint8_t(sign | (uint32_t(exp + f.bias) << f.mbits) | mant);
-}
-
-std::string hex64(uint64_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(b));
-  return buf;
-}
-
-std::string literal(DType d, double fv, i128 iv, bool is_float_value) {
-  if (d.is_float()) {
-    double v = is_float_value ? fv : double(iv);
-    switch (d.scalar) {
-      case Scalar::Float32:
-        return hex64(std::bit_cast<uint64_t>(double(float(v))));
-      case Scalar::Float64:
-        return hex64(std::bit_cast<uint64_t>(v));
-      case Scalar::Float16: {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "0xH%04X", half_bits(v));
-        return buf;
-      }
-      case Scalar::BFloat16:
-        return std::to_string(int16_t(bf16_bits(v)));
-      case Scalar::Fp8E4M3:
-      case Scalar::Fp8E5M2:
-        return std::to_string(int8_t(fp8_bits(d.scalar, v)));
-      default:
-        fail(Code::Unsupported, "llvm: constant of ", d.name());
-    }
-  }
-  if (d.is_bool()) return iv ? "true" : "false";
-  i128 w = wrap_int(d.base(), is_float_value ? i128(fv) : iv);
-  int bits = d.bits();
-  if (bits < 64 && w >= (i128(1) << (bits - 1))) w -= i128(1) << bits;  // unsigned values as signed bits
-  if (bits == 64 && w > i128(INT64_MAX)) w -= (i128(1) << 64);
-  return std::to_string(int64_t(w));
-}
-
-std::string const_literal(const UOp* c) {
-  if (c->holds<double>()) return literal(c->dtype, c->as<double>(), 0, true);
-  return literal(c->dtype, 0, c->as<int64_t>(), false);
-}
+using namespace llvmir;
 
 bool is_acc_address(const UOp* a) {
   if (a->op != Op::Index) return false;
@@ -220,11 +40,13 @@ bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->s
 
 class IrWriter {
  public:
-  IrWriter(const LoweredKernel& k, std::string symbol) : k_(k), sym_(std::move(symbol)) {}
+  IrWriter(const LoweredKernel& k, std::string symbol, LlvmDialect dialect)
+      : k_(k), sym_(std::move(symbol)), dialect_(dialect) {}
 
   std::string render() {
     for (size_t i = 0; i < k_.vars.size(); i++) var_index_[k_.vars[i].name] = i;
     for (const UOp* u : k_.linear->src()) instruction(u);
+    if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
     os << "define internal void @" << sym_ << ".body(";
@@ -261,6 +83,84 @@ class IrWriter {
   }
 
  private:
+  bool gpu() const { return dialect_ != LlvmDialect::Cpu; }
+  bool amd() const { return dialect_ == LlvmDialect::Amdgpu; }
+
+  // A GPU kernel: the buffers and variables are its parameters; no wrapper.
+  std::string render_gpu_kernel() {
+    std::string os = str("; kernel ", k_.name, " (", k_.dims.local_items(), " work-items per group)\n");
+    for (const std::string& g : globals_) os += g;
+    os += str("\ndefine ", amd() ? "amdgpu_kernel " : "", "void @", sym_, "(");
+    bool first = true;
+    for (const KernelParam& p : k_.params) {
+      os += str(first ? "" : ", ", "ptr addrspace(1) noalias %b", p.slot);
+      first = false;
+    }
+    for (size_t i = 0; i < k_.vars.size(); i++) {
+      os += str(first ? "" : ", ", "i64 %var", i);
+      first = false;
+    }
+    os += str(") #0 {\nentry:\n", allocas_, body_, "  ret void\n}\n\n");
+    for (const std::string& d : decls_) os += d + "\n";
+    for (const std::string& m : tile_loops_) os += m;
+    if (!amd()) {  // NVPTX (LLVM 19) finds its kernels through this annotation
+      size_t id = 2 * tile_loops_.size();
+      os += str("!nvvm.annotations = !{!", id, "}\n!", id, " = !{ptr @", sym_, ", !\"kernel\", i32 1}\n");
+    }
+    os += "\nattributes #0 = { nounwind \"no-trapping-math\"=\"true\" }\n";
+    return os;
+  }
+
+  // The IR pointer type for a pointer dtype: one flat address space on the CPU; global (1), local
+  // (3) and, on AMDGPU, private (5: allocas) on GPUs.
+  std::string ptr_type(DType p) const {
+    if (!gpu()) return "ptr";
+    if (p.addrspace == AddrSpace::Local) return "ptr addrspace(3)";
+    if (p.addrspace == AddrSpace::Reg) return amd() ? "ptr addrspace(5)" : "ptr";
+    return "ptr addrspace(1)";
+  }
+  // The overload suffix of a pointer in intrinsic names (".p0", ".p1").
+  std::string ptr_ovl(DType p) const {
+    std::string t = ptr_type(p);
+    return t == "ptr" ? ".p0" : str(".p", t.substr(t.size() - 2, 1));
+  }
+
+  // Element types in memory: bools are bytes in buffers and local memory, i1 in register arrays
+  // except on AMDGPU (whose alloca promotion mishandles arrays of i1).
+  std::string mem_s(DType p) const {
+    if (amd() && p.scalar == Scalar::Bool) return "i8";
+    return mem_scalar(p);
+  }
+  std::string mem_t(DType p) const {
+    if (amd() && p.scalar == Scalar::Bool) return p.lanes == 1 ? "i8" : str("<", p.lanes, " x i8>");
+    return mem_type(p);
+  }
+
+  // A GPU index: gidx<d> (the work-group's position) or lidx<d> (the work-item's in its group).
+  std::string gpu_index(const std::string& n) {
+    bool group = n.rfind("gidx", 0) == 0;
+    if ((!group && n.rfind("lidx", 0) != 0) || n.size() != 5 || n[4] < '0' || n[4] > '2')
+      fail(Code::Unsupported, "llvm: ", amd() ? "AMDGPU" : "NVPTX", " has no index ", n);
+    char xyz = "xyz"[n[4] - '0'];
+    std::string name = amd() ? str("llvm.amdgcn.", group ? "workgroup" : "workitem", ".id.", xyz)
+                             : str("llvm.nvvm.read.ptx.sreg.", group ? "ctaid" : "tid", ".", xyz);
+    return emit(str("zext i32 ", call("i32", name, "", ""), " to i64"));
+  }
+
+  // A work-group barrier: every work-item's earlier local-memory writes are visible after it.
+  void barrier() {
+    if (!gpu()) fail(Code::Unsupported, "llvm: the CPU has no work-group barrier");
+    if (!amd()) {
+      decls_.insert("declare void @llvm.nvvm.barrier0()");
+      line("call void @llvm.nvvm.barrier0()");
+      return;
+    }
+    decls_.insert("declare void @llvm.amdgcn.s.barrier()");
+    line("fence syncscope(\"workgroup\") release");
+    line("call void @llvm.amdgcn.s.barrier()");
+    line("fence syncscope(\"workgroup\") acquire");
+  }
+
   // ---- helpers --------------------------------------------------------------------------
   std::string tmp() { return str("%t", ntmp_++); }
   std::string emit(const std::string& rhs) {
@@ -498,18 +398,33 @@ class IrWriter {
         return;
       }
       case Op::Special:
+        if (gpu()) {
+          val_[u] = gpu_index(u->as<std::string>());
+          return;
+        }
         if (u->as<std::string>() != "core_id")
           fail(Code::Unsupported, "llvm: the CPU has no ", u->as<std::string>(), " (GPU work-group index)");
         val_[u] = "%core_id";
         return;
+      case Op::Barrier:
+        return barrier();
       case Op::If:
         return open_if(u);
       case Op::Endif:
         return close_if(u);
       case Op::Buffer: {
         const BufferArg& b = u->as<BufferArg>();
+        if (b.addrspace == AddrSpace::Local) {
+          if (!gpu()) fail(Code::Unsupported, "llvm: the CPU has no local memory");
+          std::string n = str("@", sym_, ".lds", nacc_++);
+          globals_.push_back(str(n, " = internal addrspace(3) global [", std::max<int64_t>(1, b.size), " x ",
+                                 mem_s(u->dtype), "] undef, align 16\n"));
+          val_[u] = n;
+          return;
+        }
         std::string n = str("%acc", nacc_++);
-        allocas_ += str("  ", n, " = alloca ", reg_type(u->dtype), ", i64 ", std::max<int64_t>(1, b.size), "\n");
+        allocas_ += str("  ", n, " = alloca ", amd() ? mem_t(u->dtype) : reg_type(u->dtype), ", i64 ",
+                        std::max<int64_t>(1, b.size), amd() ? ", addrspace(5)" : "", "\n");
         val_[u] = n;
         return;
       }
@@ -522,8 +437,8 @@ class IrWriter {
       case Op::Index:  // the index counts scalar elements, also for a pointer to vectors
         // A vector address may start outside the buffer when a mask disables those lanes: no
         // inbounds (which would make the pointer poison) there.
-        val_[u] = emit(str("getelementptr ", u->dtype.lanes > 1 ? "" : "inbounds ", mem_scalar(u->dtype), ", ptr ",
-                           v(u->src(0)), ", i64 ", as_i64(u->src(1))));
+        val_[u] = emit(str("getelementptr ", u->dtype.lanes > 1 ? "" : "inbounds ", mem_s(u->dtype), ", ",
+                           ptr_type(u->dtype), " ", v(u->src(0)), ", i64 ", as_i64(u->src(1))));
         return;
       case Op::Vectorize:
         val_[u] = vectorize(u);
@@ -595,12 +510,12 @@ class IrWriter {
 
   // value in memory representation (bools: bytes in buffers) and back
   std::string to_mem(const std::string& x, DType value, DType ptr) {
-    std::string mt = mem_type(ptr);
+    std::string mt = mem_t(ptr);
     if (mt == reg_type(value)) return x;
     return emit(str("zext ", reg_type(value), " ", x, " to ", mt));
   }
   std::string from_mem(const std::string& x, DType value, DType ptr) {
-    std::string mt = mem_type(ptr);
+    std::string mt = mem_t(ptr);
     if (mt == reg_type(value)) return x;
     return emit(str("icmp ne ", mt, " ", x, ", ",
                     splat(ptr.elem().scalar == Scalar::Bool ? dtypes::int8.vec(ptr.lanes) : ptr.elem(), "0")));
@@ -609,9 +524,12 @@ class IrWriter {
   void load(const UOp* u) {
     const UOp* addr = u->src(0);
     DType p = addr->dtype;
-    std::string mt = mem_type(p);
+    std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
-    auto read = [&] { return from_mem(emit(str("load ", mt, ", ptr ", v(addr), ", align ", align)), u->dtype, p); };
+    std::string pt = ptr_type(p);
+    auto read = [&] {
+      return from_mem(emit(str("load ", mt, ", ", pt, " ", v(addr), ", align ", align)), u->dtype, p);
+    };
     if (u->nsrc() < 3) {
       val_[u] = read();
       return;
@@ -619,10 +537,10 @@ class IrWriter {
     const UOp* gate = u->src(2);
     if (gate->dtype.lanes > 1) {  // per-lane gate: a masked load, masked-off lanes are not touched
       std::string alt = to_mem(v(u->src(1)), u->dtype, p);
-      std::string name = str("llvm.masked.load.", "v", p.lanes, mem_scalar(p), ".p0");
+      std::string name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
       std::string x =
-          call(mt, name, str("ptr, i32, ", reg_type(gate->dtype), ", ", mt),
-               str("ptr ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
+          call(mt, name, str(pt, ", i32, ", reg_type(gate->dtype), ", ", mt),
+               str(pt, " ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
       val_[u] = from_mem(x, u->dtype, p);
       return;
     }
@@ -640,17 +558,19 @@ class IrWriter {
   void store(const UOp* u) {
     const UOp* addr = u->src(0);
     DType p = addr->dtype;
-    std::string mt = mem_type(p);
+    std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
+    std::string pt = ptr_type(p);
     auto write = [&] {
-      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ptr ", v(addr), ", align ", align));
+      line(
+          str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), ", align ", align));
     };
     if (u->nsrc() < 3) return write();
     const UOp* gate = u->src(2);  // a scalar gate is an If block around the store (linearize)
     if (gate->dtype.lanes > 1) {
-      std::string name = str("llvm.masked.store.", "v", p.lanes, mem_scalar(p), ".p0");
-      decls_.insert(str("declare void @", name, "(", mt, ", ptr, i32, ", reg_type(gate->dtype), ")"));
-      line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ptr ", v(addr),
+      std::string name = str("llvm.masked.store.", "v", p.lanes, mem_s(p), ptr_ovl(p));
+      decls_.insert(str("declare void @", name, "(", mt, ", ", pt, ", i32, ", reg_type(gate->dtype), ")"));
+      line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr),
                ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ")"));
       return;
     }
@@ -954,7 +874,9 @@ class IrWriter {
 
   const LoweredKernel& k_;
   std::string sym_;
+  LlvmDialect dialect_;
   std::string body_, allocas_;
+  std::vector<std::string> globals_;  // module-level definitions (GPU local memory)
   std::set<std::string> decls_;
   std::unordered_map<const UOp*, std::string> val_;
   std::unordered_map<std::string, size_t> var_index_;
@@ -968,9 +890,9 @@ class IrWriter {
 
 }  // namespace
 
-std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol) {
+std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol, LlvmDialect dialect) {
   if (!k.linear || k.linear->op != Op::Linear) fail(Code::InvalidArg, "render_llvm_ir: the kernel has no Linear");
-  return IrWriter(k, symbol).render();
+  return IrWriter(k, symbol, dialect).render();
 }
 
 }  // namespace sn

@@ -1,0 +1,26 @@
+// Linear -> LLVM IR text, for the host CPU (backends/cpu, ORC JIT) and for GPUs (NVPTX for
+// backends/cuda, AMDGPU for backends/amd). One renderer; a dialect decides the few things that
+// differ: the entry point, pointer address spaces, GPU indices, local memory and barriers.
+//
+//   Cpu     `<sym>(ptr bufs, ptr vars, i64 core_id, i64 ncores)` unpacks the argument arrays into
+//           an always-inlined `<sym>.body(ptr noalias %b<slot>..., i64 %var<i>..., i64 %core_id)`
+//           (see backends/cpu/cpu_backend.h for the ABI).
+//   Nvptx   a kernel (`nvvm.annotations`) `<sym>(ptr addrspace(1) noalias %b<slot>..., i64 %var<i>...)`:
+//           one parameter per buffer in Param slot order, then one i64 per variable (sorted by
+//           name); gidx/lidx are %ctaid/%tid, local buffers addrspace(3) globals, barriers bar.sync 0.
+//   Amdgpu  the same parameters on an `amdgpu_kernel`; gidx/lidx are workgroup.id/workitem.id,
+//           local buffers LDS (addrspace(3)), registers addrspace(5) allocas, barriers s_barrier
+//           between workgroup-scope release/acquire fences.
+#pragma once
+#include <string>
+
+#include "core/codegen/codegen.h"
+
+namespace sn {
+
+enum class LlvmDialect { Cpu, Nvptx, Amdgpu };
+
+// LLVM IR text of a lowered kernel; `symbol` is the name of the entry point.
+std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol, LlvmDialect dialect = LlvmDialect::Cpu);
+
+}  // namespace sn

@@ -1,0 +1,41 @@
+// A driver library opened at run time (dlopen) and the functions taken from it, with the reason
+// when either is missing: the GPU backends use it so that no build needs a driver or its headers.
+#pragma once
+#include <dlfcn.h>
+
+#include <string>
+#include <type_traits>
+
+#include "core/util/error.h"
+
+namespace sn {
+
+class DynLib {
+ public:
+  // Opens `name` (kept loaded for the process); ok() says whether it was found, error() why not.
+  explicit DynLib(const std::string& name) : name_(name) {
+    handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* e = dlerror();
+      error_ = cat(name, " not found: ", e ? e : "dlopen failed");
+    }
+  }
+  bool ok() const { return handle_ != nullptr && error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  // Sets `fn` to the function `symbol`; a missing one makes ok() false and error() name it.
+  template <class Fn>
+  void sym(Fn& fn, const char* symbol) {
+    static_assert(std::is_pointer_v<Fn>);
+    fn = nullptr;
+    if (!handle_) return;
+    fn = reinterpret_cast<Fn>(dlsym(handle_, symbol));
+    if (!fn && error_.empty()) error_ = cat(name_, " has no ", symbol);
+  }
+
+ private:
+  std::string name_, error_;
+  void* handle_ = nullptr;
+};
+
+}  // namespace sn
