@@ -19,6 +19,11 @@
 
 namespace sn {
 
+// How many CPU devices the backend has: "CPU" (= "CPU:0") .. "CPU:7", each with its own memory, JIT
+// and thread pool (they share the host's cores), so a program can be spread over several of them
+// even on a machine with one core.
+inline constexpr int kCpuDevices = 8;
+
 // LLVM IR text of a lowered kernel; `symbol` is the name of the exported entry point.
 std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol);
 

@@ -160,6 +160,16 @@ constexpr sn_api kApi = {
     // ---- version 7 ----
     .tensor_input_sym = sn_tensor_input_sym,
     .program_alloc_output_vars = sn_program_alloc_output_vars,
+    // version 8 (multi-device)
+    .tensor_shard = sn_tensor_shard,
+    .tensor_to = sn_tensor_to,
+    .tensor_broadcast = sn_tensor_broadcast,
+    .tensor_scatter = sn_tensor_scatter,
+    .tensor_gather_devices = sn_tensor_gather_devices,
+    .tensor_reduce_devices = sn_tensor_reduce_devices,
+    .tensor_allgather = sn_tensor_allgather,
+    .tensor_reduce_scatter = sn_tensor_reduce_scatter,
+    .tensor_allreduce = sn_tensor_allreduce,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -314,6 +324,16 @@ SN_CHECK_ENTRY(program_kernel_opts, 140);
 SN_CHECK_ENTRY(context_set_disk_cache, 141);
 SN_CHECK_ENTRY(tensor_input_sym, 142);
 SN_CHECK_ENTRY(program_alloc_output_vars, 143);
+// version 8 (multi-device)
+SN_CHECK_ENTRY(tensor_shard, 144);
+SN_CHECK_ENTRY(tensor_to, 145);
+SN_CHECK_ENTRY(tensor_broadcast, 146);
+SN_CHECK_ENTRY(tensor_scatter, 147);
+SN_CHECK_ENTRY(tensor_gather_devices, 148);
+SN_CHECK_ENTRY(tensor_reduce_devices, 149);
+SN_CHECK_ENTRY(tensor_allgather, 150);
+SN_CHECK_ENTRY(tensor_reduce_scatter, 151);
+SN_CHECK_ENTRY(tensor_allreduce, 152);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -323,7 +343,8 @@ constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
 constexpr size_t kApiEntriesV7 = kApiEntriesV6 + 2;
-static_assert(sizeof(sn_api) == kHead + kApiEntriesV7 * sizeof(void (*)(void)),
+constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 9;  // version 8 (multi-device)
+static_assert(sizeof(sn_api) == kHead + kApiEntriesV8 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 
 // sn_arg is read up to the caller's struct_size, so its version-1 fields must stay where they are.
