@@ -43,6 +43,14 @@ std::vector<int64_t> shape_of(const UOp* u) {
   return s;
 }
 
+// Axis `a` of a rank-`rank` tensor (negative counts from the end), checked.
+size_t axis_index(const UOp* u, int64_t a, size_t rank) {
+  int64_t k = a < 0 ? a + int64_t(rank) : a;
+  if (k < 0 || k >= int64_t(rank))
+    fail(Code::InvalidArg, op_name(u->op), " %", u->id, ": axis ", a, " is out of range for rank ", rank);
+  return size_t(k);
+}
+
 std::string device_list(const std::vector<std::string>& devs, bool tuple) {
   std::string s = tuple ? "(" : "";
   for (size_t i = 0; i < devs.size(); i++) s += (i ? "," : "") + devs[i];
@@ -193,7 +201,7 @@ class Lowering {
       const UOp* r = rebuild(u, src);
       if (u->op == Op::Replicated) {
         std::vector<int64_t> s = shape_of(u->src(0)), off(s.size(), 0);
-        for (int64_t a : u->as<std::vector<int64_t>>()) s[size_t(a < 0 ? a + int64_t(s.size()) : a)] = 1;
+        for (int64_t a : u->as<std::vector<int64_t>>()) s[axis_index(u, a, s.size())] = 1;
         r = shrink(g_, src[0], off, s);
       }
       if (single.empty()) return Placed{{r}, {}, false, -1};
@@ -234,6 +242,8 @@ class Lowering {
     }
     if (op == Op::Permute || op == Op::Flip) {
       const auto& arg = u->as<std::vector<int64_t>>();
+      if (arg.size() != full.size())
+        fail(Code::InvalidArg, op_name(op), " %", u->id, ": ", arg.size(), " entries for rank ", full.size());
       if (op == Op::Flip && a >= 0 && arg[size_t(a)] != 0)
         fail(Code::Unsupported, "Flip of the shard axis ", a, " of a tensor on ", device_list(m.devs, true));
       if (op == Op::Permute && a >= 0)
@@ -256,11 +266,14 @@ class Lowering {
       return out;
     }
     if (op == Op::Pad || op == Op::Shrink) {
+      if (u->nsrc() != 3) fail(Code::InvalidArg, op_name(op), " %", u->id, " needs offsets and sizes");
       Shape off = as_shape(u->src(1)), sz = as_shape(u->src(2));
       std::vector<int64_t> offs, sizes;
       for (const Dim& d : off) offs.push_back(d.value);
       for (const Dim& d : sz) sizes.push_back(d.value);
       std::vector<int64_t> in = shape_of(u->src(0));
+      if (offs.size() != in.size() || sizes.size() != in.size())
+        fail(Code::InvalidArg, op_name(op), " %", u->id, ": offsets and sizes need one entry per axis");
       if (a >= 0 && (offs[size_t(a)] != 0 || sizes[size_t(a)] != in[size_t(a)]))
         fail(Code::Unsupported, op_name(op), " along the shard axis ", a, " of a tensor on ", device_list(m.devs, true),
              " (gather it first)");
@@ -274,7 +287,7 @@ class Lowering {
       const ReduceArg& r = u->as<ReduceArg>();
       bool over_shard = false;
       for (int64_t x : r.axes)
-        if ((x < 0 ? x + int64_t(full.size()) : x) == a) over_shard = true;
+        if (int(axis_index(u, x, full.size())) == a) over_shard = true;
       std::vector<const UOp*> partial;
       for (size_t i = 0; i < n; i++) partial.push_back(g_.make(Op::Reduce, u->dtype, {m.parts[i]}, r));
       if (!over_shard) {
@@ -294,7 +307,7 @@ class Lowering {
     if (op == Op::Replicated) {
       std::vector<int64_t> in = shape_of(u->src(0)), off(in.size(), 0), ls = local_shape(in, a);
       for (int64_t x : u->as<std::vector<int64_t>>()) {
-        size_t k = size_t(x < 0 ? x + int64_t(in.size()) : x);
+        size_t k = axis_index(u, x, in.size());
         if (int(k) == a && in[k] != int64_t(n))
           fail(Code::InvalidArg, "Replicated: shard axis ", a, " of ", dims_str(in), " has ", in[k],
                " elements; one per device (", n, ") is needed");

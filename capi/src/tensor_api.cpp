@@ -100,6 +100,9 @@ sn_uop* sn_tensor_input_sym(sn_graph* graph, sn_dtype dtype, sn_uop* const* dims
         invalid("dims[", k, "] must have the index dtype (sn_uop_var makes one), got ", d->dtype.name());
     }
     std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
+    if (dev.find_first_of("(),") != std::string::npos)
+      sn::fail(sn::Code::Unsupported, "device \"", dev,
+               "\": a device tuple takes static dims (multi-device programs with symbolic shapes are not supported)");
     const sn::UOp* t = sn::input_sym(g->graph, dt, shape, dev);
     sn_uop* h = hand_out(g, t);
     std::lock_guard lock(registry().mu);

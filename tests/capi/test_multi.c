@@ -153,6 +153,22 @@ static void test_errors(sn_context *ctx) {
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "axis 0");
   CHECK(sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, "CPU:0,CPU:1,CPU:2,CPU:3", &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "do not divide");
+  {
+    sn_uop *dim = sn_uop_const_int(g, SN_DTYPE_INDEX, 4, &e);
+    CHECK(sn_tensor_input_sym(g, SN_DTYPE_FLOAT32, &dim, 1, "CPU:0,CPU:1", &e) == NULL);
+    EXPECT_ERROR(e, SN_E_UNSUPPORTED, "device tuple");
+  }
+  {
+    /* in-place updates are not supported in a program that spans devices */
+    sn_uop *upd = sn_tensor_assign(g, x, sn_tensor_to(g, s, "CPU", &e), &e), *out;
+    sn_compile_options o;
+    CHECK(sn_compile_options_init(&o, sizeof o, &e) == SN_OK);
+    o.effects = &upd;
+    o.neffects = 1;
+    out = sn_uop_reduce(g, s, SN_OP_ADD, (int64_t[]){0}, 1, &e);
+    CHECK(sn_compile(g, &out, 1, NULL, &o, &e) == NULL);
+    EXPECT_ERROR(e, SN_E_UNSUPPORTED, "effects");
+  }
   CHECK(sn_tensor_gather_devices(NULL, s, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "graph");
   {

@@ -174,6 +174,43 @@ TEST_F(MultiTest, CopyBetweenSingleDevices) {
   EXPECT_EQ(run(z), (Vals{3, 10, 21, 36, 55}));
 }
 
+TEST_F(MultiTest, ReshardAndMovement) {
+  const UOp* x = in({4, 6});
+  Vals xv = run(x);
+  const Device other{{"CPU:2", "CPU:3"}, true};
+  // sharded on axis 0 of (CPU, CPU:1), copied to (CPU:2, CPU:3), and back
+  const UOp* s = shard(g, x, kTwo, 0);
+  EXPECT_EQ(run(to_device(g, to_device(g, s, other), Device{{"CPU"}, false})), xv);
+  // sharded on axis 1, resharded on axis 0 (each device sends its piece of each block)
+  EXPECT_EQ(run(to_device(g, to_device(g, shard(g, x, kTwo, 1), kFour), Device{{"CPU:1"}, false})), xv);
+  // replicated, resharded on axis 0
+  EXPECT_EQ(run(to_device(g, to_device(g, broadcast(g, x, kTwo), kTwo), Device{{"CPU"}, false})), xv);
+  // movement ops that keep the blocks whole run block-wise; the result is gathered
+  const UOp* t = shard(g, x, kTwo, 1);
+  const UOp* moved = permute(g, pad(g, reshape(g, t, {4, 2, 3}), {1, 0, 0}, {5, 2, 3}), {2, 0, 1});
+  EXPECT_EQ(moved->axis(), 2);
+  run(moved);  // checked against the oracle
+  run(shrink(g, flip(g, t, {1, 0}), {1, 0}, {2, 6}));
+  // a replicated operand is cut to the block a device needs
+  run(add(g, t, broadcast(g, in({4, 6}), kTwo)));
+  // ops that would split a block are refused, naming the op
+  std::vector<const UOp*> bad{reshape(g, t, {24})};
+  try {
+    compile_program(testrt::runtime(), g, bad);
+    ADD_FAILURE() << "reshape across the shard boundary compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("splits the devices' blocks"), std::string::npos) << e.message();
+  }
+  bad = {shrink(g, t, {0, 1}, {4, 4})};
+  try {
+    compile_program(testrt::runtime(), g, bad);
+    ADD_FAILURE() << "shrink of the shard axis compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::Unsupported);
+    EXPECT_NE(e.message().find("Shrink along the shard axis 1"), std::string::npos) << e.message();
+  }
+}
+
 TEST_F(MultiTest, BadArguments) {
   const UOp* x = in({6, 4});
   expect_invalid([&] { shard(g, x, kFour, 0); }, {"shard", "axis 0", "6", "4 devices"});
