@@ -12,8 +12,8 @@
 //           the value its latest copy carries; each (device, wave) is a step, compiled by
 //           compile_program for that device (so the kernel and program caches work as for any
 //           program); values that cross steps are step outputs and inputs.
-//   run     MultiPlan (core/runtime/program.h): wave by wave, copies, then the wave's steps on
-//           their devices in parallel.
+//   run     MultiPlan (core/runtime/program.h): every copy and step is a task that starts when the
+//           tasks making its inputs are done, so the devices work in parallel where data allows.
 //
 // The program's inputs and outputs are single buffers on the device it is compiled for: an input
 // that the graph shards is scattered from there, a sharded output is gathered there (a replicated

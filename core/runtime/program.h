@@ -78,9 +78,11 @@ struct StageDump {
 };
 
 // How a program that spans several devices runs (core/multi.cpp makes it): single-device programs
-// ("steps") over values, each value one buffer on one device. Waves run in order; a wave first
-// copies values between devices, then runs its steps, one per device, in parallel. The program's
-// own inputs and outputs live on Program::device; the final copies fill the outputs.
+// ("steps") over values, each value one buffer on one device, and copies of values between devices.
+// Waves list them in an order that respects the data (a wave's copies, then its steps, at most one
+// per device); when run, each copy and step is a task that starts as soon as the tasks writing its
+// inputs (and the previous step on its device) are done, so devices work in parallel. The program's
+// own inputs and outputs live on Program::device; the outputs are copied from their values last.
 struct MultiPlan {
   struct Value {
     std::shared_ptr<ComputeDevice> device;
