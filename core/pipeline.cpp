@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/multi.h"
 #include "core/opt/opt.h"
 #include "core/opt/search.h"
 #include "core/runtime/precompute.h"
@@ -347,6 +348,9 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     if (options.effects[i] == nullptr) fail(Code::InvalidArg, "compile: effect ", i, " is null");
   std::vector<const UOp*> roots(outputs.begin(), outputs.end());
   roots.insert(roots.end(), options.effects.begin(), options.effects.end());
+  // a graph over several devices compiles to one program per device and copies (core/multi.h)
+  if (std::find(roots.begin(), roots.end(), nullptr) == roots.end() && spans_devices(roots))
+    return compile_multi(rt, g, outputs, device, options);
 
   // check
   check_graph(roots, *device);

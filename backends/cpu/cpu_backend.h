@@ -20,6 +20,11 @@
 
 namespace sn {
 
+// How many CPU devices the backend has: "CPU" (= "CPU:0") .. "CPU:7", each with its own memory, JIT
+// and thread pool (they share the host's cores), so a program can be spread over several of them
+// even on a machine with one core.
+inline constexpr int kCpuDevices = 8;
+
 // The LLVM floor of compiling a kernel, for benchmarks: its IR text (CpuKernel::source, entry point
 // `symbol`) through a bare LLJIT for the host (parse, LLVM's stock O3 pipeline, codegen at the same
 // level, lookup), in milliseconds; making the LLJIT is not counted. Throws Error(Compile).

@@ -1,8 +1,14 @@
 // The CPU device: host memory (64-byte aligned), kernels lowered for the host CPU, compiled by the
 // LLVM JIT (llvm_jit.cpp) and run on its thread pool. Launches run at once, on the caller's thread
-// and the pool, so the queue is always empty. Registered as backend "CPU" (one device).
+// and the pool, so the queue is always empty. Registered as backend "CPU" with kCpuDevices devices,
+// "CPU" (= "CPU:0") .. "CPU:7": each has its own memory, JIT and thread pool, so one program can
+// span them (a multi-device program runs their kernels in parallel). They share the host's cores:
+// CPU:0 gets all of them (a one-device program runs as fast as before), CPU:1 and up half of them
+// each (at least one thread), unless DeviceOptions::threads says otherwise.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/util/error.h"
@@ -13,7 +19,7 @@ namespace {
 
 class CpuDevice final : public ComputeDevice {
  public:
-  explicit CpuDevice(int threads) : CpuDevice(std::make_unique<CpuCompiler>(threads)) {}
+  CpuDevice(std::string name, int threads) : CpuDevice(std::move(name), std::make_unique<CpuCompiler>(threads)) {}
 
   std::shared_ptr<Storage> allocate(size_t bytes) override {
     return std::make_shared<Storage>(shared_from_this(), host_allocate(name(), bytes), bytes, &std::free);
@@ -54,19 +60,27 @@ class CpuDevice final : public ComputeDevice {
   }
 
  private:
-  explicit CpuDevice(std::unique_ptr<CpuCompiler> c) : ComputeDevice("CPU", c->target()), compiler_(std::move(c)) {}
+  CpuDevice(std::string name, std::unique_ptr<CpuCompiler> c)
+      : ComputeDevice(std::move(name), c->target()), compiler_(std::move(c)) {}
   std::unique_ptr<CpuCompiler> compiler_;
   static thread_local std::vector<void*> ptrs_;  // launch argument scratch (programs run on many threads)
 };
 
 thread_local std::vector<void*> CpuDevice::ptrs_;
 
+// CPU:1 and up: half the cores each (at least one thread) unless the options name a width.
+int cpu_threads(int index, const DeviceOptions& options) {
+  if (options.threads > 0 || index == 0) return options.threads;
+  return std::max(1, int(std::thread::hardware_concurrency()) / 2);
+}
+
 [[maybe_unused]] const bool registered = register_backend(
-    Backend{"CPU", 0, [](std::string*) { return 1; },
+    Backend{"CPU", 0, [](std::string*) { return kCpuDevices; },
             [](const std::string& name, int index, const DeviceOptions& options) -> std::shared_ptr<ComputeDevice> {
-              if (index != 0)
-                fail(Code::Device, "device '", name, "' is not available: the CPU backend has one device, CPU:0");
-              return std::make_shared<CpuDevice>(options.threads);
+              if (index < 0 || index >= kCpuDevices)
+                fail(Code::Device, "device '", name, "' is not available: the CPU backend has ", kCpuDevices,
+                     " devices, CPU:0 .. CPU:", kCpuDevices - 1);
+              return std::make_shared<CpuDevice>(name, cpu_threads(index, options));
             }});
 
 }  // namespace

@@ -45,8 +45,8 @@ func openDevice(t *testing.T, ctx *Context, name string) *Device {
 
 func TestDeviceCountAndDescription(t *testing.T) {
 	ctx, _ := cpu(t)
-	for _, backend := range []string{"CPU", "C"} {
-		if n, err := ctx.DeviceCount(backend); n != 1 || err != nil {
+	for backend, want := range map[string]int{"CPU": 8, "C": 1} { // CPU:0 .. CPU:7
+		if n, err := ctx.DeviceCount(backend); n != want || err != nil {
 			t.Errorf("DeviceCount(%q) = %d, %v", backend, n, err)
 		}
 	}

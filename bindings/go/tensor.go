@@ -384,3 +384,68 @@ func (g *Graph) Binary(data []byte) (UOp, error) {
 	runtime.KeepAlive(data)
 	return u, err
 }
+
+// ---- multi-device (API version 8) ----
+
+// multiBuild calls a builder that takes a device or device tuple name.
+func (u UOp) multiBuild(devices string, fn func(g *C.sn_graph, d *C.char, e **C.sn_error) *C.sn_uop) (UOp, error) {
+	cdev := C.CString(devices)
+	defer C.free(unsafe.Pointer(cdev))
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return fn(g, cdev, e) })
+}
+
+// Shard splits u along axis over the devices of the tuple devices ("CPU:0,CPU:1"); the axis length must
+// divide by the device count. (API version 8.)
+func (u UOp) Shard(devices string, axis int64) (UOp, error) {
+	return u.multiBuild(devices, func(g *C.sn_graph, d *C.char, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_shard(g, u.p, d, C.int64_t(axis), e)
+	})
+}
+
+// To is the spec's Copy: u on device (one device gathers it; a tuple shards axis 0). (API version 8.)
+func (u UOp) To(device string) (UOp, error) {
+	return u.multiBuild(device, func(g *C.sn_graph, d *C.char, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_to(g, u.p, d, e)
+	})
+}
+
+// Broadcast replicates u (on one device) on every device of the tuple devices. (API version 8.)
+func (u UOp) Broadcast(devices string) (UOp, error) {
+	return u.multiBuild(devices, func(g *C.sn_graph, d *C.char, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_broadcast(g, u.p, d, e)
+	})
+}
+
+// Scatter splits u (on one device) on axis 0 over the tuple devices. (API version 8.)
+func (u UOp) Scatter(devices string) (UOp, error) {
+	return u.multiBuild(devices, func(g *C.sn_graph, d *C.char, e **C.sn_error) *C.sn_uop {
+		return C.sn_tensor_scatter(g, u.p, d, e)
+	})
+}
+
+// GatherDevices collects the shards of u (sharded on axis 0) on the first device of its tuple. (API version 8.)
+func (u UOp) GatherDevices() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_gather_devices(g, u.p, e) })
+}
+
+// ReduceDevices sums the shards of u (sharded on axis 0) on the first device of its tuple. (API version 8.)
+func (u UOp) ReduceDevices() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_reduce_devices(g, u.p, e) })
+}
+
+// AllGather collects the shards of u (sharded on axis 0) on every device. (API version 8.)
+func (u UOp) AllGather() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_allgather(g, u.p, e) })
+}
+
+// ReduceScatter sums the shards of u (sharded on axis 0) over the devices and shards the sum on axis 0.
+// (API version 8.)
+func (u UOp) ReduceScatter() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_reduce_scatter(g, u.p, e) })
+}
+
+// AllReduce sums the shards of u (sharded on axis 0) over the devices; every device gets the sum. (API
+// version 8.)
+func (u UOp) AllReduce() (UOp, error) {
+	return u.build(func(g *C.sn_graph, e **C.sn_error) *C.sn_uop { return C.sn_tensor_allreduce(g, u.p, e) })
+}

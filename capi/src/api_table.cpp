@@ -165,6 +165,15 @@ constexpr sn_api kApi = {
     .tensor_expand_sym = sn_tensor_expand_sym,
     .device_open_target = sn_device_open_target,
     .program_kernel_binary = sn_program_kernel_binary,
+    .tensor_shard = sn_tensor_shard,
+    .tensor_to = sn_tensor_to,
+    .tensor_broadcast = sn_tensor_broadcast,
+    .tensor_scatter = sn_tensor_scatter,
+    .tensor_gather_devices = sn_tensor_gather_devices,
+    .tensor_reduce_devices = sn_tensor_reduce_devices,
+    .tensor_allgather = sn_tensor_allgather,
+    .tensor_reduce_scatter = sn_tensor_reduce_scatter,
+    .tensor_allreduce = sn_tensor_allreduce,
 };
 
 // Entry k of version 1 sits at a fixed offset forever: two uint32_t, then one pointer per entry.
@@ -324,6 +333,15 @@ SN_CHECK_ENTRY(tensor_reshape_sym, 144);
 SN_CHECK_ENTRY(tensor_expand_sym, 145);
 SN_CHECK_ENTRY(device_open_target, 146);
 SN_CHECK_ENTRY(program_kernel_binary, 147);
+SN_CHECK_ENTRY(tensor_shard, 148);
+SN_CHECK_ENTRY(tensor_to, 149);
+SN_CHECK_ENTRY(tensor_broadcast, 150);
+SN_CHECK_ENTRY(tensor_scatter, 151);
+SN_CHECK_ENTRY(tensor_gather_devices, 152);
+SN_CHECK_ENTRY(tensor_reduce_devices, 153);
+SN_CHECK_ENTRY(tensor_allgather, 154);
+SN_CHECK_ENTRY(tensor_reduce_scatter, 155);
+SN_CHECK_ENTRY(tensor_allreduce, 156);
 #undef SN_CHECK_ENTRY
 constexpr size_t kApiEntriesV1 = 61;
 static_assert(sizeof(sn_api) >= kHead + kApiEntriesV1 * sizeof(void (*)(void)));
@@ -333,7 +351,7 @@ constexpr size_t kApiEntriesV4 = kApiEntriesV3 + 4;
 constexpr size_t kApiEntriesV5 = kApiEntriesV4 + 11;
 constexpr size_t kApiEntriesV6 = kApiEntriesV5 + 2;
 constexpr size_t kApiEntriesV7 = kApiEntriesV6 + 2;
-constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 4;
+constexpr size_t kApiEntriesV8 = kApiEntriesV7 + 13;
 static_assert(sizeof(sn_api) == kHead + kApiEntriesV8 * sizeof(void (*)(void)),
               "sn_api has entries the checks above do not pin");
 

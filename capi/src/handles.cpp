@@ -91,15 +91,16 @@ Device parse_device(const char* s, const char* param) {
   Device d;
   if (s == nullptr || *s == '\0') return d;
   std::string_view text(s);
-  if (text.front() != '(') {
-    if (text.find_first_of("(),") != std::string_view::npos)
-      invalid(param, ": device \"", text, "\" is not a name or a tuple \"(A,B,...)\"");
+  bool bare_tuple = text.front() != '(' && text.find(',') != std::string_view::npos;  // "A,B" (version 8)
+  if (text.front() != '(' && !bare_tuple) {
+    if (text.find_first_of("()") != std::string_view::npos)
+      invalid(param, ": device \"", text, "\" is not a name or a tuple \"A,B,...\" or \"(A,B,...)\"");
     d.names.emplace_back(text);
     return d;
   }
-  if (text.back() != ')') invalid(param, ": device tuple \"", text, "\" lacks its closing ')'");
+  if (!bare_tuple && text.back() != ')') invalid(param, ": device tuple \"", text, "\" lacks its closing ')'");
   d.tuple = true;
-  std::string_view body = text.substr(1, text.size() - 2);
+  std::string_view body = bare_tuple ? text : text.substr(1, text.size() - 2);
   while (true) {
     size_t comma = body.find(',');
     std::string_view name = body.substr(0, comma);

@@ -6,6 +6,7 @@
 #include "capi/src/capi_internal.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/gradient.h"
+#include "core/tensor/multi.h"
 #include "core/tensor/tensor.h"
 
 namespace sn::capi {
@@ -42,6 +43,17 @@ std::vector<const UOp*> uops_of(const sn_graph* g, sn_uop* const* xs, size_t n, 
   return out;
 }
 
+// A device or device tuple named by the caller, each device checked to exist (opened in the graph's
+// context); `tuple` requires a tuple.
+sn::Device devices_of(sn_graph* g, const char* text, const char* param, bool tuple) {
+  if (text == nullptr) invalid(param, " is NULL");
+  sn::Device d = sn::parse_device_names(text, param);
+  if (tuple && !d.tuple)
+    invalid(param, ": \"", text, "\" is one device; a device tuple such as \"CPU:0,CPU:1\" is needed");
+  for (const std::string& name : d.names) g->ctx->runtime.devices().open(name);
+  return d;
+}
+
 }  // namespace
 }  // namespace sn::capi
 
@@ -53,8 +65,15 @@ sn_uop* sn_tensor_input(sn_graph* graph, sn_dtype dtype, const int64_t* shape, s
     sn_graph* g = live_graph(graph, "graph");
     sn::DType dt = to_dtype(raw(dtype), "dtype");
     std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
-    const sn::UOp* t = sn::input(g->graph, dt, dims_of(shape, ndim, "shape"), dev);
-    sn_uop* h = hand_out(g, t);
+    sn::Device tuple;
+    if (dev.find(',') != std::string::npos || dev.front() == '(') {  // sharded on axis 0 (API version 8)
+      tuple = devices_of(g, device, "device", true);
+      dev = tuple.names[0];
+    }
+    std::vector<int64_t> dims = dims_of(shape, ndim, "shape");
+    const sn::UOp* t = sn::input(g->graph, dt, dims, dev);
+    const sn::UOp* out = tuple.null() ? t : sn::shard(g->graph, t, tuple, 0);
+    sn_uop* h = hand_out(g, out);
     std::lock_guard lock(registry().mu);
     g->inputs.push_back(t);
     return h;
@@ -91,6 +110,9 @@ sn_uop* sn_tensor_input_sym(sn_graph* graph, sn_dtype dtype, sn_uop* const* dims
     sn::DType dt = to_dtype(raw(dtype), "dtype");
     sn::Shape shape = symbolic_dims(g, dims, ndim);
     std::string dev = device == nullptr || *device == '\0' ? "CPU" : device;
+    if (dev.find_first_of("(),") != std::string::npos)
+      sn::fail(sn::Code::Unsupported, "device \"", dev,
+               "\": a device tuple takes static dims (multi-device programs with symbolic shapes are not supported)");
     const sn::UOp* t = sn::input_sym(g->graph, dt, shape, dev);
     sn_uop* h = hand_out(g, t);
     std::lock_guard lock(registry().mu);
@@ -329,4 +351,59 @@ sn_uop* sn_tensor_binary(sn_graph* graph, const void* data, size_t nbytes, sn_er
     std::string bytes = nbytes == 0 ? std::string() : std::string(static_cast<const char*>(data), nbytes);
     return hand_out(g, sn::binary_data(g->graph, std::move(bytes)));
   });
+}
+
+// ---- version 8 (multi-device) ----
+
+sn_uop* sn_tensor_shard(sn_graph* graph, sn_uop* x, const char* devices, int64_t axis, sn_error** err) {
+  return guard("sn_tensor_shard", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::shard(g->graph, xu, devices_of(g, devices, "devices", true), axis));
+  });
+}
+
+sn_uop* sn_tensor_to(sn_graph* graph, sn_uop* x, const char* device, sn_error** err) {
+  return guard("sn_tensor_to", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::to_device(g->graph, xu, devices_of(g, device, "device", false)));
+  });
+}
+
+sn_uop* sn_tensor_broadcast(sn_graph* graph, sn_uop* x, const char* devices, sn_error** err) {
+  return guard("sn_tensor_broadcast", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::broadcast(g->graph, xu, devices_of(g, devices, "devices", true)));
+  });
+}
+
+sn_uop* sn_tensor_scatter(sn_graph* graph, sn_uop* x, const char* devices, sn_error** err) {
+  return guard("sn_tensor_scatter", err, static_cast<sn_uop*>(nullptr), [&] {
+    sn_graph* g = live_graph(graph, "graph");
+    const sn::UOp* xu = uop_of(g, x, "x");
+    return hand_out(g, sn::scatter(g->graph, xu, devices_of(g, devices, "devices", true)));
+  });
+}
+
+sn_uop* sn_tensor_gather_devices(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_gather_devices", graph, x, err,
+                       [](sn::Graph& gr, const sn::UOp* u) { return sn::gather(gr, u); });
+}
+sn_uop* sn_tensor_reduce_devices(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_reduce_devices", graph, x, err,
+                       [](sn::Graph& gr, const sn::UOp* u) { return sn::reduce_devices(gr, u); });
+}
+sn_uop* sn_tensor_allgather(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_allgather", graph, x, err,
+                       [](sn::Graph& gr, const sn::UOp* u) { return sn::allgather(gr, u); });
+}
+sn_uop* sn_tensor_reduce_scatter(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_reduce_scatter", graph, x, err,
+                       [](sn::Graph& gr, const sn::UOp* u) { return sn::reduce_scatter(gr, u); });
+}
+sn_uop* sn_tensor_allreduce(sn_graph* graph, sn_uop* x, sn_error** err) {
+  return unary_builder("sn_tensor_allreduce", graph, x, err,
+                       [](sn::Graph& gr, const sn::UOp* u) { return sn::allreduce(gr, u); });
 }

@@ -349,7 +349,8 @@ int compute_axis(const UOp* u) {
       return u->as<BufferArg>().device.tuple ? 0 : -1;
     case Op::Param:
       return u->as<ParamArg>().device.tuple ? 0 : -1;
-    case Op::Copy:
+    case Op::Copy:  // a copy to an n-tuple device reshards on axis 0
+      if (auto* m = std::get_if<MemArg>(&u->arg); m && m->device.tuple) return 0;
       return -1;
     case Op::Const:
     case Op::DefineVar:
@@ -378,8 +379,13 @@ int compute_axis(const UOp* u) {
       };
       auto want = before(in, size_t(a));
       if (!want) return -1;
+      // An axis that starts where the shard axis started keeps each device's block whole when it
+      // has the same length, or when both lengths divide by the device count.
+      const int64_t n = int64_t(u->device().names.size());
+      auto divides = [&](const Dim& d) { return n > 0 && d.is_const() && d.value > 0 && d.value % n == 0; };
       for (size_t k = 0; k < out.size(); k++)
-        if (before(out, k) == want && out[k] == in[size_t(a)]) return int(k);
+        if (before(out, k) == want && (out[k] == in[size_t(a)] || (divides(out[k]) && divides(in[size_t(a)]))))
+          return int(k);
       return -1;
     }
     case Op::Reduce: {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <future>
+#include <map>
 #include <numeric>
 
 #include "core/util/checked.h"
@@ -125,6 +129,96 @@ void check_binding(const Program& p, const char* what, size_t i, const TensorSpe
 // "1 input", "2 inputs".
 std::string count_of(size_t n, const char* noun) { return cat(n, " ", noun, n == 1 ? "" : "s"); }
 
+// A buffer the caller owns, passed where a step program wants a shared_ptr (it does not keep it).
+std::shared_ptr<Buffer> borrowed(const Buffer* b) {
+  return std::shared_ptr<Buffer>(std::shared_ptr<Buffer>(), const_cast<Buffer*>(b));
+}
+
+// Copies value src into dst: host memory on both sides is one memcpy, else copy_buffer.
+void transfer(Buffer& dst, const Buffer& src) {
+  if (src.nbytes() != dst.nbytes() || src.dtype() != dst.dtype())
+    fail(Code::Internal, "multi-device copy: ", src.str(), " does not fit ", dst.str());
+  if (src.nbytes() == 0) return;
+  if (&src.device() != &dst.device() && src.device().host_memory() && dst.device().host_memory()) {
+    src.device().synchronize();
+    DevicePtr s = src.address(), d = dst.address();
+    std::memcpy(static_cast<char*>(d.base) + d.offset, static_cast<const char*>(s.base) + s.offset, src.nbytes());
+    return;
+  }
+  copy_buffer(dst, src);
+}
+
+// Runs a multi-device plan. Every copy and step is a task that starts when the tasks making its
+// values have finished, so work on different devices overlaps wherever the data allows (a device
+// runs one step at a time: its steps depend on each other through their order in the plan). The
+// first error is rethrown after every task has finished.
+void execute_multi(const Program& p, const std::vector<const Buffer*>& inputs,
+                   const std::vector<const Buffer*>& outputs) {
+  const MultiPlan& plan = *p.multi;
+  std::vector<std::shared_ptr<Buffer>> vals(plan.values.size());
+  for (size_t v = 0; v < plan.values.size(); v++) {
+    const MultiPlan::Value& val = plan.values[v];
+    vals[v] =
+        val.input >= 0 ? borrowed(inputs.at(size_t(val.input))) : Buffer::allocate(val.device, val.dtype, val.shape);
+  }
+  struct Task {
+    const MultiPlan::Transfer* copy = nullptr;
+    const MultiPlan::Step* step = nullptr;
+    std::vector<size_t> deps;
+  };
+  std::vector<Task> tasks;
+  std::vector<int> maker(plan.values.size(), -1);  // value -> the task that writes it
+  std::map<const ComputeDevice*, size_t> last_on;  // device -> its latest step task
+  auto need = [&](Task& t, int v) {
+    if (maker[size_t(v)] >= 0) t.deps.push_back(size_t(maker[size_t(v)]));
+  };
+  for (const MultiPlan::Wave& wave : plan.waves) {
+    for (const MultiPlan::Transfer& c : wave.copies) {
+      Task t;
+      t.copy = &c;
+      need(t, c.src);
+      maker[size_t(c.dst)] = int(tasks.size());
+      tasks.push_back(std::move(t));
+    }
+    for (const MultiPlan::Step& st : wave.steps) {
+      Task t;
+      t.step = &st;
+      for (int v : st.inputs) need(t, v);
+      if (auto it = last_on.find(st.program->device.get()); it != last_on.end()) t.deps.push_back(it->second);
+      last_on[st.program->device.get()] = tasks.size();
+      for (int v : st.outputs) maker[size_t(v)] = int(tasks.size());
+      tasks.push_back(std::move(t));
+    }
+  }
+  auto work = [&](const Task& t) {
+    if (t.copy) {
+      transfer(*vals[size_t(t.copy->dst)], *vals[size_t(t.copy->src)]);
+      return;
+    }
+    std::vector<std::shared_ptr<Buffer>> in, out;
+    for (int v : t.step->inputs) in.push_back(vals[size_t(v)]);
+    for (int v : t.step->outputs) out.push_back(vals[size_t(v)]);
+    t.step->program->run(in, out);
+  };
+  std::vector<std::shared_future<void>> done(tasks.size());
+  for (size_t i = 0; i < tasks.size(); i++)
+    done[i] = std::async(std::launch::async, [&, i] {
+                for (size_t d : tasks[i].deps) done[d].get();  // rethrows a dependency's error
+                work(tasks[i]);
+              }).share();
+  std::exception_ptr first;
+  for (auto& f : done) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  for (size_t i = 0; i < outputs.size(); i++)
+    transfer(const_cast<Buffer&>(*outputs[i]), *vals[size_t(plan.outputs.at(i))]);
+}
+
 // Runs every launch of `p` on the bound buffers. `arena` holds the intermediates (p.arena_bytes).
 void execute(const Program& p, const std::vector<const Buffer*>& inputs, const std::vector<const Buffer*>& outputs,
              const std::vector<int64_t>& vars, const std::vector<bool>& var_bound, Storage* arena,
@@ -149,6 +243,11 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
         fail(Code::InvalidArg, "output ", i, " overlaps input ", j, " (outputs need memory of their own)");
     for (size_t j = 0; j < i; j++)
       if (outputs[i]->overlaps(*outputs[j])) fail(Code::InvalidArg, "outputs ", j, " and ", i, " overlap");
+  }
+
+  if (p.multi) {
+    execute_multi(p, inputs, outputs);
+    return;
   }
 
   // Device address of every program buffer.

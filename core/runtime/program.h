@@ -77,6 +77,35 @@ struct StageDump {
   std::string text;
 };
 
+// How a program that spans several devices runs (core/multi.cpp makes it): single-device programs
+// ("steps") over values, each value one buffer on one device, and copies of values between devices.
+// Waves list them in an order that respects the data (a wave's copies, then its steps, at most one
+// per device); when run, each copy and step is a task that starts as soon as the tasks writing its
+// inputs (and the previous step on its device) are done, so devices work in parallel. The program's
+// own inputs and outputs live on Program::device; the outputs are copied from their values last.
+struct MultiPlan {
+  struct Value {
+    std::shared_ptr<ComputeDevice> device;
+    DType dtype;
+    std::vector<int64_t> shape;
+    int input = -1;  // >= 0: the program's input of this number (caller's order), else a temporary
+  };
+  struct Transfer {
+    int src = 0, dst = 0;  // value ids
+  };
+  struct Step {
+    std::shared_ptr<const Program> program;  // runs on program->device
+    std::vector<int> inputs, outputs;        // value ids, in the step program's order
+  };
+  struct Wave {
+    std::vector<Transfer> copies;  // before the steps
+    std::vector<Step> steps;       // on distinct devices: run in parallel
+  };
+  std::vector<Value> values;
+  std::vector<Wave> waves;
+  std::vector<int> outputs;  // the value each program output is copied from
+};
+
 class Program {
  public:
   std::shared_ptr<ComputeDevice> device;
@@ -92,6 +121,9 @@ class Program {
   int debug = 0;                    // SN_DEBUG level it was compiled with (1+: run timings)
   double compile_ms = 0;            // wall time of the whole pipeline
   std::shared_ptr<const std::vector<StageDump>> stages;  // kept when asked for (CompileOptions)
+  // Set when the program spans devices: it runs this plan (launches and buffers then list every
+  // step's kernels for inspection only).
+  std::shared_ptr<const MultiPlan> multi;
 
   // Every dump of `stage`, kernel by kernel under "# kernel i: name" headers; "" when the stage was
   // not kept. stage_names() lists the ones that were.

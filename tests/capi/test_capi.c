@@ -464,8 +464,13 @@ static void test_devices(void) {
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "closing");
   sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "(CPU:0,,CPU:1)", &e);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "empty or malformed");
-  sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "CPU,GPU", &e);
+  sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "CPU)", &e);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "is not a name or a tuple");
+  /* (API version 8) a tuple may also be written without parentheses */
+  b = sn_uop_buffer(g, SN_DTYPE_FLOAT32, 8, "CPU:0,CPU:1", &e);
+  dev = sn_uop_device(b, &e);
+  CHECK(dev != NULL && strcmp(dev, "(CPU:0,CPU:1)") == 0);
+  sn_string_free(dev);
   sn_graph_release(g);
 }
 

@@ -1,5 +1,6 @@
 #include "tests/oracle/interp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -241,7 +242,10 @@ class Evaluator {
       case Op::Contiguous:
       case Op::ContiguousBackward:
       case Op::Detach:
+      case Op::Copy:      // moves data between devices; the values stay the same
         return in(u, 0);  // markers: identity on data
+      case Op::Replicated:
+        return replicated(u);
       case Op::Index:
         return index(u);
       case Op::Stack:
@@ -365,6 +369,24 @@ class Evaluator {
     return gather(x, shape, [&](const std::vector<int64_t>& idx) {
       int64_t from = 0;
       for (size_t k = 0; k < idx.size(); k++) from += (idx[k] + off[k]) * st[k];
+      return from;
+    });
+  }
+
+  // Replicated: every device holds the same values along these axes; they collapse to their
+  // first element.
+  Array replicated(const UOp* u) {
+    const Array& x = in(u, 0);
+    std::vector<int64_t> shape = x.shape;
+    for (int64_t a : u->as<std::vector<int64_t>>()) {
+      int64_t k = a < 0 ? a + int64_t(shape.size()) : a;
+      if (k < 0 || k >= int64_t(shape.size())) fail(Code::Internal, "oracle: replicated axis ", a);
+      shape[size_t(k)] = std::min<int64_t>(shape[size_t(k)], 1);
+    }
+    std::vector<int64_t> st = strides_of(x.shape);
+    return gather(x, shape, [&](const std::vector<int64_t>& idx) {
+      int64_t from = 0;
+      for (size_t k = 0; k < idx.size(); k++) from += idx[k] * st[k];
       return from;
     });
   }

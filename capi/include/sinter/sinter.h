@@ -517,7 +517,10 @@ struct sn_dlpack_tensor;              /* DLPack 1.x DLManagedTensorVersioned: se
 /* ---- tensor builders ---- */
 
 /* A new input tensor of `dtype` and shape[ndim] on `device` (NULL = "CPU"): a fresh buffer viewed
-   with the shape. Programs take their inputs in the order the inputs were created (see sn_compile). */
+   with the shape. Programs take their inputs in the order the inputs were created (see sn_compile).
+   (API version 8) A device tuple ("CPU:0,CPU:1") gives an input sharded on axis 0 over those
+   devices: the program takes it as one buffer of the whole shape and scatters it (see
+   "multi-device" below). */
 SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *shape, size_t ndim, const char *device,
                                sn_error **err);
 /* (API version 7) An input tensor with symbolic dims: dims[k] is an index uop, a constant
@@ -667,6 +670,52 @@ SN_API sn_code sn_function_set_flags(sn_function *fn, uint32_t flags, sn_error *
    (results has one entry per output). On failure results is left unchanged. */
 SN_API sn_code sn_function_call(sn_graph *graph, sn_function *fn, sn_uop *const *args, size_t nargs, sn_uop **results,
                                 sn_error **err);
+
+/* ---- version 8 (multi-device) ---- */
+
+/* One program may span devices. The CPU backend has 8 devices, "CPU" (= "CPU:0") .. "CPU:7", each
+   with its own memory, JIT and thread pool (they share the machine's cores: CPU:0 uses all of them,
+   the others half each), so this works on any machine. A device tuple is written "CPU:0,CPU:1" or
+   "(CPU:0,CPU:1)"; it names distinct devices. A tensor on a tuple keeps its whole (global) shape and
+   an axis (sn_uop_axis): device i holds the i-th of n equal blocks along that axis, or, for axis -1,
+   all of it (replicated).
+
+   sn_compile's device runs what has no device of its own; what is placed elsewhere (a shard, an
+   sn_tensor_to) runs on its devices, each device's kernels in parallel with the others' wherever
+   the data allows, with copies between them. Elementwise ops, movement ops that keep each device's
+   block whole, and reductions run shard-wise; a reduction over the shard axis adds up the devices'
+   partial results on every device (it is replicated after). The program's inputs and outputs are
+   ordinary buffers on the compile device: a sharded input is fed as one buffer of its whole shape,
+   which the program scatters; a sharded output comes back gathered, a replicated one once. Effects
+   (sn_tensor_assign), launch-time variables and symbolic shapes are not supported in such a
+   program yet (SN_E_UNSUPPORTED). Bad devices (unknown, listed twice), axes (out of range, not
+   dividing among the devices) and operands on different devices are SN_E_INVALID_ARG or SN_E_DEVICE
+   naming them. */
+
+/* x split along `axis` (negative counts from the end) over the devices of the tuple `devices`: the
+   axis length must divide by the device count. x must be on one device (or be sharded the same way
+   already). */
+SN_API sn_uop *sn_tensor_shard(sn_graph *graph, sn_uop *x, const char *devices, int64_t axis, sn_error **err);
+/* The spec's Copy: x moved to `device`. One device takes the whole tensor (a sharded x is gathered);
+   a tuple shards axis 0 (which must divide by the device count). */
+SN_API sn_uop *sn_tensor_to(sn_graph *graph, sn_uop *x, const char *device, sn_error **err);
+/* The spec's collectives, built from Copy, Replicated and movement ops as the spec composes them.
+   broadcast and scatter take x (shape (s, ...)) on one device; the others take x sharded on axis 0
+   (sn_tensor_shard / sn_tensor_scatter: shape (n*s, ...), each of the n devices holding (s, ...)):
+     broadcast       x replicated on every device of `devices`         (s, ...), axis -1
+     scatter         x split into n blocks of axis 0, one per device   (s, ...), axis 0
+     gather_devices  every block onto the first device of x's tuple    (n*s, ...) on that device
+     reduce_devices  the n blocks summed, on the first device          (s, ...) on that device
+     allgather       every block onto every device                     (n*s, ...), axis -1
+     reduce_scatter  the blocks summed over devices, then scattered    (s, ...), axis 0 (s % n == 0)
+     allreduce       reduce_scatter, then allgather                    (s, ...), axis -1 */
+SN_API sn_uop *sn_tensor_broadcast(sn_graph *graph, sn_uop *x, const char *devices, sn_error **err);
+SN_API sn_uop *sn_tensor_scatter(sn_graph *graph, sn_uop *x, const char *devices, sn_error **err);
+SN_API sn_uop *sn_tensor_gather_devices(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_reduce_devices(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_allgather(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_reduce_scatter(sn_graph *graph, sn_uop *x, sn_error **err);
+SN_API sn_uop *sn_tensor_allreduce(sn_graph *graph, sn_uop *x, sn_error **err);
 
 /* ---- devices ---- */
 
@@ -1067,11 +1116,20 @@ typedef struct sn_api {
                               sn_error **err);
   sn_buffer *(*program_alloc_output_vars)(sn_program *program, size_t index, const char *const *names,
                                           const int64_t *values, size_t n, sn_error **err);
-  /* ---- version 8: symbolic reshape and expand; GPU targets ---- */
+  /* ---- version 8: symbolic reshape and expand; GPU targets; multi-device ---- */
   sn_uop *(*tensor_reshape_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
   sn_uop *(*tensor_expand_sym)(sn_graph *graph, sn_uop *x, sn_uop *const *dims, size_t ndim, sn_error **err);
   sn_device *(*device_open_target)(sn_context *ctx, const char *backend, const char *arch, sn_error **err);
   const void *(*program_kernel_binary)(const sn_program *program, size_t index, size_t *size, sn_error **err);
+  sn_uop *(*tensor_shard)(sn_graph *graph, sn_uop *x, const char *devices, int64_t axis, sn_error **err);
+  sn_uop *(*tensor_to)(sn_graph *graph, sn_uop *x, const char *device, sn_error **err);
+  sn_uop *(*tensor_broadcast)(sn_graph *graph, sn_uop *x, const char *devices, sn_error **err);
+  sn_uop *(*tensor_scatter)(sn_graph *graph, sn_uop *x, const char *devices, sn_error **err);
+  sn_uop *(*tensor_gather_devices)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_reduce_devices)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_allgather)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_reduce_scatter)(sn_graph *graph, sn_uop *x, sn_error **err);
+  sn_uop *(*tensor_allreduce)(sn_graph *graph, sn_uop *x, sn_error **err);
   /* ---- version 9 entries go below this line; never reorder the ones above ---- */
 } sn_api;
 

@@ -1118,6 +1118,54 @@ extern "C" {
     ) -> sn_code;
 }
 extern "C" {
+    pub fn sn_tensor_shard(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        devices: *const ::std::os::raw::c_char,
+        axis: i64,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_to(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        device: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_broadcast(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        devices: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_scatter(
+        graph: *mut sn_graph,
+        x: *mut sn_uop,
+        devices: *const ::std::os::raw::c_char,
+        err: *mut *mut sn_error,
+    ) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_gather_devices(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_reduce_devices(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_allgather(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_reduce_scatter(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
+    pub fn sn_tensor_allreduce(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop;
+}
+extern "C" {
     pub fn sn_device_open(
         ctx: *mut sn_context,
         name: *const ::std::os::raw::c_char,
@@ -2195,6 +2243,54 @@ pub struct sn_api {
             size: *mut usize,
             err: *mut *mut sn_error,
         ) -> *const ::std::os::raw::c_void,
+    >,
+    pub tensor_shard: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            devices: *const ::std::os::raw::c_char,
+            axis: i64,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_to: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            device: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_broadcast: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            devices: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_scatter: ::std::option::Option<
+        unsafe extern "C" fn(
+            graph: *mut sn_graph,
+            x: *mut sn_uop,
+            devices: *const ::std::os::raw::c_char,
+            err: *mut *mut sn_error,
+        ) -> *mut sn_uop,
+    >,
+    pub tensor_gather_devices: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub tensor_reduce_devices: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub tensor_allgather: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub tensor_reduce_scatter: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
+    >,
+    pub tensor_allreduce: ::std::option::Option<
+        unsafe extern "C" fn(graph: *mut sn_graph, x: *mut sn_uop, err: *mut *mut sn_error) -> *mut sn_uop,
     >,
 }
 pub type sn_get_api_fn = ::std::option::Option<unsafe extern "C" fn(api_version: u32) -> *const sn_api>;

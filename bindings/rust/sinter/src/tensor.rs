@@ -300,4 +300,64 @@ impl<'g> UOp<'g> {
         // SAFETY: all nodes belong to this graph.
         self.graph().build_node(|g, e| unsafe { sys::sn_tensor_scatter_add(g, self.as_ptr(), axis, idx, val, e) })
     }
+    // ---- multi-device (API version 8) ----
+
+    /// This tensor split along `axis` over the devices of the tuple `devices` (`"CPU:0,CPU:1"`); the axis length
+    /// must divide by the device count.
+    pub fn shard(self, devices: &str, axis: i64) -> Result<UOp<'g>> {
+        let d = c_string("UOp::shard", devices)?;
+        // SAFETY: self is live; d outlives the call.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_shard(g, self.as_ptr(), d.as_ptr(), axis, e) })
+    }
+
+    /// The spec's Copy: this tensor on `device` (one device gathers it; a tuple shards axis 0).
+    pub fn to(self, device: &str) -> Result<UOp<'g>> {
+        let d = c_string("UOp::to", device)?;
+        // SAFETY: self is live; d outlives the call.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_to(g, self.as_ptr(), d.as_ptr(), e) })
+    }
+
+    /// This tensor (on one device) replicated on every device of the tuple `devices`.
+    pub fn broadcast(self, devices: &str) -> Result<UOp<'g>> {
+        let d = c_string("UOp::broadcast", devices)?;
+        // SAFETY: self is live; d outlives the call.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_broadcast(g, self.as_ptr(), d.as_ptr(), e) })
+    }
+
+    /// This tensor (on one device) split on axis 0 over the tuple `devices`.
+    pub fn scatter(self, devices: &str) -> Result<UOp<'g>> {
+        let d = c_string("UOp::scatter", devices)?;
+        // SAFETY: self is live; d outlives the call.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_scatter(g, self.as_ptr(), d.as_ptr(), e) })
+    }
+
+    /// Every shard (sharded on axis 0) onto the first device of the tuple.
+    pub fn gather_devices(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_gather_devices(g, self.as_ptr(), e) })
+    }
+
+    /// The sum of the shards (sharded on axis 0), on the first device of the tuple.
+    pub fn reduce_devices(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_reduce_devices(g, self.as_ptr(), e) })
+    }
+
+    /// Every shard (sharded on axis 0) onto every device: replicated.
+    pub fn allgather(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_allgather(g, self.as_ptr(), e) })
+    }
+
+    /// The shards (sharded on axis 0) summed over the devices, the sum sharded on axis 0.
+    pub fn reduce_scatter(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_reduce_scatter(g, self.as_ptr(), e) })
+    }
+
+    /// The shards (sharded on axis 0) summed over the devices, the sum on every device (replicated).
+    pub fn allreduce(self) -> Result<UOp<'g>> {
+        // SAFETY: self is live.
+        self.graph().build_node(|g, e| unsafe { sys::sn_tensor_allreduce(g, self.as_ptr(), e) })
+    }
 }

@@ -482,6 +482,56 @@ public final class UOp {
     return graph.build(g -> SinterNative.sn_tensor_scatter_add(g, ptr, axis, pi, pv));
   }
 
+  // ---- multi-device (API version 8) ----
+
+  /**
+   * This tensor split along {@code axis} over the devices of the tuple {@code devices} ("CPU:0,CPU:1"); the axis
+   * length must divide by the device count.
+   */
+  public UOp shard(String devices, long axis) {
+    return graph.build(g -> SinterNative.sn_tensor_shard(g, ptr, devices, axis));
+  }
+
+  /** The spec's Copy: this tensor on {@code device} (one device gathers it; a tuple shards axis 0). */
+  public UOp to(String device) {
+    return graph.build(g -> SinterNative.sn_tensor_to(g, ptr, device));
+  }
+
+  /** This tensor (on one device) replicated on every device of the tuple {@code devices}. */
+  public UOp broadcast(String devices) {
+    return graph.build(g -> SinterNative.sn_tensor_broadcast(g, ptr, devices));
+  }
+
+  /** This tensor (on one device) split on axis 0 over the tuple {@code devices}. */
+  public UOp scatter(String devices) {
+    return graph.build(g -> SinterNative.sn_tensor_scatter(g, ptr, devices));
+  }
+
+  /** The shards (sharded on axis 0) collected on the first device of the tuple. */
+  public UOp gatherDevices() {
+    return graph.build(g -> SinterNative.sn_tensor_gather_devices(g, ptr));
+  }
+
+  /** The shards (sharded on axis 0) summed, on the first device of the tuple. */
+  public UOp reduceDevices() {
+    return graph.build(g -> SinterNative.sn_tensor_reduce_devices(g, ptr));
+  }
+
+  /** The shards (sharded on axis 0) collected on every device (replicated). */
+  public UOp allGather() {
+    return graph.build(g -> SinterNative.sn_tensor_allgather(g, ptr));
+  }
+
+  /** The shards (sharded on axis 0) summed over the devices, the sum sharded on axis 0. */
+  public UOp reduceScatter() {
+    return graph.build(g -> SinterNative.sn_tensor_reduce_scatter(g, ptr));
+  }
+
+  /** The shards (sharded on axis 0) summed over the devices, the sum on every device (replicated). */
+  public UOp allReduce() {
+    return graph.build(g -> SinterNative.sn_tensor_allreduce(g, ptr));
+  }
+
   /** A constant of this node's dtype: constFloat for float dtypes, else constInt (v must be integral). */
   public UOp scalar(double v) {
     DType dt = dtype();

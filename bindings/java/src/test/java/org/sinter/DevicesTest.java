@@ -41,7 +41,7 @@ class DevicesTest {
 
   @Test
   void deviceCountsAndDescriptions() {
-    assertEquals(1, ctx.deviceCount("CPU"));
+    assertEquals(8, ctx.deviceCount("CPU"));
     assertEquals(1, ctx.deviceCount("C"));
     assertTrue(ctx.deviceCount("CL") >= 0);
     SinterException e = assertThrows(SinterException.class, () -> ctx.deviceCount("METAL"));
