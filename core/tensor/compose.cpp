@@ -97,105 +97,6 @@ Dims inverse(const Dims& order) {
   return inv;
 }
 
-// Inclusive prefix sum along the last axis with the spec's window trick: pad n-1 zeros in front,
-// tile the row n+1 times, and cut the flat tiling into rows of 2n: row i then starts i elements
-// later in the padded row (2n = (2n-1) + 1), so its first n entries are n-1-i zeros and x[0..i].
-// O(n) work per element: for short rows only (prefix_sum_last blocks longer ones).
-const UOp* window_prefix_sum_last(Graph& g, const UOp* x) {
-  Dims s = static_shape(x);
-  int64_t n = s.back();
-  if (n == 0) return x;
-  Dims pre(s.begin(), s.end() - 1);
-  auto with = [&](std::initializer_list<int64_t> tail) {
-    Dims d = pre;
-    d.insert(d.end(), tail);
-    return d;
-  };
-  Dims zeros(s.size(), 0);
-  Dims off = zeros;
-  off.back() = n - 1;
-  // The tiling has (n+1)(2n-1) elements per row: past about 2^31 that no longer fits int64.
-  int64_t n2 = checked_mul(n, 2, "cumsum: axis of ", n, " elements: window");
-  int64_t tiled = checked_mul(n + 1, n2 - 1, "cumsum: axis of ", n, " elements: window tiling");
-  int64_t rows = checked_mul(n, n2, "cumsum: axis of ", n, " elements: window rows");
-  (void)checked_numel(with({tiled}), "cumsum: axis of ", n, " elements: window tiling of ", s.size(), "-d input");
-  const UOp* t = pad(g, x, off, with({n2 - 1}));
-  t = reshape(g, t, with({1, n2 - 1}));
-  t = expand(g, t, with({n + 1, n2 - 1}));
-  t = reshape(g, t, with({tiled}));
-  t = shrink(g, t, zeros, with({rows}));
-  t = reshape(g, t, with({n, n2}));
-  t = shrink(g, t, Dims(s.size() + 1, 0), with({n, n}));
-  t = sum(g, t, {int64_t(s.size())});
-  return reshape(g, t, s);
-}
-
-// Rows up to this long take the window form directly; longer ones are scanned in blocks.
-constexpr int64_t kScanDirect = 16;
-// The window form costs b adds per element inside a block of b, and the last kernel of a level touches every
-// element of it: levels of many elements take blocks of 4 (a quarter of the adds of 16: 1,000,000 f32 ran ~2.5x
-// faster), small ones blocks of 16 (fewer levels, so fewer kernels to compile and launch).
-constexpr int64_t kScanSmallBlock = 4, kScanLargeBlock = 16;
-constexpr int64_t kScanManyElements = int64_t(1) << 14;
-
-// Inclusive prefix sum along the last axis: cut the row into blocks of b (the tail padded with zeros), scan inside
-// each block with the window form, scan the blocks' totals the same way (recursively: log_4 levels while they are
-// large, log_16 after), and add to each block the total of the blocks before it. Each level is b times smaller
-// than the one below, so the work is O(b n) in all; each level costs two kernels (its blocks' totals, and its
-// scan: the carries materialized for the level below, or the output): 1,000,000 elements take 6 levels, 12 kernels.
-const UOp* prefix_sum_last(Graph& g, const UOp* x) {
-  Dims s = static_shape(x);
-  const int64_t n = s.back();
-  if (n <= kScanDirect) return window_prefix_sum_last(g, x);
-  const int64_t b = numel(s, "cumsum") > kScanManyElements ? kScanSmallBlock : kScanLargeBlock;
-  const size_t last = s.size() - 1;
-  Dims pre(s.begin(), s.end() - 1);
-  auto with = [&](std::initializer_list<int64_t> tail) {
-    Dims d = pre;
-    d.insert(d.end(), tail);
-    return d;
-  };
-  const int64_t m = (n - 1) / b + 1;  // blocks: ceil(n / b) without n + b - 1, which can overflow
-  const int64_t padded = checked_mul(m, b, "cumsum: axis of ", n, " elements: ", m, " blocks of ", b);
-  // The in-block window tiles (b+1)(2b-1) elements per block: the most any level holds.
-  (void)checked_numel(with({m, (b + 1) * (2 * b - 1)}), "cumsum: axis of ", n, " elements: scan in blocks of ", b, " (",
-                      s.size(), "-d input)");
-  const UOp* blocks = reshape(g, pad(g, x, Dims(s.size(), 0), with({padded})), with({m, b}));
-  const UOp* within = window_prefix_sum_last(g, blocks);
-  const UOp* totals = reshape(g, sum(g, blocks, {int64_t(last + 1)}), with({m}));
-  // Exclusive scan of the totals: the inclusive one shifted right by one block (exact, unlike subtracting).
-  Dims shift(s.size(), 0);
-  shift.back() = 1;
-  const UOp* before = shrink(g, pad(g, prefix_sum_last(g, totals), shift, with({m + 1})), Dims(s.size(), 0), with({m}));
-  // Materialized (m values, b times fewer than the row): else every element would recompute every level's scan.
-  before = g.make(Op::Contiguous, before->dtype, {before});
-  const UOp* out = add(g, within, expand(g, reshape(g, before, with({m, 1})), with({m, b})));
-  return shrink(g, reshape(g, out, with({padded})), Dims(s.size(), 0), s);
-}
-
-// [0, n) in the integer dtype `dt` (which must hold a few more than n values; see arange).
-const UOp* arange_int(Graph& g, int64_t n, DType dt) {
-  // Up to here the spec's quadratic prefix sum is cheap; past it the index splits as q*b + r.
-  constexpr int64_t kDirect = 64;
-  if (n <= kDirect) {
-    const UOp* ones = full(g, dt, 1, {n});
-    return add(g, window_prefix_sum_last(g, ones), scalar(g, dt, -1));
-  }
-  int64_t b = int64_t(std::ceil(std::sqrt(double(n))));
-  int64_t a = (n - 1) / b + 1;  // ceil(n / b) without n + b - 1, which can overflow
-  int64_t cells = checked_mul(a, b, "arange: ", n, " values: grid of ", a, " x ", b);
-  const UOp* hi = mul(g, reshape(g, arange_int(g, a, dt), {a, 1}), scalar(g, dt, double(b)));
-  const UOp* lo = reshape(g, arange_int(g, b, dt), {1, b});
-  const UOp* grid = reshape(g, add(g, hi, lo), {cells});
-  return shrink(g, grid, {0}, {n});
-}
-
-// The integer dtype index comparisons use: int32 unless the indices or the range need 64 bits.
-DType compare_dtype(DType idx, int64_t n) {
-  constexpr int64_t kInt32Safe = (int64_t(1) << 31) - (int64_t(1) << 17);  // room for arange's grid
-  return idx.bits() == 64 || n > kInt32Safe ? dtypes::int64 : dtypes::int32;
-}
-
 // Pad or Shrink (op) to `to` at `offsets`, where every symbolic axis of x passes through
 // unchanged (offset 0, the same dim): the window and pool helpers move only constant axes.
 const UOp* move_sym(Graph& g, Op op, const UOp* x, const Dims& offsets, const Shape& to) {
@@ -219,6 +120,112 @@ const UOp* move_sym(Graph& g, Op op, const UOp* x, const Dims& offsets, const Sh
 int64_t const_dim(const char* op, const Shape& s, size_t k) {
   if (!s[k].is_const()) fail(Code::Unsupported, op, ": axis ", k, " of ", shape_str(s), " must not be symbolic");
   return s[k].value;
+}
+
+// Inclusive prefix sum along the last axis with the spec's window trick: pad n-1 zeros in front,
+// tile the row n+1 times, and cut the flat tiling into rows of 2n: row i then starts i elements
+// later in the padded row (2n = (2n-1) + 1), so its first n entries are n-1-i zeros and x[0..i].
+// O(n) work per element: for short rows only (prefix_sum_last blocks longer ones).
+const UOp* window_prefix_sum_last(Graph& g, const UOp* x) {
+  // The leading axes may be symbolic (a batch of rows): each stays its own axis through every step.
+  const Shape& s = sym_shape(x, "cumsum");
+  int64_t n = const_dim("cumsum", s, s.size() - 1);
+  if (n == 0) return x;
+  Shape pre(s.begin(), s.end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape d = pre;
+    for (int64_t t : tail) d.push_back(Dim::of(t));
+    return d;
+  };
+  Dims zeros(s.size(), 0);
+  Dims off = zeros;
+  off.back() = n - 1;
+  // The tiling has (n+1)(2n-1) elements per row: past about 2^31 that no longer fits int64.
+  int64_t n2 = checked_mul(n, 2, "cumsum: axis of ", n, " elements: window");
+  int64_t tiled = checked_mul(n + 1, n2 - 1, "cumsum: axis of ", n, " elements: window tiling");
+  int64_t rows = checked_mul(n, n2, "cumsum: axis of ", n, " elements: window rows");
+  Dims largest;
+  for (const Dim& d : pre) largest.push_back(d.is_const() ? d.value : int64_t(d.sym->minmax().hi));
+  largest.push_back(tiled);
+  (void)checked_numel(largest, "cumsum: axis of ", n, " elements: window tiling of ", s.size(), "-d input");
+  const UOp* t = move_sym(g, Op::Pad, x, off, with({n2 - 1}));
+  t = reshape_sym(g, t, with({1, n2 - 1}));
+  t = expand_sym(g, t, with({n + 1, n2 - 1}));
+  t = reshape_sym(g, t, with({tiled}));
+  t = move_sym(g, Op::Shrink, t, zeros, with({rows}));
+  t = reshape_sym(g, t, with({n, n2}));
+  t = move_sym(g, Op::Shrink, t, Dims(s.size() + 1, 0), with({n, n}));
+  t = sum(g, t, {int64_t(s.size())});
+  return reshape_sym(g, t, s);
+}
+
+// Rows up to this long take the window form directly; longer ones are scanned in blocks.
+constexpr int64_t kScanDirect = 16;
+// The window form costs b adds per element inside a block of b, and the last kernel of a level touches every
+// element of it: levels of many elements take blocks of 4 (a quarter of the adds of 16: 1,000,000 f32 ran ~2.5x
+// faster), small ones blocks of 16 (fewer levels, so fewer kernels to compile and launch).
+constexpr int64_t kScanSmallBlock = 4, kScanLargeBlock = 16;
+constexpr int64_t kScanManyElements = int64_t(1) << 14;
+
+// Inclusive prefix sum along the last axis: cut the row into blocks of b (the tail padded with zeros), scan inside
+// each block with the window form, scan the blocks' totals the same way (recursively: log_4 levels while they are
+// large, log_16 after), and add to each block the total of the blocks before it. Each level is b times smaller
+// than the one below, so the work is O(b n) in all; each level costs two kernels (its blocks' totals, and its
+// scan: the carries materialized for the level below, or the output): 1,000,000 elements take 6 levels, 12 kernels.
+const UOp* prefix_sum_last(Graph& g, const UOp* x) {
+  const Shape& s = sym_shape(x, "cumsum");
+  const int64_t n = const_dim("cumsum", s, s.size() - 1);
+  if (n <= kScanDirect) return window_prefix_sum_last(g, x);
+  Dims largest;
+  for (const Dim& d : s) largest.push_back(d.is_const() ? d.value : int64_t(d.sym->minmax().hi));
+  const int64_t b = numel(largest, "cumsum") > kScanManyElements ? kScanSmallBlock : kScanLargeBlock;
+  const size_t last = s.size() - 1;
+  Shape pre(s.begin(), s.end() - 1);
+  auto with = [&](std::initializer_list<int64_t> tail) {
+    Shape d = pre;
+    for (int64_t t : tail) d.push_back(Dim::of(t));
+    return d;
+  };
+  const int64_t m = (n - 1) / b + 1;  // blocks: ceil(n / b) without n + b - 1, which can overflow
+  const int64_t padded = checked_mul(m, b, "cumsum: axis of ", n, " elements: ", m, " blocks of ", b);
+  // The in-block window tiles (b+1)(2b-1) elements per block: the most any level holds.
+  largest.back() = checked_mul(m, (b + 1) * (2 * b - 1), "cumsum: axis of ", n, " elements");
+  (void)checked_numel(largest, "cumsum: axis of ", n, " elements: scan in blocks of ", b, " (", s.size(), "-d input)");
+  const UOp* blocks = reshape_sym(g, move_sym(g, Op::Pad, x, Dims(s.size(), 0), with({padded})), with({m, b}));
+  const UOp* within = window_prefix_sum_last(g, blocks);
+  const UOp* totals = reshape_sym(g, sum(g, blocks, {int64_t(last + 1)}), with({m}));
+  // Exclusive scan of the totals: the inclusive one shifted right by one block (exact, unlike subtracting).
+  Dims shift(s.size(), 0);
+  shift.back() = 1;
+  const UOp* before = move_sym(g, Op::Shrink, move_sym(g, Op::Pad, prefix_sum_last(g, totals), shift, with({m + 1})),
+                               Dims(s.size(), 0), with({m}));
+  // Materialized (m values, b times fewer than the row): else every element would recompute every level's scan.
+  before = g.make(Op::Contiguous, before->dtype, {before});
+  const UOp* out = add(g, within, expand_sym(g, reshape_sym(g, before, with({m, 1})), with({m, b})));
+  return move_sym(g, Op::Shrink, reshape_sym(g, out, with({padded})), Dims(s.size(), 0), s);
+}
+
+// [0, n) in the integer dtype `dt` (which must hold a few more than n values; see arange).
+const UOp* arange_int(Graph& g, int64_t n, DType dt) {
+  // Up to here the spec's quadratic prefix sum is cheap; past it the index splits as q*b + r.
+  constexpr int64_t kDirect = 64;
+  if (n <= kDirect) {
+    const UOp* ones = full(g, dt, 1, {n});
+    return add(g, window_prefix_sum_last(g, ones), scalar(g, dt, -1));
+  }
+  int64_t b = int64_t(std::ceil(std::sqrt(double(n))));
+  int64_t a = (n - 1) / b + 1;  // ceil(n / b) without n + b - 1, which can overflow
+  int64_t cells = checked_mul(a, b, "arange: ", n, " values: grid of ", a, " x ", b);
+  const UOp* hi = mul(g, reshape(g, arange_int(g, a, dt), {a, 1}), scalar(g, dt, double(b)));
+  const UOp* lo = reshape(g, arange_int(g, b, dt), {1, b});
+  const UOp* grid = reshape(g, add(g, hi, lo), {cells});
+  return shrink(g, grid, {0}, {n});
+}
+
+// The integer dtype index comparisons use: int32 unless the indices or the range need 64 bits.
+DType compare_dtype(DType idx, int64_t n) {
+  constexpr int64_t kInt32Safe = (int64_t(1) << 31) - (int64_t(1) << 17);  // room for arange's grid
+  return idx.bits() == 64 || n > kInt32Safe ? dtypes::int64 : dtypes::int32;
 }
 
 // The (..., I_axis, ...) axis of x split into (k, O) windows: element (kk, o) is
@@ -398,7 +405,7 @@ const UOp* prefix_sum(Graph& g, const UOp* x) {
 }
 
 const UOp* cumsum(Graph& g, const UOp* x, int64_t axis) {
-  Dims s = static_shape(x, "cumsum");
+  const Shape& s = sym_shape(x, "cumsum");  // the scanned axis is constant; the others may be symbolic
   need_numeric("cumsum", x);
   if (s.empty()) {
     norm_axis("cumsum", axis, Dims{1});  // a scalar has one axis to name, like PyTorch

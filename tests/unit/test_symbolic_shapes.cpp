@@ -351,6 +351,42 @@ TEST_F(SymbolicShapes, EveryDimMayBeSymbolic) {
   }
 }
 
+// cumsum along a constant axis of a symbolic batch: the direct window form (5 long) and the blocked
+// scan (40 long), one compile, checked against the oracle; scanning the symbolic axis is refused.
+TEST_F(SymbolicShapes, CumsumOverAConstantAxisOfABatch) {
+  auto build = [](Graph& g, const UOp* x, const UOp* y) {
+    return std::vector<const UOp*>{cumsum(g, x, 1), cumsum(g, y, -1)};
+  };
+  Graph g;
+  const UOp* b = g.var("b", 1, 6);
+  const UOp* x = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(5)});
+  const UOp* y = input_sym(g, dtypes::float32, Shape{Dim{0, b}, Dim::of(40)});
+  auto outs = build(g, x, y);
+  CompileOptions opts;
+  opts.inputs = {x, y};
+  auto p = compile_program(runtime(), g, outs, dev, opts);
+  for (int64_t rows : {1, 4, 6}) {
+    Array xa = random_array(rng, dtypes::float32, {rows, 5}), ya = random_array(rng, dtypes::float32, {rows, 40});
+    std::vector<std::pair<std::string, int64_t>> vars{{"b", rows}};
+    auto o0 = p->allocate_output(0, vars), o1 = p->allocate_output(1, vars);
+    p->run(std::vector<std::shared_ptr<Buffer>>{to_buffer(dev, xa), to_buffer(dev, ya)},
+           std::vector<std::shared_ptr<Buffer>>{o0, o1}, vars);
+    Graph sg;
+    oracle::BufferData data;
+    const UOp* sx = input(sg, dtypes::float32, {rows, 5});
+    const UOp* sy = input(sg, dtypes::float32, {rows, 40});
+    data[buffer_of(sx)] = xa;
+    data[buffer_of(sy)] = ya;
+    auto want = build(sg, sx, sy);
+    EXPECT_EQ(mismatch(from_buffer(*o0), oracle::evaluate(want[0], data), 1e-5, 1e-5), "") << "b = " << rows;
+    EXPECT_EQ(mismatch(from_buffer(*o1), oracle::evaluate(want[1], data), 1e-5, 1e-5), "") << "b = " << rows;
+  }
+  Code code = Code::Ok;
+  std::string e = error_of([&] { cumsum(g, x, 0); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("cumsum"), std::string::npos) << e;
+}
+
 // An embedding lookup of a variable number of token ids: take along axis 0 and along axis 1 with a
 // symbolic idx, one compile, checked against the oracle (an id outside the table reads zeros).
 TEST_F(SymbolicShapes, TakeWithASymbolicIndex) {

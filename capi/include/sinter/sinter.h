@@ -530,7 +530,7 @@ SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *s
    and contiguous at those values: any dim may be symbolic).
    Elementwise ops, unary compositions, permute, reductions, matmul/gemm (symbolic rows or columns),
    softmax/log_softmax and layernorm over constant axes, conv2d and the pools (symbolic N), argmax over
-   a constant axis, one_hot, cat along a constant axis, take (a symbolic index) and sn_tensor_gradient
+   a constant axis, one_hot, cat and cumsum along a constant axis, take (a symbolic index) and sn_tensor_gradient
    take symbolic dims (also
    sn_tensor_reshape_sym/expand_sym, API version 8); a builder that cannot fails with
    SN_E_UNSUPPORTED naming the op and the axis. */
