@@ -227,6 +227,18 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         tile_order.push_back(loop_ids[size_t(best_pos)]);
         reorder_ranges(g, k, tile_order, target);
       }
+    } else if (vec_axis && nloops == 1) {
+      // 2c. The vector axis is the only output axis (a matrix-vector product, a column sum): it
+      //     takes the copies itself, so each step of the reduce reads several adjacent vectors of
+      //     a row (whole cache lines, fewer pages per byte) into independent accumulators. (Not
+      //     where other output axes exist: ResNet-18's convolutions ran slower with it.)
+      const UOp* rest = loop_at(nloops - 1);
+      int64_t n = rest ? const_bound(rest) : 0;
+      for (int64_t c : {4, 2})
+        if (c <= limit && n >= c && n % c == 0) {
+          apply(Opt::upcast(id_of(rest), c));
+          break;
+        }
     }
   }
 

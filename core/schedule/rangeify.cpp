@@ -15,6 +15,8 @@ namespace {
 // An elementwise value reached with more distinct indexings than this in one kernel is stored
 // instead of being recomputed at each (stencils of stencils would otherwise grow without bound).
 constexpr int kMaxRecompute = 8;
+// The largest window of an enclosing reduce a reduce is fused into (a 2x2 or 4x4 pool stays fused).
+constexpr double kMaxFusedWindow = 16;
 // An elementwise value inlined at several places (other indexings or other kernels) is stored
 // when computing it reads more buffers than this: each copy would read them all again, and the
 // kernels that inline it keep all those buffers alive (tinygrad's rule too).
@@ -226,13 +228,21 @@ class Lowerer {
     // evaluations than it has values, each a whole reduction (the stem convolution ran 2.25 times
     // over). Stored, it is computed once and the window reads it. Non-overlapping windows (a 2x2
     // stride-2 pool) visit each value once and stay fused.
+    // A large window (a global average pool over a convolution's 7x7 map) is stored too: inside
+    // it the convolution's output axes become reduce axes, which the optimizer neither vectorizes
+    // nor tiles (ResNet-18's last convolution ran 7x slower fused into the average pool).
     if (in_outer_reduce) {
-      double taps = 1, values = 1;
-      for (const UOp* r : used)
-        if (r->src(0)->op == Op::Const && r->src(0)->holds<int64_t>())
-          taps *= double(std::max<int64_t>(1, r->src(0)->as<int64_t>()));
+      double taps = 1, values = 1, window = 1;
+      auto bound = [](const UOp* r) {
+        return r->src(0)->op == Op::Const && r->src(0)->holds<int64_t>()
+                   ? std::max<int64_t>(1, r->src(0)->as<int64_t>())
+                   : int64_t(1);
+      };
+      for (const UOp* r : used) taps *= double(bound(r));
+      for (const UOp* r : open_reduce_)
+        if (used.count(r)) window *= double(bound(r));
       for (const Dim& d : *u->shape()) values *= double(d.is_const() ? std::max<int64_t>(1, d.value) : 1);
-      if (taps > 1.5 * values) findings_.flag(u, Why::Broadcast);
+      if (taps > 1.5 * values || window > kMaxFusedWindow) findings_.flag(u, Why::Broadcast);
     }
   }
 

@@ -104,6 +104,21 @@ TEST(Opts, HeuristicChoicesReplayTheSameKernel) {
   EXPECT_GT(kernels, 200);
 }
 
+// A matrix-vector product has one output axis: its vector lanes take extra copies along that same
+// axis (several adjacent vectors of each row per reduce step), and the kernel replays.
+TEST(Opts, MatvecWidensItsVectorAxis) {
+  Graph g;
+  const UOp *x = input(g, dtypes::float32, {1, 512}), *w = input(g, dtypes::float32, {512, 512});
+  std::vector<const UOp*> outs{matmul(g, x, w)};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  LoweredKernel k = lower_kernel(g, s.kernels[0].ast, cpu_like());
+  int upcasts = 0;
+  for (const Opt& o : k.opts) upcasts += o.op == OptOp::Split && o.type == AxisType::Upcast;
+  EXPECT_EQ(upcasts, 2) << opts_str(k.opts);
+  EXPECT_EQ(expect_replays(g, outs, cpu_like(), "matvec"), 1);
+}
+
 TEST(Opts, RulesNameTheProblem) {
   Graph g;
   const UOp *a = input(g, dtypes::float32, {12, 8}), *b = input(g, dtypes::float32, {8, 10});

@@ -247,6 +247,9 @@ TEST_F(ScheduleTest, ReduceUnderOverlappingWindowsIsStored) {
   // A 2x2 stride-2 pool visits each conv value once: one kernel.
   Schedule s2 = check({max_pool2d(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), {2, 2}, {2, 2})}, 1e-5, 1e-5);
   EXPECT_EQ(s2.kernels.size(), 1u);
+  // A global average pool over the 9x9 map (81 taps, more than the fused-window limit): stored.
+  Schedule s3 = check({avg_pool2d(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), {9, 9}, {9, 9}, {0, 0})}, 1e-5, 1e-5);
+  EXPECT_EQ(s3.kernels.size(), 2u);
 }
 
 TEST_F(ScheduleTest, SoftmaxOverRowsIsOneKernel) {
