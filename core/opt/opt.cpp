@@ -114,39 +114,26 @@ const UOp* symbolic_quotient(Graph& g, const UOp* bound, int64_t amount) {
   return nullptr;
 }
 
-// A split of a symbolic range (UPCAST/UNROLL/LOCAL after PADTO made its length a multiple of the
-// amount): the same index expression as a constant split, with a rest range of symbolic length.
-const UOp* split_symbolic(Graph& g, const UOp* sink, const UOp* r, const UOp* rest_bound, const Opt& opt) {
-  AxisType from = r->as<RangeArg>().type;
-  if (const char* why = split_rule(opt.type, from, opt.top))
-    fail(Code::InvalidArg, opt_str(opt), ": ", why, "; range ", opt.axis, " is ", axis_type_name(from));
-  if (opt.type == AxisType::Local || opt.type == AxisType::GroupReduce)
-    fail(Code::InvalidArg, opt_str(opt), ": LOCAL and GROUP_REDUCE need a constant bound");
-  if (opt.amount == 1) return sink;
-  const UOp* rest = make_range(g, rest_bound, opt.axis, from);
-  const UOp* part = make_range(g, g.cint(opt.amount), max_range_id(sink) + 1, opt.type);
-  const UOp* expr = opt.top ? g.alu(Op::Add, g.alu(Op::Mul, part, rest_bound), rest)
-                            : g.alu(Op::Add, g.alu(Op::Mul, rest, g.cint(opt.amount)), part);
-  std::vector<const UOp*> repl = opt.top ? std::vector<const UOp*>{part, rest} : std::vector<const UOp*>{rest, part};
-  return replace_range(g, sink, r, expr, repl);
-}
-
 const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target& target) {
   const UOp* sink = k.sink;
   const UOp* r = range_with_id(sink, opt.axis);
   if (!r) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", opt.axis);
   AxisType from = r->as<RangeArg>().type;
   int64_t n = const_bound(r);
-  if (n <= 0 && opt.type != AxisType::Thread && opt.amount >= 1)
-    if (const UOp* rest_bound = symbolic_quotient(g, r->src(0), opt.amount))
-      return split_symbolic(g, sink, r, rest_bound, opt);
-  if (n <= 0)
+  // A symbolic length splits when PADTO made it a multiple of the amount (UPCAST/UNROLL of a batch).
+  const UOp* sym_rest = n <= 0 && opt.amount >= 1 && opt.type != AxisType::Thread && opt.type != AxisType::Local &&
+                                opt.type != AxisType::GroupReduce
+                            ? symbolic_quotient(g, r->src(0), opt.amount)
+                            : nullptr;
+  if (n <= 0 && !sym_rest)
     fail(Code::InvalidArg, opt_str(opt), ": range ", opt.axis,
-         " has no constant positive bound (a symbolic one must be a multiple of ", opt.amount, ": PADTO first)");
+         " has no constant positive bound (a symbolic one must be a multiple of the amount, by PADTO, and split by "
+         "UPCAST or UNROLL)");
   if (const char* why = split_rule(opt.type, from, opt.top))
     fail(Code::InvalidArg, opt_str(opt), ": ", why, "; range ", opt.axis, " is ", axis_type_name(from));
-  bool ceil_split = opt.type == AxisType::Thread && opt.amount >= 1 && n % opt.amount != 0 && n >= opt.amount;
-  if (opt.amount < 1 || (n % opt.amount != 0 && !ceil_split))
+  bool ceil_split =
+      !sym_rest && opt.type == AxisType::Thread && opt.amount >= 1 && n % opt.amount != 0 && n >= opt.amount;
+  if (opt.amount < 1 || (!sym_rest && n % opt.amount != 0 && !ceil_split))
     fail(Code::InvalidArg, opt_str(opt), ": ", opt.amount, " does not divide the bound ", n);
   switch (opt.type) {
     case AxisType::Thread:
@@ -184,11 +171,11 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
     rest = make_range(g, g.alu(Op::Where, g.alu(Op::CmpLt, left, g.cint(c)), left, g.cint(c)), opt.axis, from);
     expr = g.alu(Op::Add, g.alu(Op::Mul, part, g.cint(c)), rest);
   } else {
-    int64_t rest_n = n / opt.amount;
-    if (rest_n > 1) rest = make_range(g, g.cint(rest_n), opt.axis, from);
+    const UOp* rest_n = sym_rest ? sym_rest : g.cint(n / opt.amount);
+    if (sym_rest || n / opt.amount > 1) rest = make_range(g, rest_n, opt.axis, from);
     part = make_range(g, g.cint(opt.amount), part_id, opt.type);
     if (opt.top) {
-      expr = g.alu(Op::Mul, part, g.cint(rest_n));
+      expr = g.alu(Op::Mul, part, rest_n);
       if (rest) expr = g.alu(Op::Add, expr, rest);
     } else {
       expr = part;
