@@ -59,12 +59,6 @@ const UOp* scalar(Graph& g, DType dt, double v) { return constant(g, dt, v); }
 const UOp* sum(Graph& g, const UOp* x, const Dims& axes) { return reduce(g, x, Op::Add, axes); }
 
 // shape with `value` inserted before position `at`.
-Dims inserted(Dims shape, size_t at, int64_t value) {
-  shape.insert(shape.begin() + int64_t(at), value);
-  return shape;
-}
-
-// The same for shapes whose dims may be symbolic.
 Shape inserted(Shape shape, size_t at, int64_t value) {
   shape.insert(shape.begin() + int64_t(at), Dim::of(value));
   return shape;
@@ -100,20 +94,16 @@ Dims inverse(const Dims& order) {
 // Pad or Shrink (op) to `to` at `offsets`, where every symbolic axis of x passes through
 // unchanged (offset 0, the same dim): the window and pool helpers move only constant axes.
 const UOp* move_sym(Graph& g, Op op, const UOp* x, const Dims& offsets, const Shape& to) {
-  const Shape& old = sym_shape(x, op == Op::Pad ? "pad" : "shrink");
-  Dims fixed_to;
-  bool symbolic = false;
-  for (size_t k = 0; k < old.size() && k < to.size(); k++) {
-    if (old[k].is_const() && to[k].is_const()) continue;
-    if (!(old[k] == to[k]) || offsets[k] != 0)
-      fail(Code::Unsupported, op == Op::Pad ? "pad" : "shrink", ": axis ", k, " of ", shape_str(old),
-           " is symbolic; only constant axes can be padded or shrunk");
-    symbolic = true;
+  const char* name = op == Op::Pad ? "pad" : "shrink";
+  const Shape& old = sym_shape(x, name);
+  Dims sizes;  // pad and shrink write a symbolic axis kept whole as size -1
+  for (size_t k = 0; k < to.size(); k++) {
+    if (!to[k].is_const() && (k >= old.size() || !(old[k] == to[k])))
+      fail(Code::Unsupported, name, ": axis ", k, " of ", shape_str(old), " cannot become ", shape_str(to),
+           "; only constant axes can be padded or shrunk");
+    sizes.push_back(to[k].is_const() ? to[k].value : -1);
   }
-  for (const Dim& d : to) fixed_to.push_back(d.is_const() ? d.value : 0);
-  if (!symbolic) return op == Op::Pad ? pad(g, x, offsets, fixed_to) : shrink(g, x, offsets, fixed_to);
-  if (old == to) return x;
-  return g.make(op, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(to)});
+  return op == Op::Pad ? pad(g, x, offsets, sizes) : shrink(g, x, offsets, sizes);
 }
 
 // The constant value of dim k of a shape whose other dims may be symbolic.
@@ -441,29 +431,44 @@ const UOp* one_hot(Graph& g, const UOp* idx, int64_t n, DType dtype) {
   return cast(g, hit, dtype);
 }
 
+namespace {
+
+// Off `axis`, idx's dims must fit in x's (gather, scatter_add) or val's (scatter_add): a constant dim
+// at most the other, a symbolic dim the same dim.
+void check_fits(const char* op, const char* what, const Shape& si, const char* other, const Shape& so, size_t axis) {
+  for (size_t d = 0; d < si.size(); d++) {
+    if (d == axis) continue;
+    bool fits = si[d].is_const() && so[d].is_const() ? si[d].value <= so[d].value : si[d] == so[d];
+    if (!fits)
+      fail(Code::InvalidArg, op, ": ", what, " ", shape_str(si), " is larger than ", other, " ", shape_str(so),
+           " on axis ", d, " (a symbolic dim must be the same dim in both)");
+  }
+}
+
+}  // namespace
+
 const UOp* gather(Graph& g, const UOp* x, int64_t axis, const UOp* idx) {
-  Dims sx = static_shape(x, "gather"), si = static_shape(idx, "gather");
+  // Any dim but x's gathered one may be symbolic (a batch): each stays its own axis.
+  const Shape &sx = sym_shape(x, "gather"), &si = sym_shape(idx, "gather");
   need_int("gather", "idx", idx);
   if (sx.empty()) fail(Code::InvalidArg, "gather: x needs rank >= 1, got shape ()");
   size_t a = size_t(norm_axis("gather", axis, sx));
   if (si.size() != sx.size())
-    fail(Code::InvalidArg, "gather: idx needs x's rank: x ", dims_str(sx), ", idx ", dims_str(si));
-  for (size_t d = 0; d < sx.size(); d++)
-    if (d != a && si[d] > sx[d])
-      fail(Code::InvalidArg, "gather: idx ", dims_str(si), " is larger than x ", dims_str(sx), " on axis ", d);
-  int64_t k = sx[a];
+    fail(Code::InvalidArg, "gather: idx needs x's rank: x ", shape_str(sx), ", idx ", shape_str(si));
+  check_fits("gather", "idx", si, "x", sx, a);
+  int64_t k = const_dim("gather", sx, a);
   DType ct = compare_dtype(idx->dtype, k);
   // x restricted to idx's extent off the axis, with a new axis for idx's positions on the axis:
   // (pre, 1, K, post) against idx (pre, D, 1, post) and positions (1.., 1, K, 1..)
-  Dims sizes = si;
-  sizes[a] = k;
-  const UOp* xv = reshape(g, shrink(g, x, Dims(sx.size(), 0), sizes), inserted(sizes, a, 1));
-  const UOp* iv = reshape(g, cast(g, idx, ct), inserted(si, a + 1, 1));
+  Shape sizes = si;
+  sizes[a] = Dim::of(k);
+  const UOp* xv = reshape_sym(g, move_sym(g, Op::Shrink, x, Dims(sx.size(), 0), sizes), inserted(sizes, a, 1));
+  const UOp* iv = reshape_sym(g, cast(g, idx, ct), inserted(si, a + 1, 1));
   Dims pos_shape(sx.size() + 1, 1);
   pos_shape[a + 1] = k;
   const UOp* pos = reshape(g, arange_int(g, k, ct), pos_shape);
   const UOp* picked = where(g, cmpeq(g, iv, pos), xv, scalar(g, x->dtype, 0));
-  return reshape(g, sum(g, picked, {int64_t(a) + 1}), si);
+  return reshape_sym(g, sum(g, picked, {int64_t(a) + 1}), si);
 }
 
 const UOp* take(Graph& g, const UOp* x, const UOp* idx, int64_t axis) {
@@ -496,35 +501,32 @@ const UOp* take(Graph& g, const UOp* x, const UOp* idx, int64_t axis) {
 }
 
 const UOp* scatter_add(Graph& g, const UOp* x, int64_t axis, const UOp* idx, const UOp* val) {
-  Dims sx = static_shape(x, "scatter_add"), si = static_shape(idx, "scatter_add"),
-       sv = static_shape(val, "scatter_add");
+  // Any dim but x's scattered one may be symbolic; idx's dims fit in val's and, off the axis, in x's.
+  const Shape &sx = sym_shape(x, "scatter_add"), &si = sym_shape(idx, "scatter_add"),
+              &sv = sym_shape(val, "scatter_add");
   need_numeric("scatter_add", x);
   need_int("scatter_add", "idx", idx);
   need_same_dtype("scatter_add", "val", val, x->dtype);
   if (sx.empty()) fail(Code::InvalidArg, "scatter_add: x needs rank >= 1, got shape ()");
   size_t a = size_t(norm_axis("scatter_add", axis, sx));
   if (si.size() != sx.size() || sv.size() != sx.size())
-    fail(Code::InvalidArg, "scatter_add: x, idx and val need one rank: x ", dims_str(sx), ", idx ", dims_str(si),
-         ", val ", dims_str(sv));
-  for (size_t d = 0; d < sx.size(); d++) {
-    if (si[d] > sv[d])
-      fail(Code::InvalidArg, "scatter_add: idx ", dims_str(si), " is larger than val ", dims_str(sv), " on axis ", d);
-    if (d != a && si[d] > sx[d])
-      fail(Code::InvalidArg, "scatter_add: idx ", dims_str(si), " is larger than x ", dims_str(sx), " on axis ", d);
-  }
-  int64_t k = sx[a];
+    fail(Code::InvalidArg, "scatter_add: x, idx and val need one rank: x ", shape_str(sx), ", idx ", shape_str(si),
+         ", val ", shape_str(sv));
+  check_fits("scatter_add", "idx", si, "val", sv, sx.size());  // every axis
+  check_fits("scatter_add", "idx", si, "x", sx, a);
+  int64_t k = const_dim("scatter_add", sx, a);
   DType ct = compare_dtype(idx->dtype, k);
   // val and idx (pre, D, 1, post) against positions (1.., 1, K, 1..); summing D gives (pre, K, post)
-  const UOp* vv = reshape(g, shrink(g, val, Dims(sv.size(), 0), si), inserted(si, a + 1, 1));
-  const UOp* iv = reshape(g, cast(g, idx, ct), inserted(si, a + 1, 1));
+  const UOp* vv = reshape_sym(g, move_sym(g, Op::Shrink, val, Dims(sv.size(), 0), si), inserted(si, a + 1, 1));
+  const UOp* iv = reshape_sym(g, cast(g, idx, ct), inserted(si, a + 1, 1));
   Dims pos_shape(sx.size() + 1, 1);
   pos_shape[a + 1] = k;
   const UOp* pos = reshape(g, arange_int(g, k, ct), pos_shape);
   const UOp* placed = where(g, cmpeq(g, iv, pos), vv, scalar(g, x->dtype, 0));
-  Dims part = si;
-  part[a] = k;
-  const UOp* added = reshape(g, sum(g, placed, {int64_t(a)}), part);
-  return add(g, x, pad(g, added, Dims(sx.size(), 0), sx));
+  Shape part = si;
+  part[a] = Dim::of(k);
+  const UOp* added = reshape_sym(g, sum(g, placed, {int64_t(a)}), part);
+  return add(g, x, move_sym(g, Op::Pad, added, Dims(sx.size(), 0), sx));
 }
 
 const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
@@ -572,16 +574,23 @@ const UOp* concat(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
 
 const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
   if (xs.empty()) fail(Code::InvalidArg, "stack: needs at least one tensor");
-  Dims s0 = static_shape(xs[0], "stack");
+  const Shape& s0 = sym_shape(xs[0], "stack");
   int64_t rank = int64_t(s0.size()) + 1;  // the new axis goes anywhere from 0 to the tensors' rank
   if (axis < -rank || axis >= rank)
-    fail(Code::InvalidArg, "stack: axis ", axis, " is out of range for stacking tensors of shape ", dims_str(s0),
+    fail(Code::InvalidArg, "stack: axis ", axis, " is out of range for stacking tensors of shape ", shape_str(s0),
          " (the new axis is in [", -rank, ", ", rank - 1, "])");
   size_t a = size_t(axis < 0 ? axis + rank : axis);
   for (size_t j = 0; j < xs.size(); j++) {
-    Dims s = static_shape(xs[j], "stack");
+    const Shape& s = sym_shape(xs[j], "stack");
     if (s != s0)
-      fail(Code::InvalidArg, "stack: tensor ", j, " has shape ", dims_str(s), ", tensor 0 has ", dims_str(s0));
+      fail(Code::InvalidArg, "stack: tensor ", j, " has shape ", shape_str(s), ", tensor 0 has ", shape_str(s0));
+  }
+  if (std::any_of(s0.begin(), s0.end(), [](const Dim& d) { return !d.is_const(); })) {
+    // symbolic dims: each tensor gets the new size-1 axis and they are joined along it, so every
+    // symbolic dim stays its own axis (the spec's Stack takes constant shapes)
+    std::vector<const UOp*> parts;
+    for (const UOp* x : xs) parts.push_back(reshape_sym(g, x, inserted(s0, a, 1)));
+    return concat(g, parts, int64_t(a));
   }
   // the spec's Stack joins along a new leading axis; move it to `axis`
   Dims order;
@@ -813,9 +822,9 @@ const UOp* avg_pool2d(Graph& g, const UOp* x, std::array<int64_t, 2> kernel, std
 std::pair<const UOp*, const UOp*> threefry2x32(Graph& g, const UOp* c0, const UOp* c1, const UOp* k0, const UOp* k1) {
   const char* names[4] = {"c0", "c1", "k0", "k1"};
   const UOp* in[4] = {c0, c1, k0, k1};
-  Dims shape;
+  Shape shape;
   for (int j = 0; j < 4; j++) {
-    shape = broadcast_shapes("threefry2x32", shape, static_shape(in[j], "threefry2x32"));
+    shape = broadcast_sym("threefry2x32", shape, sym_shape(in[j], "threefry2x32"));
     need_same_dtype("threefry2x32", names[j], in[j], dtypes::uint32);
   }
   // Random123's Threefry-2x32 rotation constants (Salmon et al. 2011, table 4), used in turn
@@ -837,8 +846,8 @@ std::pair<const UOp*, const UOp*> threefry2x32(Graph& g, const UOp* c0, const UO
 }
 
 const UOp* threefry(Graph& g, const UOp* x, const UOp* key) {
-  static_shape(x, "threefry");
-  static_shape(key, "threefry");
+  sym_shape(x, "threefry");  // elementwise: any dim may be symbolic
+  sym_shape(key, "threefry");
   need_same_dtype("threefry", "x", x, dtypes::uint64);
   need_same_dtype("threefry", "key", key, dtypes::uint64);
   const UOp* c32 = constant_int(g, dtypes::uint64, 32);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/util/checked.h"
@@ -362,8 +363,10 @@ const UOp* expand_sym(Graph& g, const UOp* x, const Shape& shape) {
 }
 
 const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags) {
-  std::vector<int64_t> old = static_shape(x, "flip");
-  check_rank("flip", "flags", flags.size(), old.size(), old);
+  // any axis may be symbolic: a flipped one indexes from its size at run time
+  const Shape& old = sym_shape(x, "flip");
+  if (flags.size() != old.size())
+    fail(Code::InvalidArg, "flip: flags needs one entry per axis: got ", flags.size(), " for shape ", shape_str(old));
   bool any = false;
   for (int64_t f : flags) {
     if (f != 0 && f != 1) fail(Code::InvalidArg, "flip: flags must be 0 or 1, got ", dims_str(flags));
@@ -373,8 +376,48 @@ const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags) {
   return g.make(Op::Flip, x->dtype, {x}, flags);
 }
 
-const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape) {
-  std::vector<int64_t> old = static_shape(x, "pad");
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+bool any_symbolic(const Shape& s) {
+  return std::any_of(s.begin(), s.end(), [](const Dim& d) { return !d.is_const(); });
+}
+
+// Pad or Shrink of a tensor with symbolic axes: each symbolic axis passes through whole, written as
+// offset 0 and size -1 (a symbolic axis itself is never padded or shrunk); the constant axes move as
+// `check` (the all-constant builder's checks, run on the constant axes alone) allows.
+const UOp* move_keeping_symbolic(Graph& g, Op op, const UOp* x, const std::vector<int64_t>& offsets,
+                                 const std::vector<int64_t>& sizes,
+                                 const std::function<void(const Dims&, const Dims&, const Dims&)>& check) {
+  const char* name = op == Op::Pad ? "pad" : "shrink";
+  const Shape& old = *x->shape();
+  if (offsets.size() != old.size() || sizes.size() != old.size())
+    fail(Code::InvalidArg, name, ": offsets and sizes need one entry per axis: got ", offsets.size(), " and ",
+         sizes.size(), " for shape ", shape_str(old));
+  Dims fixed_old, fixed_off, fixed_size;
+  Shape to = old;
+  bool moves = false;
+  for (size_t k = 0; k < old.size(); k++) {
+    if (!old[k].is_const()) {
+      if (offsets[k] != 0 || sizes[k] != -1)
+        fail(Code::Unsupported, name, ": axis ", k, " of ", shape_str(old),
+             " is symbolic; pass offset 0 and size -1 to keep it whole (only constant axes can be ",
+             op == Op::Pad ? "padded" : "shrunk", "), got offset ", offsets[k], " and size ", sizes[k]);
+      continue;
+    }
+    fixed_old.push_back(old[k].value);
+    fixed_off.push_back(offsets[k]);
+    fixed_size.push_back(sizes[k]);
+    to[k] = Dim::of(sizes[k]);
+    moves = moves || offsets[k] != 0 || sizes[k] != old[k].value;
+  }
+  check(fixed_old, fixed_off, fixed_size);
+  if (!moves) return x;
+  return g.make(op, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(to)});
+}
+
+void check_pad(const Dims& old, const Dims& offsets, const Dims& new_shape) {
   check_rank("pad", "offsets", offsets.size(), old.size(), old);
   check_rank("pad", "new shape", new_shape.size(), old.size(), old);
   check_nonnegative("pad", "offsets", offsets);
@@ -382,12 +425,9 @@ const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, cons
     if (checked_add(offsets[k], old[k], "pad: axis ", k, " offset + size") > new_shape[k])
       fail(Code::InvalidArg, "pad: ", dims_str(old), " at offsets ", dims_str(offsets), " does not fit in ",
            dims_str(new_shape), " (axis ", k, ": ", offsets[k], "+", old[k], " > ", new_shape[k], ")");
-  if (old == new_shape) return x;  // then every offset is 0
-  return g.make(Op::Pad, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(new_shape)});
 }
 
-const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> old = static_shape(x, "shrink");
+void check_shrink(const Dims& old, const Dims& offsets, const Dims& sizes) {
   check_rank("shrink", "offsets", offsets.size(), old.size(), old);
   check_rank("shrink", "sizes", sizes.size(), old.size(), old);
   check_nonnegative("shrink", "offsets", offsets);
@@ -396,6 +436,23 @@ const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, c
     if (checked_add(offsets[k], sizes[k], "shrink: axis ", k, " offset + size") > old[k])
       fail(Code::InvalidArg, "shrink: window at offsets ", dims_str(offsets), " of sizes ", dims_str(sizes), " leaves ",
            dims_str(old), " (axis ", k, ": ", offsets[k], "+", sizes[k], " > ", old[k], ")");
+}
+
+}  // namespace
+
+const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape) {
+  if (any_symbolic(sym_shape(x, "pad"))) return move_keeping_symbolic(g, Op::Pad, x, offsets, new_shape, check_pad);
+  std::vector<int64_t> old = static_shape(x, "pad");
+  check_pad(old, offsets, new_shape);
+  if (old == new_shape) return x;  // then every offset is 0
+  return g.make(Op::Pad, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(new_shape)});
+}
+
+const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes) {
+  if (any_symbolic(sym_shape(x, "shrink")))
+    return move_keeping_symbolic(g, Op::Shrink, x, offsets, sizes, check_shrink);
+  std::vector<int64_t> old = static_shape(x, "shrink");
+  check_shrink(old, offsets, sizes);
   if (old == sizes) return x;  // then every offset is 0
   return g.make(Op::Shrink, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(sizes)});
 }
@@ -472,8 +529,11 @@ const UOp* cast(Graph& g, const UOp* x, DType dtype) {
 }
 
 const UOp* bitcast(Graph& g, const UOp* x, DType dtype) {
-  static_shape(x, "bitcast");
   check_tensor_dtype("bitcast", dtype);
+  // the same element size reinterprets each element (any dim may be symbolic); another size rescales
+  // the last axis, whose dims must then be constant
+  sym_shape(x, "bitcast");
+  if (dtype.itemsize() != x->dtype.itemsize()) static_shape(x, "bitcast");
   if (x->dtype == dtype) return x;
   // element sizes may differ: the last axis rescales (the Graph's verifier checks it divides)
   return g.make(Op::Bitcast, dtype, {x}, dtype);

@@ -70,9 +70,10 @@ const UOp* permute(Graph& g, const UOp* x, const std::vector<int64_t>& order);
 const UOp* expand(Graph& g, const UOp* x, const std::vector<int64_t>& shape);
 // Symbolic expand: a 1 may broadcast to a symbolic dim; a symbolic axis stays itself.
 const UOp* expand_sym(Graph& g, const UOp* x, const Shape& shape);
-// flags[k] (0 or 1) reverses axis k.
+// flags[k] (0 or 1) reverses axis k; any axis may be symbolic.
 const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags);
-// x placed at `offsets` inside a zero-filled tensor of `new_shape`.
+// x placed at `offsets` inside a zero-filled tensor of `new_shape`. pad and shrink move constant
+// axes only: a symbolic axis passes through whole, written as offset 0 and size -1.
 const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape);
 // sizes[k] elements of axis k starting at offsets[k].
 const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes);

@@ -995,6 +995,17 @@ static void test_symbolic_reshape(void) {
   flat[1] = sn_uop_const_float(g, SN_DTYPE_FLOAT32, 6, &e);
   CHECK(sn_tensor_expand_sym(g, w, flat, 2, &e) == NULL);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "dims[1]");
+  { /* shrink and pad move the constant axes of (b,6); the symbolic one is written as offset 0, size -1 */
+    int64_t off[2] = {0, 1}, size[2] = {-1, 3}, value = 0;
+    sn_uop *sym = NULL, *part = sn_uop_shrink(g, xf, off, size, 2, &e);
+    CHECK(part != NULL && sn_uop_dim(part, 0, &value, &sym, &e) == SN_OK && value == -1 && sym == b);
+    CHECK(sn_uop_dim(part, 1, &value, NULL, &e) == SN_OK && value == 3);
+    size[1] = 8;
+    CHECK(sn_uop_dim(sn_uop_pad(g, xf, off, size, 2, &e), 1, &value, NULL, &e) == SN_OK && value == 8);
+    off[0] = 1; /* the symbolic axis itself cannot move */
+    CHECK(sn_uop_pad(g, xf, off, size, 2, &e) == NULL);
+    EXPECT_ERROR(e, SN_E_UNSUPPORTED, "size -1");
+  }
   CHECK(api != NULL && api->tensor_reshape_sym == sn_tensor_reshape_sym &&
         api->tensor_expand_sym == sn_tensor_expand_sym);
   sn_program_release(p);

@@ -351,6 +351,57 @@ TEST_F(SymbolicShapes, TakeWithASymbolicIndex) {
     expect_oracle(*p, build, {table, random_array(rng, dtypes::int32, {2, len}, -1, 11)}, {{"t", len}}, 0, 0);
 }
 
+// stack, gather, scatter_add, flip, pad/shrink of the constant axes, a same-size bitcast and threefry
+// with a symbolic batch: one compile, checked against the oracle on static graphs at three sizes.
+TEST_F(SymbolicShapes, StackGatherScatterFlipPadAndRandomTakeABatch) {
+  Build build = [](Graph& g, const std::vector<const UOp*>& in) {  // x (b,4) f32, idx (b,3) i32, v (b,3) f32
+    const UOp *x = in[0], *idx = in[1], *v = in[2];
+    const Dim& b = (*x->shape())[0];
+    int64_t keep = b.is_const() ? b.value : -1;  // pad and shrink keep a symbolic axis whole as -1
+    const UOp* bits = cast(g, bitcast(g, x, dtypes::uint32), dtypes::uint64);
+    return std::vector<const UOp*>{
+        stack(g, std::vector<const UOp*>{x, mul(g, x, constant(g, dtypes::float32, 2))}, 1),  // (b,2,4)
+        stack(g, std::vector<const UOp*>{x, x, x}, 0),                                        // (3,b,4)
+        gather(g, x, 1, idx),                                                                 // (b,3)
+        scatter_add(g, x, 1, idx, v),                                                         // (b,4)
+        flip(g, x, {1, 1}),                                                                   // the batch too
+        pad(g, x, {0, 1}, {keep, 7}),                                                         // (b,7)
+        shrink(g, x, {0, 1}, {keep, 2}),                                                      // (b,2)
+        threefry(g, bits, constant_int(g, dtypes::uint64, 42)),                               // (b,4)
+    };
+  };
+  Graph g;
+  const UOp* b = g.var("b", 1, 6);
+  auto batch = [&](DType dt, int64_t cols) { return input_sym(g, dt, Shape{Dim{0, b}, Dim::of(cols)}); };
+  const UOp *x = batch(dtypes::float32, 4), *idx = batch(dtypes::int32, 3);
+  auto p = compile(g, build, {x, idx, batch(dtypes::float32, 3)});
+  EXPECT_EQ(p->outputs[1].shape, (std::vector<int64_t>{3, -1, 4}));
+  EXPECT_EQ(p->outputs[5].shape, (std::vector<int64_t>{-1, 7}));
+  const uint64_t compiled = dev->stats().compiled;
+  for (int64_t rows : {1, 4, 6})
+    expect_oracle(*p, build,
+                  {random_array(rng, dtypes::float32, {rows, 4}), random_array(rng, dtypes::int32, {rows, 3}, 0, 3),
+                   random_array(rng, dtypes::float32, {rows, 3})},
+                  {{"b", rows}}, 1e-6, 1e-6);
+  EXPECT_EQ(dev->stats().compiled, compiled) << "a run at another batch size compiled a kernel";
+  // the gathered, scattered, padded or shrunk axis itself must be constant
+  Code code = Code::Ok;
+  std::string e = error_of([&] { gather(g, x, 0, idx); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("gather: axis 0"), std::string::npos) << e;
+  e = error_of([&] { pad(g, x, {1, 0}, {-1, 4}); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  EXPECT_NE(e.find("size -1"), std::string::npos) << e;
+  e = error_of([&] { shrink(g, x, {0, 0}, {2, 4}); }, &code);
+  EXPECT_EQ(code, Code::Unsupported) << e;
+  // a symbolic idx dim must be x's own dim
+  const UOp* other = input_sym(g, dtypes::int32, Shape{Dim{0, g.var("m", 1, 6)}, Dim::of(3)});
+  e = error_of([&] { gather(g, x, 1, other); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+  e = error_of([&] { stack(g, std::vector<const UOp*>{x, input(g, dtypes::float32, {2, 4})}, 0); }, &code);
+  EXPECT_EQ(code, Code::InvalidArg) << e;
+}
+
 TEST_F(SymbolicShapes, RunChecksValuesAndBufferSizes) {
   Graph g;
   const UOp* n = g.var("n", 1, 16);

@@ -417,7 +417,9 @@ SN_API sn_uop *sn_uop_expand(sn_graph *graph, sn_uop *x, const int64_t *shape, s
 /* Place x at `offsets` in a zero-filled tensor of shape `sizes`. */
 SN_API sn_uop *sn_uop_pad(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
                           sn_error **err);
-/* Keep sizes[k] elements from offsets[k] on each axis. */
+/* Keep sizes[k] elements from offsets[k] on each axis. On a tensor with symbolic dims,
+   pad and shrink move the constant axes only: a symbolic axis is written as offset 0 and size -1 and
+   passes through whole. */
 SN_API sn_uop *sn_uop_shrink(sn_graph *graph, sn_uop *x, const int64_t *offsets, const int64_t *sizes, size_t ndim,
                              sn_error **err);
 /* Reorder the axes: output axis k is input axis order[k]. */
@@ -528,12 +530,15 @@ SN_API sn_uop *sn_tensor_input(sn_graph *graph, sn_dtype dtype, const int64_t *s
    the largest shape the variables allow; a program built on it compiles once and runs at any values
    in bounds (sn_program_run_vars; its buffers need only the elements of the shape at the values, row-major
    and contiguous at those values: any dim may be symbolic).
-   Elementwise ops, unary compositions, permute, reductions, matmul/gemm (symbolic rows or columns),
-   softmax/log_softmax and layernorm over constant axes, conv2d and the pools (symbolic N), argmax over
-   a constant axis, one_hot, cat and cumsum along a constant axis, take (a symbolic index) and sn_tensor_gradient
-   take symbolic dims (also
-   sn_tensor_reshape_sym/expand_sym, API version 8); a builder that cannot fails with
-   SN_E_UNSUPPORTED naming the op and the axis. */
+   Elementwise ops, unary compositions, permute, flip, reductions, matmul/gemm (symbolic rows or
+   columns), softmax/log_softmax and layernorm over constant axes, conv2d and the pools (symbolic N),
+   argmax over a constant axis, one_hot, cat, stack and cumsum, gather and scatter_add along a constant
+   axis, pad/shrink of the constant axes (a symbolic axis is written as offset 0, size -1), take (a
+   symbolic index), a same-size bitcast, threefry and sn_tensor_gradient take symbolic dims (also
+   sn_tensor_reshape_sym/expand_sym, API version 8). What needs constant dims (a symbolic axis padded,
+   shrunk, gathered, joined or scanned; a size-changing bitcast; sn_tensor_assign; sn_uop_index/slice;
+   the random builders, whose shape is given as numbers) fails with SN_E_UNSUPPORTED naming the op and
+   the axis. */
 SN_API sn_uop *sn_tensor_input_sym(sn_graph *graph, sn_dtype dtype, sn_uop *const *dims, size_t ndim,
                                    const char *device, sn_error **err);
 /* (API version 8) Reshape and expand to dims that may be symbolic: dims[k] as in sn_tensor_input_sym
