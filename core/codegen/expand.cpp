@@ -1,7 +1,9 @@
 // Expand: UPCAST and UNROLL ranges become unrolled code.
 //  - One UPCAST range per store along which the store is contiguous becomes vector lanes: every
 //    node that depends on it gets a vector dtype (<k x T>); loads along it become vector loads
-//    (masked where a pad's gate differs per lane), other loads one scalar load per lane.
+//    (masked where a pad's gate differs per lane), other loads one scalar load per lane. A
+//    reduction that loads contiguously along the first UPCAST range takes it as lanes even where
+//    its store walks it with a stride, and stores lane by lane (a convolution's output channels).
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
@@ -88,6 +90,20 @@ class Vectorizer {
 
   // Any value (not a store) with u as vector lanes.
   const UOp* value(const UOp* x) { return rb_.get(x); }
+
+  // The store's value computed with u as vector lanes, then stored lane by lane: one scalar store
+  // per lane at the address with u = c (the store walks u with a stride).
+  std::vector<const UOp*> scatter(const UOp* s) {
+    const UOp* v = rb_.get(s->src(1));
+    std::vector<const UOp*> out;
+    for (int c = 0; c < k_; c++) {
+      const UOp* val = vec(s->src(1)) ? g_.make(Op::Gep, v->dtype.base(), {v}, int64_t(c)) : v;
+      std::vector<const UOp*> src{lane(s->src(0), c), val};
+      if (s->nsrc() == 3) src.push_back(lane(s->src(2), c));
+      out.push_back(g_.make(Op::Store, s->dtype, src, s->arg, s->tag));
+    }
+    return out;
+  }
 
   // idx(u = c) == idx(u = 0) + c for every lane c.
   bool contiguous(const UOp* idx) {
@@ -210,6 +226,24 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r) {
 
 }  // namespace
 
+// Whether a store that walks range r with a stride still pays to take r as vector lanes: its value
+// is a reduction (each result is stored once after its whole reduce loop) that loads along r
+// contiguously inside the loop (a convolution's output channels from its packed weight).
+bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
+  int64_t k = const_bound(r);
+  if (k < 4 || k > 64) return false;
+  std::vector<const UOp*> order = toposort(store->src(1));
+  OpenRanges open(order);
+  Vectorizer lanes(g, r, int(k));
+  bool reduce = false, contiguous_load = false;
+  for (const UOp* x : order) {
+    reduce = reduce || x->op == Op::Reduce;
+    if (x->op == Op::Load && open.contains(x, r) && x->src(0)->op == Op::Index && lanes.contiguous(x->src(0)->src(1)))
+      contiguous_load = true;
+  }
+  return reduce && contiguous_load;
+}
+
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range) {
   int64_t k = const_bound(range);
   if (k < 2 || k > 64) return nullptr;
@@ -257,18 +291,30 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
     std::vector<const UOp*> up;
     for (const UOp* r : ranges_of(s))
       if (is_type(r, AxisType::Upcast)) up.push_back(r);
+    // A reduction that loads along the first upcast range contiguously takes it as lanes even
+    // where the store walks it with a stride: its results are stored lane by lane (a convolution
+    // whose output channels are the lanes).
+    std::vector<const UOp*> parts;
     for (size_t i = 0; i < up.size(); i++) {
-      const UOp* vs = vectorize_store(g, s, up[i]);
-      if (!vs) continue;
-      s = vs;
+      if (const UOp* vs = vectorize_store(g, s, up[i])) {
+        parts = {vs};
+      } else if (i == 0 && reduces_along(g, s, up[i])) {
+        int64_t k = const_bound(up[i]);
+        parts = Vectorizer(g, up[i], int(k)).scatter(s);
+      } else {
+        continue;
+      }
       up.erase(up.begin() + long(i));
       break;
     }
-    if (up.empty()) {
-      stores.push_back(s);
-      continue;
+    if (parts.empty()) parts = {s};
+    for (const UOp* part : parts) {
+      if (up.empty()) {
+        stores.push_back(part);
+        continue;
+      }
+      for (auto& m : combos(g, up)) stores.push_back(substitute_nodes(g, part, m));
     }
-    for (auto& m : combos(g, up)) stores.push_back(substitute_nodes(g, s, m));
   }
   sink = g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
 

