@@ -28,7 +28,8 @@
 //  9. The right operand of a large matrix product is packed: B (..., K, N) is copied into
 //     (..., N/32, K, 32) panels, so the kernel's 32-wide register tile reads each k-step's
 //     row of the panel contiguously (no 4 KiB-strided walk down B, which aliases in L1 and
-//     misses the TLB): matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand).
+//     misses the TLB): matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand). A left
+//     operand computed by elementwise ops (the previous layer's activation) is stored first.
 // 0. Calls are resolved first: a function's body is substituted for its GetTuples and fuses
 //    with its callers like any other value; a precompiled function's arguments and results are
 //    materialized (Contiguous), so its body's kernels are the same at every call.
@@ -184,6 +185,18 @@ const UOp* split_reduce(Graph& g, const UOp* u) {
   return reshape(g, reduce(g, part, op, {r}), out_shape);
 }
 
+// The left operand of a packed matrix product, (..., M, K, 1) broadcast along N: computed values
+// (a previous layer's bias and activation) are stored first, else every 32-column tile of the
+// product would compute them again for each of its rows (an MLP's second layer ran 2x slower).
+const UOp* stored_rows(Graph& g, const UOp* e) {
+  const UOp* a0 = e->op == Op::Expand ? e->src(0) : e;
+  const UOp* v = a0;
+  while (is_movement(v->op)) v = v->src(0);
+  if (!is_elementwise(v->op) || v->op == Op::Const) return e;
+  const UOp* stored = g.make(Op::Contiguous, a0->dtype, {a0});
+  return e->op == Op::Expand ? expand_sym(g, stored, *e->shape()) : stored;
+}
+
 // Rule 9. Sum over axis rank-2 of x * b0, b0 of shape (..., 1, K, N) broadcast along the M rows
 // (how matmul is composed; b0 may sit under an Expand): b0 becomes a view of its packed copy.
 const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
@@ -220,7 +233,8 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
     packed = g.make(Op::Contiguous, packed->dtype, {packed});
     const UOp* view = reshape(g, permute(g, packed, swap), b0_shape);
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
-    const UOp* np = side == 0 ? binary(g, Op::Mul, ex, prod->src(1)) : binary(g, Op::Mul, prod->src(0), ex);
+    const UOp* a = stored_rows(g, prod->src(size_t(1 - side)));
+    const UOp* np = side == 0 ? binary(g, Op::Mul, ex, a) : binary(g, Op::Mul, a, ex);
     return reduce(g, np, Op::Add, ra.axes);
   }
   return nullptr;
