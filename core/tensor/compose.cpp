@@ -781,16 +781,20 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   };
   win = reshape_sym(g, win, after_n({groups, 1, cg, oh, ow, kh, kw}));
   // Where the output rows do not fill 16-lane vectors (56, 28 or 7 wide; 12 to 16 are padded to
-  // 16 lanes instead), the weight is read from a copy with the output channels innermost,
-  // (G, Cg, KH, KW, Og): the CPU heuristic then makes output channels the vector lanes, one weight
-  // vector per reduce step against broadcast input values (ResNet-18's 512x7x7 convolution ran
-  // 5x faster, its whole forward pass 1.6x). Only where the channels fill vectors.
+  // 16 lanes instead), the weight is read from a copy with the output channels innermost: the CPU heuristic then makes
+  // output channels the vector lanes, one weight vector per reduce step against broadcast input values (ResNet-18's
+  // 512x7x7 convolution ran 5x faster, its whole forward pass 1.6x). Only where the channels fill vectors.
   const UOp* wk = w;
   const bool rows_fill_vectors = ow % 16 == 0 || (ow >= 12 && ow < 16);
   if (!rows_fill_vectors && og % 16 == 0 && cg * kh * kw >= 8 && oh * ow >= 4) {
-    const UOp* packed = permute(g, reshape(g, w, {groups, og, cg, kh, kw}), {0, 2, 3, 4, 1});
+    // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32): a register tile's weights are
+    // one contiguous block instead of 128-byte pieces 4 KiB apart (ResNet-18's 512x7x7 layers
+    // read 9 MB of weights that way, a TLB miss per piece)
+    const int64_t panel = og % 32 == 0 ? 32 : 16;
+    const Dims split{groups, og / panel, panel, cg, kh, kw}, to_panels{0, 1, 3, 4, 5, 2};
+    const UOp* packed = permute(g, reshape(g, w, split), to_panels);
     packed = g.make(Op::Contiguous, packed->dtype, {packed});
-    wk = reshape(g, permute(g, packed, {0, 4, 1, 2, 3}), sw);
+    wk = reshape(g, permute(g, packed, inverse(to_panels)), sw);
   }
   const UOp* wv = reshape(g, wk, {1, groups, og, cg, 1, 1, kh, kw});
   const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));
