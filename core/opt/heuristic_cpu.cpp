@@ -6,7 +6,7 @@
 //      axis loaded contiguously: a convolution's output channels), one more output axis unrolled
 //   3. vector accumulators for reduces that stream memory (UNROLL of the innermost reduce axis)
 //   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST); a transposing
-//      copy gets vector stores and copies along its loads' contiguous axis
+//      copy gets vector stores
 //   5. THREAD: the outermost loop axis every store uses, split across the cores
 #include <algorithm>
 #include <limits>
@@ -184,10 +184,14 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           const UOp* r = loop_at(pos);
           int64_t m = r ? const_bound(r) : 0;
           if (m < vw || m % vw != 0) continue;
+          // a load of every reduce step (the weight), not one per output (a bias added after it)
           bool contiguous = false;
           for (const UOp* l : rloads_in(r)) {
             const UOp* idx = address_index(l->src(0));
-            if (idx && open.contains(l, r))
+            bool per_step = false;
+            for (const UOp* x : idx ? toposort(idx) : std::vector<const UOp*>{})
+              per_step = per_step || (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce);
+            if (idx && per_step && open.contains(l, r))
               if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
           }
           if (!contiguous) continue;
@@ -346,9 +350,9 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
 
   // 4b. A transposing copy (no reduce; a store walks the innermost loop contiguously, a load walks
   //     it with a stride and another loop axis contiguously, like conv2d's weight packing): the
-  //     innermost axis becomes vector lanes of the store and the load's contiguous axis is copied,
-  //     so each strided line the lanes touch is used by all its copies while in cache (ResNet's
-  //     512x512x3x3 weight: 1.6 -> 0.65 ms).
+  //     innermost axis becomes vector lanes of the store, whose loads LLVM's loop vectorizer would
+  //     not gather (ResNet's 512x512x3x3 weight: 1.6 -> 0.7 ms; copies along the loads' axis as
+  //     well ran no faster and took longer to compile).
   if (reduces.empty() && nloops >= 2) {
     const UOp* inner = loop_at(nloops - 1);
     env = var_env(k.sink);
@@ -361,7 +365,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       store_contiguous = store_contiguous && stride && *stride == 1;
       if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
     }
-    const UOp* across = nullptr;  // the loop axis a strided load walks contiguously
+    const UOp* across = nullptr;  // a loop axis a strided load walks contiguously (a transpose)
     for (const UOp* u : topo) {
       if (!store_contiguous || across || u->op != Op::Load) continue;
       const UOp* idx = address_index(u->src(0));
@@ -375,11 +379,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
     int64_t lanes = across ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
-    int64_t copies = across ? div_amount(const_bound(across), {8, 4, 3, 2}) : 0;
-    if (lanes && copies) {
-      apply(Opt::upcast(id_of(inner), lanes));
-      apply(Opt::upcast(id_of(across), copies));
-    }
+    if (lanes) apply(Opt::upcast(id_of(inner), lanes));
   }
 
   // 5. THREAD: split the outermost loop axis every store uses across the cores.
