@@ -49,17 +49,26 @@ class IrWriter {
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
-    os << "define internal void @" << sym_ << ".body(";
-    bool first = true;
-    for (const KernelParam& p : k_.params) {
-      os << (first ? "" : ", ") << "ptr noalias %b" << p.slot;
-      first = false;
+    std::string params;  // of the body
+    for (const KernelParam& p : k_.params) params += str("ptr noalias %b", p.slot, ", ");
+    for (size_t i = 0; i < k_.vars.size(); i++) params += str("i64 %var", i, ", ");
+    params += "i64 %core_id";
+    os << "define internal void @" << sym_ << ".body(" << params << ") #0 {\nentry:\n"
+       << allocas_ << body_ << "  ret void\n}\n\n";
+    // With streaming stores, a second body writes them non-temporally (whole aligned vectors); the
+    // wrapper runs it when every such buffer is aligned (a view at an offset may not be).
+    const int nt_md = 2 * int(tile_loops_.size());
+    if (!nt_align_.empty()) {
+      std::string nt_body = body_;
+      for (size_t at = nt_body.find(kNtMark); at != std::string::npos; at = nt_body.find(kNtMark, at)) {
+        size_t start = nt_body.rfind(" align ", at);
+        size_t end = nt_body.find('\n', at);
+        int64_t bytes = std::stoll(nt_body.substr(at + kNtMark.size(), end - at - kNtMark.size()));
+        nt_body.replace(start, end - start, str(" align ", bytes, ", !nontemporal !", nt_md));
+      }
+      os << "define internal void @" << sym_ << ".body.nt(" << params << ") #0 {\nentry:\n"
+         << allocas_ << nt_body << "  ret void\n}\n\n";
     }
-    for (size_t i = 0; i < k_.vars.size(); i++) {
-      os << (first ? "" : ", ") << "i64 %var" << i;
-      first = false;
-    }
-    os << (first ? "" : ", ") << "i64 %core_id) #0 {\nentry:\n" << allocas_ << body_ << "  ret void\n}\n\n";
     os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
     std::string args;
     for (const KernelParam& p : k_.params) {
@@ -73,7 +82,20 @@ class IrWriter {
       args += str(args.empty() ? "" : ", ", "i64 %v", i);
     }
     args += str(args.empty() ? "" : ", ", "i64 %core_id");
+    if (!nt_align_.empty()) {
+      std::string all = "true";
+      for (const auto& [slot, bytes] : nt_align_) {
+        os << "  %nt.a" << slot << " = ptrtoint ptr %p" << slot << " to i64\n";
+        os << "  %nt.m" << slot << " = and i64 %nt.a" << slot << ", " << bytes - 1 << "\n";
+        os << "  %nt.z" << slot << " = icmp eq i64 %nt.m" << slot << ", 0\n";
+        os << "  %nt.all" << slot << " = and i1 " << all << ", %nt.z" << slot << "\n";
+        all = str("%nt.all", slot);
+      }
+      os << "  br i1 " << all << ", label %streaming, label %cached\nstreaming:\n";
+      os << "  call void @" << sym_ << ".body.nt(" << args << ")\n  ret void\ncached:\n";
+    }
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
+    if (!nt_align_.empty()) os << "!" << nt_md << " = !{i32 1}\n";
     for (const std::string& d : decls_) os << d << "\n";
     for (const std::string& m : tile_loops_) os << m;
     if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
@@ -561,9 +583,10 @@ class IrWriter {
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
+    const int64_t nt_bytes = streaming_bytes(u);
     auto write = [&] {
-      line(
-          str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), ", align ", align));
+      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), ", align ", align,
+               nt_bytes ? str(kNtMark, nt_bytes) : std::string()));
     };
     if (u->nsrc() < 3) return write();
     const UOp* gate = u->src(2);  // a scalar gate is an If block around the store (linearize)
@@ -575,6 +598,39 @@ class IrWriter {
       return;
     }
     fail(Code::Internal, "llvm: a store with a scalar gate outside an If block");
+  }
+
+  // A store the CPU may write non-temporally (Target::streaming_store_bytes): ungated, of a whole
+  // vector of 32 bytes or more, at an index that keeps it aligned when the buffer is, to a buffer
+  // that large which the kernel does not read. Its vector's bytes, or 0.
+  int64_t streaming_bytes(const UOp* u) {
+    const UOp* addr = u->src(0);
+    if (gpu() || u->nsrc() > 2 || k_.target.streaming_store_bytes <= 0 || addr->op != Op::Index) return 0;
+    const UOp* buf = addr->src(0);
+    int64_t lanes = addr->dtype.lanes, bytes = lanes * addr->dtype.base().itemsize();
+    if (buf->op != Op::Param || lanes < 2 || bytes < 32 || (bytes & (bytes - 1)) != 0) return 0;
+    int64_t slot = buf->as<ParamArg>().slot;
+    bool large = false;
+    for (const KernelParam& p : k_.params)
+      if (p.slot == slot)
+        large = !p.read && p.size > 0 && p.size * p.dtype.itemsize() >= k_.target.streaming_store_bytes;
+    if (!large || !multiple_of(addr->src(1), lanes)) return 0;
+    int64_t& need = nt_align_[slot];
+    need = std::max(need, bytes);
+    return bytes;
+  }
+  // Whether index expression e is a multiple of m for every value of its ranges.
+  static bool multiple_of(const UOp* e, int64_t m) {
+    switch (e->op) {
+      case Op::Const:
+        return e->const_int() % m == 0;
+      case Op::Mul:
+        return multiple_of(e->src(0), m) || multiple_of(e->src(1), m);
+      case Op::Add:
+        return multiple_of(e->src(0), m) && multiple_of(e->src(1), m);
+      default:
+        return false;
+    }
   }
 
   // If(gate) ... Endif: a branch around the block.
@@ -876,6 +932,10 @@ class IrWriter {
   std::string sym_;
   LlvmDialect dialect_;
   std::string body_, allocas_;
+  // Streaming stores: marked in body_ by kNtMark and their bytes after " align N"; the alignment
+  // each such buffer needs (slot -> bytes).
+  static constexpr std::string_view kNtMark = " ; sn-streaming ";
+  std::map<int64_t, int64_t> nt_align_;
   std::vector<std::string> globals_;  // module-level definitions (GPU local memory)
   std::set<std::string> decls_;
   std::unordered_map<const UOp*, std::string> val_;

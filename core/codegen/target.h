@@ -46,6 +46,10 @@ struct Target {
   // Widest SIMD register in bits: vector lanes of UPCAST/UNROLL axes become vector values up to
   // this width. 0: the renderer has no vector types, isel splits every vector into scalars.
   int vector_bits = 0;
+  // Stores to a buffer of at least this many bytes that write whole aligned vectors of a cache
+  // line or more bypass the caches (x86 non-temporal stores: no read for ownership, no eviction of
+  // what the caches hold), when the kernel does not read that buffer. 0: never. CPU only.
+  int64_t streaming_store_bytes = 0;
   // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
   // accumulators within half of them, so operands and addresses never spill.
   int vector_registers = 32;

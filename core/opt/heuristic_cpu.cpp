@@ -353,6 +353,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //     innermost axis becomes vector lanes of the store, whose loads LLVM's loop vectorizer would
   //     not gather (ResNet's 512x512x3x3 weight: 1.6 -> 0.7 ms; copies along the loads' axis as
   //     well ran no faster and took longer to compile).
+  bool transposing = false;
   if (reduces.empty() && nloops >= 2) {
     const UOp* inner = loop_at(nloops - 1);
     env = var_env(k.sink);
@@ -379,6 +380,31 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
     int64_t lanes = across ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
+    if (lanes) apply(Opt::upcast(id_of(inner), lanes));
+    transposing = lanes != 0;
+  }
+
+  // 4c. A large elementwise output (a STREAM-sized add) streams past the caches: its innermost
+  //     axis becomes whole-vector lanes, so that the renderer can write whole aligned vectors with
+  //     non-temporal stores (Target::streaming_store_bytes). Plain elementwise loops are left to
+  //     LLVM's loop vectorizer otherwise.
+  if (reduces.empty() && nloops >= 1 && target.streaming_store_bytes > 0 && !transposing) {
+    const UOp* inner = loop_at(nloops - 1);
+    env = var_env(k.sink);
+    bool streams = inner != nullptr && inner->as<RangeArg>().type == AxisType::Loop;
+    int bits = 8;
+    for (const UOp* st : k.sink->src()) {
+      if (st->op != Op::Store) continue;
+      const UOp* idx = address_index(st->src(0));
+      const UOp* buf = st->src(0)->op == Op::Index ? st->src(0)->src(0) : nullptr;
+      const Shape* bs = buf ? buf->shape() : nullptr;
+      auto stride = idx && streams ? stride_of(idx, inner, env) : std::nullopt;
+      int64_t bytes = bs && bs->size() == 1 && (*bs)[0].is_const() ? (*bs)[0].value * st->src(1)->dtype.itemsize() : 0;
+      streams = streams && stride && *stride == 1 && bytes >= target.streaming_store_bytes;
+      bits = std::max(bits, st->src(1)->dtype.bits());
+    }
+    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
+    int64_t lanes = streams ? div_amount(const_bound(inner), {vw}) : 0;
     if (lanes) apply(Opt::upcast(id_of(inner), lanes));
   }
 

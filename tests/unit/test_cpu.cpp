@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #if SN_BACKEND_CPU
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -135,6 +138,43 @@ TEST(CpuBackend, ElementwiseAddMulF32) {
     ASSERT_EQ(c[k], a[k] + bb[k]) << k;
     ASSERT_EQ(d[k], a[k] * bb[k]) << k;
   }
+}
+
+// An output at least Target::streaming_store_bytes large is written with non-temporal stores when
+// its buffer is aligned, and with ordinary stores when it is not (a view at an odd offset): both
+// give the sums. A small output keeps ordinary stores.
+TEST(CpuBackend, LargeOutputsStreamPastTheCaches) {
+  const Target& t = jit().target();
+  if (t.streaming_store_bytes <= 0) GTEST_SKIP() << "this CPU target writes no streaming stores";
+  const int64_t n = t.streaming_store_bytes / 4;
+  auto add_kernel = [](Graph& g, int64_t len) {
+    KernelBuilder b{g};
+    auto *A = b.param(0, dtypes::float32, len), *B = b.param(1, dtypes::float32, len);
+    auto* C = b.param(2, dtypes::float32, len);
+    auto* i = b.range(len, 0);
+    return b.sink({b.store(C, i, b.add(b.load(A, i), b.load(B, i)))});
+  };
+  // room for n floats at a 64-byte boundary and one float past it
+  auto buffer = [&] {
+    return std::unique_ptr<float[], decltype(&std::free)>(
+        static_cast<float*>(std::aligned_alloc(64, size_t(n + 16) * 4)), &std::free);
+  };
+  auto a = buffer(), bb = buffer(), c = buffer();
+  for (int64_t k = 0; k < n; k++) a[k] = float(k % 1000) * 0.5f, bb[k] = 3.0f - float(k % 77);
+  Graph g;
+  LoweredKernel k = lower_kernel(g, add_kernel(g, n), t, {});
+  auto ck = jit().compile(k);
+  EXPECT_NE(ck->source.find("!nontemporal"), std::string::npos) << ck->source;
+  for (int64_t offset : {0, 1}) {  // aligned: streaming stores; one float on: ordinary ones
+    float* out = c.get() + offset;
+    std::fill(out, out + n, -1.0f);
+    void* bufs[] = {a.get(), bb.get(), out};
+    jit().run(*ck, bufs, nullptr);
+    for (int64_t q = 0; q < n; q++) ASSERT_EQ(out[q], a[q] + bb[q]) << "offset " << offset << ", element " << q;
+  }
+  Graph small;
+  LoweredKernel ks = lower_kernel(small, add_kernel(small, 4096), t, {});
+  EXPECT_EQ(jit().compile(ks)->source.find("!nontemporal"), std::string::npos);
 }
 
 TEST(CpuBackend, Int32WrapsAround) {
