@@ -119,21 +119,72 @@ IndexCtx through_movement(Graph& g, const UOp* mop, const IndexCtx& out, const U
         r.idx = out.idx;
         return r;
       }
-      // row-major re-linearization: flat position in the output, split by the input's strides
-      const UOp* flat = linear_index(g, os, out.idx);
       r.idx.assign(in.size(), nullptr);
-      const UOp* stride = g.cint(1);
-      for (size_t k = in.size(); k-- > 0;) {
-        if (is_one(in[k])) {
-          r.idx[k] = g.cint(0);
+      // Row-major re-linearization of input dims [i0, i1) from output dims [j0, j1) of the same
+      // element count: the flat position in those output dims, split by the input dims' strides.
+      auto relinearize = [&](size_t i0, size_t i1, size_t j0, size_t j1) {
+        Shape part(os.begin() + long(j0), os.begin() + long(j1));
+        std::vector<const UOp*> part_idx(out.idx.begin() + long(j0), out.idx.begin() + long(j1));
+        const UOp* flat = linear_index(g, part, part_idx);
+        const UOp* stride = g.cint(1);
+        for (size_t k = i1; k-- > i0;) {
+          if (is_one(in[k])) {
+            r.idx[k] = g.cint(0);
+            continue;
+          }
+          const UOp* e = flat;
+          if (!stride->is_const_value(1)) e = g.alu(Op::Idiv, e, stride);
+          if (k != i0) e = g.alu(Op::Mod, e, dim_uop(g, in[k]));  // the first: flat < the part's numel
+          r.idx[k] = simplify_index(g, e);
+          stride = mul_fold(g, stride, dim_uop(g, in[k]));
+        }
+      };
+      // The shapes split into blocks of equal element count (a dim kept as it is, dims merged or
+      // split); each block is re-linearized on its own, and a kept dim passes its index straight
+      // through. Re-linearizing the whole shape instead left a padded window's index, which leaves
+      // its axis at the border (gated there), inside an idiv/mod by the feature map's size in every
+      // load of a convolution whose input had been reshaped (ResNet-18's 3x3 convolutions read
+      // their channel as (c + (pos + 3079) / 3136) % 64 and ran 3x slower).
+      size_t i = 0, jj = 0;
+      while (i < in.size() || jj < os.size()) {
+        if (i < in.size() && is_one(in[i])) {
+          r.idx[i++] = g.cint(0);
           continue;
         }
-        const UOp* e = flat;
-        if (!stride->is_const_value(1)) e = g.alu(Op::Idiv, e, stride);
-        if (k != 0) e = g.alu(Op::Mod, e, dim_uop(g, in[k]));  // axis 0: flat < numel already bounds it
-        r.idx[k] = simplify_index(g, e);
-        stride = mul_fold(g, stride, dim_uop(g, in[k]));
+        if (jj < os.size() && is_one(os[jj])) {
+          jj++;
+          continue;
+        }
+        if (i == in.size() || jj == os.size()) break;  // (element counts differ: the verifier's job)
+        size_t i1 = i + 1, j1 = jj + 1;
+        if (in[i] == os[jj]) {
+          r.idx[i] = out.idx[jj];
+        } else if (in[i].is_const() && os[jj].is_const()) {
+          int64_t pin = in[i].value, pout = os[jj].value;
+          bool ok = true;
+          while (ok && pin != pout) {
+            if (pin < pout) {
+              ok = i1 < in.size() && in[i1].is_const() && !__builtin_mul_overflow(pin, in[i1].value, &pin);
+              i1++;
+            } else {
+              ok = j1 < os.size() && os[j1].is_const() && !__builtin_mul_overflow(pout, os[j1].value, &pout);
+              j1++;
+            }
+          }
+          if (!ok) {  // a symbolic dim inside a merged block: the rest as one block
+            relinearize(i, in.size(), jj, os.size());
+            return r;
+          }
+          relinearize(i, i1, jj, j1);
+        } else {
+          relinearize(i, in.size(), jj, os.size());
+          return r;
+        }
+        i = i1;
+        jj = j1;
       }
+      for (size_t k = 0; k < in.size(); k++)
+        if (!r.idx[k]) r.idx[k] = g.cint(0);
       return r;
     }
     default:

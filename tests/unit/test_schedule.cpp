@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/schedule/indexing.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
@@ -100,6 +101,30 @@ class ScheduleTest : public ::testing::Test {
 };
 
 // ---- elementwise ----
+
+// A reshape passes the index of every dim it keeps straight through and re-linearizes only the
+// dims it merges or splits: (64, 3136) seen as (1, 64, 56, 56) reads channel c at c, and position
+// (h, w) at h*56 + w, with no division even where h or w leave the map (a padded window's border).
+TEST(ReshapeIndexing, KeptDimsPassTheirIndexThrough) {
+  using sched::IndexCtx;
+  using sched::through_movement;
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {64, 3136});
+  const UOp* view = reshape(g, x, {1, 64, 56, 56});
+  const UOp *c = g.var("c", 0, 63), *h = g.var("h", -1, 56), *w = g.var("w", -1, 56);
+  IndexCtx out{{g.cint(0), c, h, w}, nullptr};
+  IndexCtx in = through_movement(g, view, out, nullptr);
+  ASSERT_EQ(in.idx.size(), 2u);
+  EXPECT_EQ(in.idx[0], c);
+  for (const UOp* u : toposort(in.idx[1])) EXPECT_TRUE(u->op != Op::Idiv && u->op != Op::Mod) << op_name(u->op);
+  // a merge of two dims into one and a split of one into two still re-linearize
+  const UOp* split = reshape(g, input(g, dtypes::float32, {6, 4}), {2, 3, 4});
+  IndexCtx s =
+      through_movement(g, split, IndexCtx{{g.var("a", 0, 1), g.var("b", 0, 2), g.var("k", 0, 3)}, nullptr}, nullptr);
+  ASSERT_EQ(s.idx.size(), 2u);
+  EXPECT_EQ(s.idx[1]->op, Op::DefineVar);  // the kept trailing 4
+  EXPECT_NE(s.idx[0]->op, Op::DefineVar);  // a*3 + b
+}
 
 TEST_F(ScheduleTest, ElementwiseChainWithBroadcastIsOneKernel) {
   const UOp* a = in(dtypes::float32, {2, 3});
