@@ -771,6 +771,13 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   }
   // windows (N, Cin, OH, OW, KH, KW) viewed as (N, G, 1, Cg, OH, OW, KH, KW) against the weight
   // (1, G, Og, Cg, 1, 1, KH, KW), summed over Cg, KH and KW
+  // A computed input (the previous layer's bias and relu) is stored first, by the kernel that
+  // computes it: read through the windows, it would be computed again at every tap for every tile
+  // of output channels (ResNet-18's 3x3 convolutions recomputed a bias and a relu per input read).
+  const UOp* base = x;
+  while (is_movement(base->op)) base = base->src(0);
+  if (is_elementwise(base->op) && base->op != Op::Const && og >= 16 && cg * kh * kw >= 8)
+    x = g.make(Op::Contiguous, x->dtype, {x});
   const UOp* win = windows2d(g, "conv2d", pad2d(g, x, padding, nullptr), {kh, kw}, stride, dilation);
   const Shape& swin = sym_shape(win);
   int64_t oh = swin[2].value, ow = swin[3].value;
