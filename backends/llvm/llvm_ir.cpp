@@ -47,6 +47,13 @@ class IrWriter {
     for (size_t i = 0; i < k_.vars.size(); i++) var_index_[k_.vars[i].name] = i;
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
+    // Streaming stores only in kernels without accumulators (a STREAM-like elementwise pass): a
+    // second body doubles LLVM's work, which a reduction kernel (a softmax) pays for nothing.
+    if (!allocas_.empty()) {
+      nt_align_.clear();
+      for (size_t at = body_.find(kNtMark); at != std::string::npos; at = body_.find(kNtMark, at))
+        body_.erase(at, body_.find('\n', at) - at);
+    }
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
     std::string params;  // of the body
@@ -614,7 +621,7 @@ class IrWriter {
     for (const KernelParam& p : k_.params)
       if (p.slot == slot)
         large = !p.read && p.size > 0 && p.size * p.dtype.itemsize() >= k_.target.streaming_store_bytes;
-    if (!large || !multiple_of(addr->src(1), lanes)) return 0;
+    if (!large || !multiple_of(addr->src(1), lanes)) return 0;  // (dropped in render() if the kernel reduces)
     int64_t& need = nt_align_[slot];
     need = std::max(need, bytes);
     return bytes;
