@@ -45,15 +45,12 @@ class IrWriter {
 
   std::string render() {
     for (size_t i = 0; i < k_.vars.size(); i++) var_index_[k_.vars[i].name] = i;
+    // Streaming stores only in kernels without accumulators (a STREAM-like elementwise pass): the
+    // second body doubles LLVM's work, which a reduction kernel (a softmax) pays for nothing.
+    streaming_ = !gpu() && k_.target.streaming_store_bytes > 0;
+    for (const UOp* u : k_.linear->src()) streaming_ = streaming_ && u->op != Op::Buffer;
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
-    // Streaming stores only in kernels without accumulators (a STREAM-like elementwise pass): a
-    // second body doubles LLVM's work, which a reduction kernel (a softmax) pays for nothing.
-    if (!allocas_.empty()) {
-      nt_align_.clear();
-      for (size_t at = body_.find(kNtMark); at != std::string::npos; at = body_.find(kNtMark, at))
-        body_.erase(at, body_.find('\n', at) - at);
-    }
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
     std::string params;  // of the body
@@ -64,15 +61,15 @@ class IrWriter {
        << allocas_ << body_ << "  ret void\n}\n\n";
     // With streaming stores, a second body writes them non-temporally (whole aligned vectors); the
     // wrapper runs it when every such buffer is aligned (a view at an offset may not be).
-    const int nt_md = 2 * int(tile_loops_.size());
-    if (!nt_align_.empty()) {
-      std::string nt_body = body_;
-      for (size_t at = nt_body.find(kNtMark); at != std::string::npos; at = nt_body.find(kNtMark, at)) {
-        size_t start = nt_body.rfind(" align ", at);
-        size_t end = nt_body.find('\n', at);
-        int64_t bytes = std::stoll(nt_body.substr(at + kNtMark.size(), end - at - kNtMark.size()));
-        nt_body.replace(start, end - start, str(" align ", bytes, ", !nontemporal !", nt_md));
+    if (!nt_stores_.empty()) {
+      std::string nt_body;
+      size_t from = 0;
+      for (const StreamingStore& st : nt_stores_) {
+        nt_body.append(body_, from, st.at - from);
+        nt_body += str(", align ", st.bytes, ", !nontemporal !{i32 1}");
+        from = st.at + st.len;
       }
+      nt_body.append(body_, from);
       os << "define internal void @" << sym_ << ".body.nt(" << params << ") #0 {\nentry:\n"
          << allocas_ << nt_body << "  ret void\n}\n\n";
     }
@@ -102,7 +99,6 @@ class IrWriter {
       os << "  call void @" << sym_ << ".body.nt(" << args << ")\n  ret void\ncached:\n";
     }
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
-    if (!nt_align_.empty()) os << "!" << nt_md << " = !{i32 1}\n";
     for (const std::string& d : decls_) os << d << "\n";
     for (const std::string& m : tile_loops_) os << m;
     if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
@@ -590,10 +586,11 @@ class IrWriter {
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
-    const int64_t nt_bytes = streaming_bytes(u);
     auto write = [&] {
-      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), ", align ", align,
-               nt_bytes ? str(kNtMark, nt_bytes) : std::string()));
+      std::string tail = str(", align ", align);
+      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), tail));
+      if (int64_t bytes = streaming_bytes(u))
+        nt_stores_.push_back({body_.size() - 1 - tail.size(), tail.size(), bytes});
     };
     if (u->nsrc() < 3) return write();
     const UOp* gate = u->src(2);  // a scalar gate is an If block around the store (linearize)
@@ -612,7 +609,7 @@ class IrWriter {
   // that large which the kernel does not read. Its vector's bytes, or 0.
   int64_t streaming_bytes(const UOp* u) {
     const UOp* addr = u->src(0);
-    if (gpu() || u->nsrc() > 2 || k_.target.streaming_store_bytes <= 0 || addr->op != Op::Index) return 0;
+    if (!streaming_ || u->nsrc() > 2 || addr->op != Op::Index) return 0;
     const UOp* buf = addr->src(0);
     int64_t lanes = addr->dtype.lanes, bytes = lanes * addr->dtype.base().itemsize();
     if (buf->op != Op::Param || lanes < 2 || bytes < 32 || (bytes & (bytes - 1)) != 0) return 0;
@@ -621,7 +618,7 @@ class IrWriter {
     for (const KernelParam& p : k_.params)
       if (p.slot == slot)
         large = !p.read && p.size > 0 && p.size * p.dtype.itemsize() >= k_.target.streaming_store_bytes;
-    if (!large || !multiple_of(addr->src(1), lanes)) return 0;  // (dropped in render() if the kernel reduces)
+    if (!large || !multiple_of(addr->src(1), lanes)) return 0;
     int64_t& need = nt_align_[slot];
     need = std::max(need, bytes);
     return bytes;
@@ -939,9 +936,15 @@ class IrWriter {
   std::string sym_;
   LlvmDialect dialect_;
   std::string body_, allocas_;
-  // Streaming stores: marked in body_ by kNtMark and their bytes after " align N"; the alignment
-  // each such buffer needs (slot -> bytes).
-  static constexpr std::string_view kNtMark = " ; sn-streaming ";
+  // Streaming stores: whether the kernel may have them, where each one's ", align N" sits in body_
+  // (the second body writes it non-temporally) and the alignment each such buffer needs (slot ->
+  // bytes).
+  struct StreamingStore {
+    size_t at, len;
+    int64_t bytes;
+  };
+  bool streaming_ = false;
+  std::vector<StreamingStore> nt_stores_;
   std::map<int64_t, int64_t> nt_align_;
   std::vector<std::string> globals_;  // module-level definitions (GPU local memory)
   std::set<std::string> decls_;

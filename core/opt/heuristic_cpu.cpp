@@ -5,8 +5,8 @@
 //      innermost output axis as vector lanes (or, where it fills less than a vector, an output
 //      axis loaded contiguously: a convolution's output channels), one more output axis unrolled
 //   3. vector accumulators for reduces that stream memory (UNROLL of the innermost reduce axis)
-//   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST); a transposing
-//      copy gets vector stores
+//   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST); in kernels without
+//      reduces, for transposing copies and for outputs large enough for streaming stores
 //   5. THREAD: the outermost loop axis every store uses, split across the cores
 #include <algorithm>
 #include <limits>
@@ -52,6 +52,21 @@ int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
 }
 
 int64_t id_of(const UOp* r) { return r->as<RangeArg>().id; }
+
+// Whether every store of the kernel walks loop axis `inner` contiguously (stride 1), and the widest
+// stored element in bits (what a vector register's lanes are counted in).
+std::pair<bool, int> stores_along(const UOp* sink, const UOp* inner) {
+  auto env = var_env(sink);
+  bool contiguous = inner != nullptr && inner->as<RangeArg>().type == AxisType::Loop;
+  int bits = 8;
+  for (const UOp* st : sink->src()) {
+    const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
+    auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
+    contiguous = contiguous && stride && *stride == 1;
+    if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
+  }
+  return {contiguous, bits};
+}
 
 }  // namespace
 
@@ -329,82 +344,56 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //    inside that loop (those would be copied per lane, with strided loads).
   if (!reduces.empty() && nloops > 0 && !inner_upcast) {
     const UOp* inner = loop_at(nloops - 1);
-    env = var_env(k.sink);
-    bool contiguous = inner && inner->as<RangeArg>().type == AxisType::Loop;
+    auto [contiguous, bits] = stores_along(k.sink, inner);
     if (contiguous) {
       topo = toposort(k.sink);
       OpenRanges open(topo);
       for (const UOp* u : topo) contiguous = contiguous && !(u->op == Op::Reduce && open.contains(u, inner));
-    }
-    int bits = 8;
-    for (const UOp* st : k.sink->src()) {
-      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
-      auto stride = idx && contiguous ? stride_of(idx, inner, env) : std::nullopt;
-      contiguous = contiguous && stride && *stride == 1;
-      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
     }
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
     int64_t amt = contiguous ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
     if (amt) apply(Opt::upcast(id_of(inner), amt));
   }
 
-  // 4b. A transposing copy (no reduce; a store walks the innermost loop contiguously, a load walks
-  //     it with a stride and another loop axis contiguously, like conv2d's weight packing): the
-  //     innermost axis becomes vector lanes of the store, whose loads LLVM's loop vectorizer would
-  //     not gather (ResNet's 512x512x3x3 weight: 1.6 -> 0.7 ms; copies along the loads' axis as
-  //     well ran no faster and took longer to compile).
-  bool transposing = false;
-  if (reduces.empty() && nloops >= 2) {
+  // 4b. A kernel without reduces is left to LLVM's loop vectorizer, except in two cases where the
+  //     innermost axis, which every store walks contiguously, becomes vector lanes here:
+  //     - a transposing copy (a load walks the axis with a stride and another loop axis
+  //       contiguously, like conv2d's weight packing), whose loads the loop vectorizer would not
+  //       gather (ResNet's 512x512x3x3 weight: 1.6 -> 0.7 ms; copies along the loads' axis as
+  //       well ran no faster and took longer to compile);
+  //     - an output of Target::streaming_store_bytes or more (a STREAM-sized add): whole vectors,
+  //       which the renderer writes with non-temporal stores.
+  if (reduces.empty() && nloops > 0) {
     const UOp* inner = loop_at(nloops - 1);
+    auto [contiguous, bits] = stores_along(k.sink, inner);
     env = var_env(k.sink);
-    topo = toposort(k.sink);
-    bool store_contiguous = inner != nullptr && inner->as<RangeArg>().type == AxisType::Loop;
-    int bits = 8;
-    for (const UOp* st : k.sink->src()) {
-      const UOp* idx = st->op == Op::Store ? address_index(st->src(0)) : nullptr;
-      auto stride = idx && store_contiguous ? stride_of(idx, inner, env) : std::nullopt;
-      store_contiguous = store_contiguous && stride && *stride == 1;
-      if (st->op == Op::Store) bits = std::max(bits, st->src(1)->dtype.bits());
-    }
-    const UOp* across = nullptr;  // a loop axis a strided load walks contiguously (a transpose)
-    for (const UOp* u : topo) {
-      if (!store_contiguous || across || u->op != Op::Load) continue;
-      const UOp* idx = address_index(u->src(0));
-      auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
-      if (!st || (*st < 16 && *st > -16)) continue;
-      for (int64_t pos = nloops - 2; pos >= 0 && !across; pos--) {
-        const UOp* r = loop_at(pos);
-        auto sa = r ? stride_of(idx, r, env) : std::nullopt;
-        if (sa && *sa == 1) across = r;
+    auto transposes = [&] {
+      for (const UOp* u : toposort(k.sink)) {
+        const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
+        auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
+        if (!st || (*st < 16 && *st > -16)) continue;
+        for (int64_t pos = nloops - 2; pos >= 0; pos--) {
+          auto sa = loop_at(pos) ? stride_of(idx, loop_at(pos), env) : std::nullopt;
+          if (sa && *sa == 1) return true;
+        }
       }
-    }
+      return false;
+    };
+    auto streams = [&] {
+      if (target.streaming_store_bytes <= 0) return false;
+      for (const UOp* st : k.sink->src()) {
+        const Shape* bs = st->src(0)->op == Op::Index ? st->src(0)->src(0)->shape() : nullptr;
+        if (!bs || bs->size() != 1 || !(*bs)[0].is_const() ||
+            (*bs)[0].value * st->src(1)->dtype.itemsize() < target.streaming_store_bytes)
+          return false;
+      }
+      return true;
+    };
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
-    int64_t lanes = across ? div_amount(const_bound(inner), {vw, vw / 2, 4}) : 0;
-    if (lanes) apply(Opt::upcast(id_of(inner), lanes));
-    transposing = lanes != 0;
-  }
-
-  // 4c. A large elementwise output (a STREAM-sized add) streams past the caches: its innermost
-  //     axis becomes whole-vector lanes, so that the renderer can write whole aligned vectors with
-  //     non-temporal stores (Target::streaming_store_bytes). Plain elementwise loops are left to
-  //     LLVM's loop vectorizer otherwise.
-  if (reduces.empty() && nloops >= 1 && target.streaming_store_bytes > 0 && !transposing) {
-    const UOp* inner = loop_at(nloops - 1);
-    env = var_env(k.sink);
-    bool streams = inner != nullptr && inner->as<RangeArg>().type == AxisType::Loop;
-    int bits = 8;
-    for (const UOp* st : k.sink->src()) {
-      if (st->op != Op::Store) continue;
-      const UOp* idx = address_index(st->src(0));
-      const UOp* buf = st->src(0)->op == Op::Index ? st->src(0)->src(0) : nullptr;
-      const Shape* bs = buf ? buf->shape() : nullptr;
-      auto stride = idx && streams ? stride_of(idx, inner, env) : std::nullopt;
-      int64_t bytes = bs && bs->size() == 1 && (*bs)[0].is_const() ? (*bs)[0].value * st->src(1)->dtype.itemsize() : 0;
-      streams = streams && stride && *stride == 1 && bytes >= target.streaming_store_bytes;
-      bits = std::max(bits, st->src(1)->dtype.bits());
-    }
-    int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
-    int64_t lanes = streams ? div_amount(const_bound(inner), {vw}) : 0;
+    int64_t lanes = !contiguous    ? 0
+                    : transposes() ? div_amount(const_bound(inner), {vw, vw / 2, 4})
+                    : streams()    ? div_amount(const_bound(inner), {vw})
+                                   : 0;
     if (lanes) apply(Opt::upcast(id_of(inner), lanes));
   }
 
