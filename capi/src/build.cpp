@@ -1,7 +1,6 @@
 // Building nodes: the generic builder (op, dtype, srcs, arg) and the typed builders on top of it.
 // Every builder validates its handles and inputs here, then lets Graph::make verify the node against
 // the spec; the core's verification message reaches the caller unchanged (prefixed by the function).
-#include <algorithm>
 #include <cmath>
 
 #include "capi/src/capi_internal.h"
@@ -300,10 +299,7 @@ sn_uop* movement(const char* fn, sn_graph* graph, sn_uop* x, Op op, std::initial
   return guard(fn, err, static_cast<sn_uop*>(nullptr), [&] {
     sn_graph* g = live_graph(graph, "graph");
     const UOp* xu = uop_of(g, x, "x");
-    const sn::Shape* xs = xu->shape();
-    bool symbolic =
-        xs != nullptr && std::any_of(xs->begin(), xs->end(), [](const sn::Dim& d) { return !d.is_const(); });
-    if (symbolic && (op == Op::Pad || op == Op::Shrink)) {
+    if ((op == Op::Pad || op == Op::Shrink) && xu->shape() != nullptr && sn::is_symbolic(*xu->shape())) {
       // the tensor builder keeps each symbolic axis whole (offset 0, size -1) and moves the constant ones
       std::vector<int64_t> off = ints_of(*arrays.begin(), ndim, "offsets");
       std::vector<int64_t> size = ints_of(*(arrays.begin() + 1), ndim, "sizes");

@@ -224,8 +224,6 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r) {
   return any_load;
 }
 
-}  // namespace
-
 // Whether a store that walks range r with a stride still pays to take r as vector lanes: its value
 // is a reduction (each result is stored once after its whole reduce loop) that loads along r
 // contiguously inside the loop (a convolution's output channels from its packed weight).
@@ -243,6 +241,8 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
   }
   return reduce && contiguous_load;
 }
+
+}  // namespace
 
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range) {
   int64_t k = const_bound(range);

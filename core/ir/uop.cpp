@@ -1,5 +1,6 @@
 #include "core/ir/uop.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -150,6 +151,10 @@ std::string shape_str(const Shape& s) {
   }
   if (s.size() == 1) out += ",";
   return out + ")";
+}
+
+bool is_symbolic(const Shape& s) {
+  return std::any_of(s.begin(), s.end(), [](const Dim& d) { return !d.is_const(); });
 }
 
 std::optional<int64_t> shape_numel(const Shape& s) {

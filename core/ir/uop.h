@@ -90,6 +90,8 @@ struct Dim {
 };
 using Shape = std::vector<Dim>;
 std::string shape_str(const Shape& s);  // "(2,3,n)"
+// Whether some dim is symbolic.
+bool is_symbolic(const Shape& s);
 // Product of the dims if all are constant.
 std::optional<int64_t> shape_numel(const Shape& s);
 

@@ -155,13 +155,17 @@ IndexCtx through_movement(Graph& g, const UOp* mop, const IndexCtx& out, const U
           jj++;
           continue;
         }
-        if (i == in.size() || jj == os.size()) break;  // (element counts differ: the verifier's job)
+        if (i == in.size() || jj == os.size())
+          fail(Code::Internal, "rangeify: reshape of ", shape_str(in), " to ", shape_str(os),
+               " changes the element count");
         size_t i1 = i + 1, j1 = jj + 1;
         if (in[i] == os[jj]) {
           r.idx[i] = out.idx[jj];
-        } else if (in[i].is_const() && os[jj].is_const()) {
+        } else {
+          // grow the block until both sides hold the same element count; a symbolic dim in a
+          // merge or split makes the rest of the shapes one block
+          bool ok = in[i].is_const() && os[jj].is_const();
           int64_t pin = in[i].value, pout = os[jj].value;
-          bool ok = true;
           while (ok && pin != pout) {
             if (pin < pout) {
               ok = i1 < in.size() && in[i1].is_const() && !__builtin_mul_overflow(pin, in[i1].value, &pin);
@@ -171,20 +175,15 @@ IndexCtx through_movement(Graph& g, const UOp* mop, const IndexCtx& out, const U
               j1++;
             }
           }
-          if (!ok) {  // a symbolic dim inside a merged block: the rest as one block
-            relinearize(i, in.size(), jj, os.size());
-            return r;
+          if (!ok) {
+            i1 = in.size();
+            j1 = os.size();
           }
           relinearize(i, i1, jj, j1);
-        } else {
-          relinearize(i, in.size(), jj, os.size());
-          return r;
         }
         i = i1;
         jj = j1;
       }
-      for (size_t k = 0; k < in.size(); k++)
-        if (!r.idx[k]) r.idx[k] = g.cint(0);
       return r;
     }
     default:

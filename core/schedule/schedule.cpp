@@ -190,9 +190,7 @@ const UOp* split_reduce(Graph& g, const UOp* u) {
 // product would compute them again for each of its rows (an MLP's second layer ran 2x slower).
 const UOp* stored_rows(Graph& g, const UOp* e) {
   const UOp* a0 = e->op == Op::Expand ? e->src(0) : e;
-  const UOp* v = a0;
-  while (is_movement(v->op)) v = v->src(0);
-  if (!is_elementwise(v->op) || v->op == Op::Const) return e;
+  if (!is_computed(a0)) return e;
   const UOp* stored = g.make(Op::Contiguous, a0->dtype, {a0});
   return e->op == Op::Expand ? expand_sym(g, stored, *e->shape()) : stored;
 }

@@ -585,7 +585,7 @@ const UOp* stack(Graph& g, std::span<const UOp* const> xs, int64_t axis) {
     if (s != s0)
       fail(Code::InvalidArg, "stack: tensor ", j, " has shape ", shape_str(s), ", tensor 0 has ", shape_str(s0));
   }
-  if (std::any_of(s0.begin(), s0.end(), [](const Dim& d) { return !d.is_const(); })) {
+  if (is_symbolic(s0)) {
     // symbolic dims: each tensor gets the new size-1 axis and they are joined along it, so every
     // symbolic dim stays its own axis (the spec's Stack takes constant shapes)
     std::vector<const UOp*> parts;
@@ -774,10 +774,7 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   // A computed input (the previous layer's bias and relu) is stored first, by the kernel that
   // computes it: read through the windows, it would be computed again at every tap for every tile
   // of output channels (ResNet-18's 3x3 convolutions recomputed a bias and a relu per input read).
-  const UOp* base = x;
-  while (is_movement(base->op)) base = base->src(0);
-  if (is_elementwise(base->op) && base->op != Op::Const && og >= 16 && cg * kh * kw >= 8)
-    x = g.make(Op::Contiguous, x->dtype, {x});
+  if (is_computed(x) && og >= 16 && cg * kh * kw >= 8) x = g.make(Op::Contiguous, x->dtype, {x});
   const UOp* win = windows2d(g, "conv2d", pad2d(g, x, padding, nullptr), {kh, kw}, stride, dilation);
   const Shape& swin = sym_shape(win);
   int64_t oh = swin[2].value, ow = swin[3].value;

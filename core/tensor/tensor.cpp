@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "core/util/checked.h"
@@ -246,6 +245,11 @@ const UOp* buffer_of(const UOp* t) {
   return t;
 }
 
+bool is_computed(const UOp* x) {
+  while (is_movement(x->op)) x = x->src(0);
+  return is_elementwise(x->op) && x->op != Op::Const;
+}
+
 const UOp* constant(Graph& g, DType dtype, double value) {
   check_tensor_dtype("constant", dtype);
   if (dtype.is_float()) return g.make(Op::Const, dtype, {}, round_float(dtype, value));
@@ -380,16 +384,12 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 
-bool any_symbolic(const Shape& s) {
-  return std::any_of(s.begin(), s.end(), [](const Dim& d) { return !d.is_const(); });
-}
-
 // Pad or Shrink of a tensor with symbolic axes: each symbolic axis passes through whole, written as
 // offset 0 and size -1 (a symbolic axis itself is never padded or shrunk); the constant axes move as
 // `check` (the all-constant builder's checks, run on the constant axes alone) allows.
 const UOp* move_keeping_symbolic(Graph& g, Op op, const UOp* x, const std::vector<int64_t>& offsets,
                                  const std::vector<int64_t>& sizes,
-                                 const std::function<void(const Dims&, const Dims&, const Dims&)>& check) {
+                                 void (*check)(const Dims&, const Dims&, const Dims&)) {
   const char* name = op == Op::Pad ? "pad" : "shrink";
   const Shape& old = *x->shape();
   if (offsets.size() != old.size() || sizes.size() != old.size())
@@ -441,7 +441,7 @@ void check_shrink(const Dims& old, const Dims& offsets, const Dims& sizes) {
 }  // namespace
 
 const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape) {
-  if (any_symbolic(sym_shape(x, "pad"))) return move_keeping_symbolic(g, Op::Pad, x, offsets, new_shape, check_pad);
+  if (is_symbolic(sym_shape(x, "pad"))) return move_keeping_symbolic(g, Op::Pad, x, offsets, new_shape, check_pad);
   std::vector<int64_t> old = static_shape(x, "pad");
   check_pad(old, offsets, new_shape);
   if (old == new_shape) return x;  // then every offset is 0
@@ -449,8 +449,7 @@ const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, cons
 }
 
 const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes) {
-  if (any_symbolic(sym_shape(x, "shrink")))
-    return move_keeping_symbolic(g, Op::Shrink, x, offsets, sizes, check_shrink);
+  if (is_symbolic(sym_shape(x, "shrink"))) return move_keeping_symbolic(g, Op::Shrink, x, offsets, sizes, check_shrink);
   std::vector<int64_t> old = static_shape(x, "shrink");
   check_shrink(old, offsets, sizes);
   if (old == sizes) return x;  // then every offset is 0

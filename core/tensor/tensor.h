@@ -33,6 +33,9 @@ const UOp* input(Graph& g, DType dtype, const std::vector<int64_t>& shape, const
 const UOp* input_sym(Graph& g, DType dtype, const Shape& dims, const std::string& device = "CPU");
 // The Buffer node behind a tensor made by `input` (the tensor itself if it is a Buffer).
 const UOp* buffer_of(const UOp* input_tensor);
+// Whether x is computed by an elementwise op (under any movement ops) rather than read from a
+// buffer or a constant: a value every reader that inlines it computes again.
+bool is_computed(const UOp* x);
 
 // A scalar constant of shape (). Float values are rounded to the dtype (the node holds what the
 // dtype can hold); integer and bool dtypes need an exact integer value inside the dtype's range.
