@@ -6,9 +6,9 @@
 // that unpacks the argument arrays (after inlining, noalias becomes alias-scope metadata).
 // Loops are do-while loops with a phi induction variable behind a trip-count guard; gated loads
 // and stores branch around the memory access. Accumulators are allocas (mem2reg makes them
-// phis). Float math keeps IEEE semantics: the only fast-math flags are `contract` on Mulacc and
-// `reassoc contract` on accumulator updates (the reduction order is unspecified). bfloat16 and
-// fp8 values are integer bits (i16, i8) in registers and memory: isel moves their math to
+// phis). Float math keeps IEEE semantics: Mulacc is llvm.fmuladd (fused where the target has
+// FMA) and the only fast-math flag is `reassoc` on accumulator updates (the reduction order is
+// unspecified). bfloat16 and fp8 values are integer bits (i16, i8) in registers and memory: isel moves their math to
 // float32, and the casts here convert with integer ops (scalars and vectors alike).
 #include "backends/llvm/llvm_ir.h"
 
@@ -740,10 +740,10 @@ class IrWriter {
         if (fl) return emit(str("fneg ", t, " ", a(0)));
         return emit(str("sub ", t, " ", splat(d, "0"), ", ", a(0)));
       case Op::Mulacc: {
-        if (fl) {
-          std::string m = emit(str("fmul contract ", t, " ", a(0), ", ", a(1)));
-          return emit(str("fadd contract ", acc ? "reassoc " : "", t, " ", m, ", ", a(2)));
-        }
+        // One fmuladd, not fmul + fadd: LLVM sinks an accumulator's fadd into a later block
+        // when a gated load sits between them, and instruction selection, which sees one block
+        // at a time, then leaves the pair unfused (a 3x3 conv ran 12 of its 16 FMAs as two ops).
+        if (fl) return fcall("fmuladd", 3);
         std::string m = emit(str("mul ", iflags, t, " ", a(0), ", ", a(1)));
         return emit(str("add ", iflags, t, " ", m, ", ", a(2)));
       }
