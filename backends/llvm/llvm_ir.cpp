@@ -38,6 +38,9 @@ bool is_acc_address(const UOp* a) {
 
 bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->src(0)); }
 
+// An Index with a k-lane index: k addresses, one per lane (a scatter store's).
+bool is_scatter_address(const UOp* a) { return a->op == Op::Index && a->src(1)->dtype.lanes > 1; }
+
 class IrWriter {
  public:
   IrWriter(const LoweredKernel& k, std::string symbol, LlvmDialect dialect)
@@ -459,7 +462,16 @@ class IrWriter {
       case Op::Group:
       case Op::Stack:
         return;
-      case Op::Index:  // the index counts scalar elements, also for a pointer to vectors
+      case Op::Index:                 // the index counts scalar elements, also for a pointer to vectors
+        if (is_scatter_address(u)) {  // a vector of pointers
+          DType it = u->src(1)->dtype;
+          std::string idx = v(u->src(1));
+          if (reg_type(it.base()) != "i64")
+            idx = emit(str(it.is_unsigned() ? "zext " : "sext ", reg_type(it), " ", idx, " to <", it.lanes, " x i64>"));
+          val_[u] = emit(str("getelementptr inbounds ", mem_s(u->dtype), ", ", ptr_type(u->dtype), " ", v(u->src(0)),
+                             ", <", it.lanes, " x i64> ", idx));
+          return;
+        }
         // A vector address may start outside the buffer when a mask disables those lanes: no
         // inbounds (which would make the pointer poison) there.
         val_[u] = emit(str("getelementptr ", u->dtype.lanes > 1 ? "" : "inbounds ", mem_s(u->dtype), ", ",
@@ -548,6 +560,7 @@ class IrWriter {
 
   void load(const UOp* u) {
     const UOp* addr = u->src(0);
+    if (is_scatter_address(addr)) fail(Code::Internal, "llvm: a load through a vector of addresses (a gather)");
     DType p = addr->dtype;
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
@@ -592,6 +605,17 @@ class IrWriter {
       if (int64_t bytes = streaming_bytes(u))
         nt_stores_.push_back({body_.size() - 1 - tail.size(), tail.size(), bytes});
     };
+    if (is_scatter_address(addr)) {  // every lane to its own address
+      std::string vt = str("<", p.lanes, " x ", ptr_type(p), ">");
+      std::string mask = u->nsrc() == 3 ? v(u->src(2)) : splat(dtypes::bool_.vec(p.lanes), "true");
+      if (u->nsrc() == 3 && u->src(2)->dtype.lanes != p.lanes)
+        fail(Code::Internal, "llvm: a scatter store's gate has ", u->src(2)->dtype.lanes, " lanes, not ", p.lanes);
+      std::string name = str("llvm.masked.scatter.v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
+      decls_.insert(str("declare void @", name, "(", mt, ", ", vt, ", i32, <", p.lanes, " x i1>)"));
+      line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", vt, " ", v(addr),
+               ", i32 ", align, ", <", p.lanes, " x i1> ", mask, ")"));
+      return;
+    }
     if (u->nsrc() < 3) return write();
     const UOp* gate = u->src(2);  // a scalar gate is an If block around the store (linearize)
     if (gate->dtype.lanes > 1) {
@@ -609,7 +633,7 @@ class IrWriter {
   // that large which the kernel does not read. Its vector's bytes, or 0.
   int64_t streaming_bytes(const UOp* u) {
     const UOp* addr = u->src(0);
-    if (!streaming_ || u->nsrc() > 2 || addr->op != Op::Index) return 0;
+    if (!streaming_ || u->nsrc() > 2 || addr->op != Op::Index || is_scatter_address(addr)) return 0;
     const UOp* buf = addr->src(0);
     int64_t lanes = addr->dtype.lanes, bytes = lanes * addr->dtype.base().itemsize();
     if (buf->op != Op::Param || lanes < 2 || bytes < 32 || (bytes & (bytes - 1)) != 0) return 0;

@@ -60,6 +60,12 @@ class Devectorizer {
         }
         break;
       case Op::Index:
+        if (k > 1 && lanes_.count(u->src(1))) {  // k elements at the k lanes of the index (a scatter)
+          DType p = u->dtype.base().as_ptr(u->dtype.addrspace);
+          auto& out = lanes_[u];
+          for (size_t i = 0; i < k; i++) out.push_back(g_.make(Op::Index, p, {one_.at(u->src(0)), lane(u->src(1), i)}));
+          return;
+        }
         if (k > 1) {  // k consecutive elements
           const UOp* base = one_.at(u->src(0));
           const UOp* idx = one_.at(u->src(1));
