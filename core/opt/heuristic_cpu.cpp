@@ -167,6 +167,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     for (const UOp* u : topo)
       if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
     int64_t vw = std::max<int64_t>(4, target.vector_bits / elem_bits);  // lanes per vector register
+    // An index that changes with the reduce (a load of every reduce step, not one per output).
+    auto per_step = [](const UOp* idx) {
+      for (const UOp* x : toposort(idx))
+        if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce) return true;
+      return false;
+    };
     // 2a. vector lanes along the innermost axis, when a load walks it contiguously or with
     //     stride 2 (a stride-2 convolution's input: lanes from two vector loads' worth of lines
     //     still beat scalar copies; ResNet's stem convolution ran 4x faster with them).
@@ -175,12 +181,19 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     int64_t vec_pos = -1;  // its loop position
     int64_t vregs = 1;     // vector registers per accumulator row
     if (inner) {
-      bool lanes_ok = false;  // some load walks the axis with stride 1 or 2
+      // Some load walks the axis with stride 1 or 2, and no load of every reduce step walks it
+      // with a larger stride: that load would become one scalar load per lane per step (ResNet's
+      // global average pool, 49 elements apart along its channels, as 32 lanes x 4 copies: 256
+      // scalar loads per step, 45 ms of LLVM time for a kernel that runs in microseconds).
+      bool lanes_ok = false, gathers = false;
       for (const UOp* l : rloads_in(inner)) {
         const UOp* idx = address_index(l->src(0));
-        if (idx && open.contains(l, inner))
-          if (auto st = stride_of(idx, inner, env); st && (*st == 1 || *st == 2)) lanes_ok = true;
+        if (!idx || !open.contains(l, inner)) continue;
+        auto st = stride_of(idx, inner, env);
+        if (st && (*st == 1 || *st == 2)) lanes_ok = true;
+        if (st && (*st < 0 || *st > 2) && per_step(idx)) gathers = true;
       }
+      lanes_ok = lanes_ok && !gathers;
       int64_t n = const_bound(inner);
       // Without reuse (a column sum: each output reads its own column) the lanes still turn the
       // reduce's strided walk into contiguous vector loads, one cache line for 16 outputs.
@@ -203,10 +216,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           bool contiguous = false;
           for (const UOp* l : rloads_in(r)) {
             const UOp* idx = address_index(l->src(0));
-            bool per_step = false;
-            for (const UOp* x : idx ? toposort(idx) : std::vector<const UOp*>{})
-              per_step = per_step || (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce);
-            if (idx && per_step && open.contains(l, r))
+            if (idx && per_step(idx) && open.contains(l, r))
               if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
           }
           if (!contiguous) continue;
