@@ -198,7 +198,15 @@ std::vector<const UOp*> ranges_of(const UOp* root) {
   std::vector<const UOp*> out;
   for (const UOp* u : toposort(root))
     if (u->op == Op::Range) out.push_back(u);
-  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
+  // By loop id, not by node creation order: a Range node made by an earlier kernel of the same
+  // graph (hash-consing) is older than the kernel's own, and creation order then put ResNet's
+  // 8-copy output-column axis (made by the stem's opts) before its 32 output-channel lanes, so
+  // expand vectorized the wrong one: the same AST and opts gave a 3-4x slower kernel in the model
+  // than alone.
+  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) {
+    int64_t ia = a->as<RangeArg>().id, ib = b->as<RangeArg>().id;
+    return ia != ib ? ia < ib : a->id < b->id;
+  });
   return out;
 }
 

@@ -53,7 +53,7 @@ std::span<const UOp* const> closed_ranges(const UOp* u);
 // for anything else (loads, floats).
 bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out);
 
-// All Range nodes under root, by id.
+// All Range nodes under root, by loop id (RangeArg::id; the node id breaks ties).
 std::vector<const UOp*> ranges_of(const UOp* root);
 
 // Bound of a range if it is a constant, else -1.
