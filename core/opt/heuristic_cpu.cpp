@@ -278,6 +278,29 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (amt && const_bound(best) % amt != 0) apply(Opt::padto(id_of(best), amt));
       if (amt) apply(Opt::upcast(id_of(best), amt));
       inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
+      // 2b''. Where the copies fill less than the accumulator budget (AVX-512's 16 registers: a
+      //       14-wide map's rows padded to 16 lanes with 8 output-channel copies fill 8), a second
+      //       output axis that shares loads takes the rest as copies when they divide it (BEAM's
+      //       choice for ResNet-18's 256x14x14 convolution: two rows per tile). Only with one
+      //       vector register per row: 128x28x28's rows of 32 output-channel lanes (two registers)
+      //       ran ~10% slower with two rows of 4 copies. Before the loop order below, which
+      //       renumbers the loops.
+      const int64_t room = amt ? limit / amt : 0;
+      const UOp* second = nullptr;
+      int64_t second_amt = 0, second_score = 0;
+      for (int64_t pos = nloops - 1; pos >= 0 && room >= 2 && vec_axis && vregs == 1; pos--) {
+        const UOp* r = loop_at(pos);
+        int64_t n = r ? const_bound(r) : 0;
+        if (!r || pos == vec_pos || pos == best_pos || n < 2) continue;
+        int64_t c = room;
+        while (c >= 2 && n % c != 0) c /= 2;
+        if (c < 2) continue;
+        int64_t score = 0;
+        for (const UOp* l : rloads_in(r))
+          if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
+        if (score * c > second_score) second = r, second_amt = c, second_score = score * c;
+      }
+      if (second) apply(Opt::upcast(id_of(second), second_amt));
       // 2b'. Loop order of the tile: the loop of the unrolled axis goes innermost, inside the
       //      loop of the vector axis. Its copies share the loads along the vector axis (a
       //      matmul's B panel, K x lanes), which then stay in cache across its iterations while
