@@ -240,11 +240,17 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
 
 // Slice(x, offset) is a view: the flat source shrunk to the whole elements that hold the slice's
 // bytes, bitcast to the slice's dtype (the last axis rescales), shrunk to the slice's size.
+// Constant bytes that hold whole elements of the slice's dtype at its offset are bitcast whole
+// instead, then shrunk: the schedule can then keep them in a buffer of that dtype (float32
+// weights load as floats, not as four bytes joined).
 const UOp* slice_view(Graph& g, const UOp* u) {
   const UOp* x = u->src(0);
   if (!u->src(1)->is_const()) fail(Code::Unsupported, "schedule: a Slice at a symbolic offset");
   const SliceArg& a = u->as<SliceArg>();
   int64_t off = int64_t(u->src(1)->const_int()), xi = x->dtype.itemsize(), di = a.dtype.itemsize();
+  if (x->op == Op::Binary && di > xi && (off * xi) % di == 0 && int64_t(x->as<std::string>().size()) % di == 0 &&
+      !a.dtype.is_bool())
+    return shrink(g, bitcast(g, x, a.dtype), {off * xi / di}, {a.size});
   int64_t elems = (a.size * di + xi - 1) / xi;
   const UOp* part = shrink(g, reshape(g, x, {numel(static_shape(x, "slice"))}), {off}, {elems});
   if (a.dtype == x->dtype) return part;
@@ -385,14 +391,27 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
     s.buffers.push_back({ScheduleBuffer::Kind::Output, o->dtype, size, o, int(i)});
     base.buffers.push_back({o->dtype, size, device_of(o)});
   }
-  // Constant bytes (Binary) live in buffers of their own that the program fills once.
+  // Constant bytes (Binary) live in buffers of their own that the program fills once. Bytes read
+  // only through one bitcast to a wider dtype (aligned float32 Slices, see slice_view) are a buffer
+  // of that dtype, which holds the bitcast's value.
+  std::unordered_map<const UOp*, std::vector<const UOp*>> binary_users;
+  for (const UOp* u : order)
+    for (const UOp* x : u->src())
+      if (x->op == Op::Binary) binary_users[x].push_back(u);
   int constants = 0;
   for (const UOp* u : order) {
     if (u->op != Op::Binary) continue;
+    const UOp* held = u;
+    DType dt = dtypes::uint8;
     int64_t size = int64_t(u->as<std::string>().size());
-    base.stored_in.emplace(u, int(base.buffers.size()));
-    s.buffers.push_back({ScheduleBuffer::Kind::Constant, dtypes::uint8, size, u, constants++});
-    base.buffers.push_back({dtypes::uint8, size, default_device});
+    const auto& users = binary_users[u];
+    const UOp* b = users.empty() ? nullptr : users[0];
+    bool one_view = b && b->op == Op::Bitcast && b->dtype.itemsize() > 1 && size % b->dtype.itemsize() == 0;
+    for (const UOp* x : users) one_view = one_view && x == b;
+    if (one_view) held = b, dt = b->dtype, size /= b->dtype.itemsize();
+    base.stored_in.emplace(held, int(base.buffers.size()));
+    s.buffers.push_back({ScheduleBuffer::Kind::Constant, dt, size, u, constants++});
+    base.buffers.push_back({dt, size, default_device});
   }
   s.hash = program_hash(order, all_roots, input_slot);
 

@@ -82,6 +82,21 @@ std::vector<IndexOpsCase> cases() {
          return std::vector<const UOp*>{add(g, x, table), bitcast(g, data, dtypes::int16), index(g, table, ids),
                                         slice(g, data, 4, 2, dtypes::int16), data};
        }},
+      {"binary: float32 weights sliced at aligned offsets (one float32 constant buffer)",
+       [=](Graph& g, Rng& r, oracle::BufferData& d) {
+         std::string bytes;
+         for (int k = 0; k < 12; k++) {
+           float v = float(k) * 0.75f - 3.0f;
+           bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+         }
+         const UOp* data = binary_data(g, bytes);
+         const UOp* x = in(g, r, d, f32, {2, 3});
+         const UOp* w1 = reshape(g, slice(g, data, 0, 6, f32), {2, 3});
+         const UOp* w2 = reshape(g, slice(g, data, 24, 6, f32), {2, 3});  // the offset counts bytes
+         // bytes 2.. of another copy: not whole floats, so read as bytes and joined
+         const UOp* odd = reshape(g, slice(g, binary_data(g, "xy" + bytes), 2, 6, f32), {2, 3});
+         return std::vector<const UOp*>{add(g, x, w1), mul(g, w2, x), sub(g, odd, x)};
+       }},
   };
 }
 

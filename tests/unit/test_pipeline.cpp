@@ -520,6 +520,32 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
   EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
 }
 
+// Constant bytes read only as whole float32 elements (aligned Slices) are a float32 buffer: its
+// kernels load floats, not four bytes each joined with shifts.
+TEST_F(PipelineTest, AlignedFloatSlicesOfConstantsAreFloatBuffers) {
+  const UOp* x = in(dtypes::float32, {4});
+  std::string bytes;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f}) bytes.append(reinterpret_cast<const char*>(&v), 4);
+  const UOp* c = binary_data(g, bytes);
+  const UOp* out = add(g, mul(g, x, slice(g, c, 0, 4, dtypes::float32)), slice(g, c, 16, 4, dtypes::float32));
+  CompileOptions o;
+  o.keep_stages = true;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
+  bool float_constant = false;
+  for (const ProgramBuffer& b : p->buffers)
+    if (b.role == ProgramBuffer::Role::Constant) float_constant = b.dtype == dtypes::float32 && b.size == 8;
+  EXPECT_TRUE(float_constant) << p->stage_text("plan");
+  EXPECT_EQ(p->stage_text("source").find("shl"), std::string::npos) << p->stage_text("source");
+  std::vector<float> xv{1, 2, 3, 4}, got(4);
+  auto xb = Buffer::allocate(p->device, dtypes::float32, {4});
+  xb->copy_in(xv.data(), 16);
+  auto ob = p->allocate_output(0);
+  std::vector<std::shared_ptr<Buffer>> ins{xb}, outs{ob};
+  p->run(ins, outs);
+  ob->copy_out(got.data(), 16);
+  EXPECT_EQ(got, (std::vector<float>{6, 10, 16, 24}));
+}
+
 // Every lowering stage is timed (SN_DEBUG=2 prints them per kernel): the stages in order, each time >= 0.
 TEST_F(PipelineTest, LoweringStagesAreTimed) {
   const UOp* x = in(dtypes::float32, {16, 16});
