@@ -323,7 +323,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
     s = simplify_indices(g, s);
     stage("simplified", s);
   }
-  if (target.has_scatter) s = combine_scatter_stores(g, s);
+  if (target.has_scatter) s = combine_gathers_and_scatters(g, s);
   s = lower_reduces(g, s);
   stage("reduce", s);
   ParallelDims dims;

@@ -38,7 +38,7 @@ bool is_acc_address(const UOp* a) {
 
 bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->src(0)); }
 
-// An Index with a k-lane index: k addresses, one per lane (a scatter store's).
+// An Index with a k-lane index: k addresses, one per lane (a gather or a scatter).
 bool is_scatter_address(const UOp* a) { return a->op == Op::Index && a->src(1)->dtype.lanes > 1; }
 
 class IrWriter {
@@ -560,11 +560,20 @@ class IrWriter {
 
   void load(const UOp* u) {
     const UOp* addr = u->src(0);
-    if (is_scatter_address(addr)) fail(Code::Internal, "llvm: a load through a vector of addresses (a gather)");
     DType p = addr->dtype;
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
+    if (is_scatter_address(addr)) {  // every lane from its own address
+      if (u->nsrc() != 1) fail(Code::Internal, "llvm: a gated gather");
+      std::string vt = str("<", p.lanes, " x ", pt, ">");
+      std::string name = str("llvm.masked.gather.v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
+      std::string x = call(mt, name, str(vt, ", i32, <", p.lanes, " x i1>, ", mt),
+                           str(vt, " ", v(addr), ", i32 ", align, ", <", p.lanes, " x i1> ",
+                               splat(dtypes::bool_.vec(p.lanes), "true"), ", ", mt, " poison"));
+      val_[u] = from_mem(x, u->dtype, p);
+      return;
+    }
     auto read = [&] {
       return from_mem(emit(str("load ", mt, ", ", pt, " ", v(addr), ", align ", align)), u->dtype, p);
     };

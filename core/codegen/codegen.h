@@ -9,8 +9,8 @@
 //              vector and masked loads); other UPCAST / UNROLL ranges become unrolled copies
 //              (hash-consing shares what does not depend on them)
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
-//   scatter    the lane-by-lane stores of a vector at constant distances -> one scatter store
-//              (targets with a scatter instruction)
+//   scatter    the lane-by-lane stores of a vector at constant distances -> one scatter store,
+//              lane-by-lane loads -> one gather (targets with those instructions)
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
 //   parallel   THREAD -> Special("core_id"); GLOBAL -> gidx0..2, LOCAL/GROUP_REDUCE -> lidx0..2
@@ -35,7 +35,7 @@
 //   Barrier(deps...)      every work-item of the group waits here (after deps)
 //   Index(base, idx)      address of scalar element idx (base: Param, Buffer or After); a pointer
 //                         dtype with k lanes addresses k consecutive elements, or with an idx of
-//                         k lanes, the k elements idx names (a scatter: Store only)
+//                         k lanes, the k elements idx names (a gather or a scatter)
 //   After(base, deps...)  base itself (ordering only)
 //   Load(addr[, alt, gate]), Store(addr, value[, gate])   a gate with k lanes masks each lane
 //   If(gate) ... Endif(if)  stores that run only where the scalar gate holds
@@ -109,8 +109,8 @@ const UOp* expand_kernel(Graph& g, const UOp* sink);  // UPCAST/UNROLL copies an
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range);
 const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
 // The scalar stores of a vector's k lanes at constant distances -> one store through a k-lane
-// index (targets with Target::has_scatter).
-const UOp* combine_scatter_stores(Graph& g, const UOp* sink);
+// index, and a vector of k such scalar loads -> one load through one (Target::has_scatter).
+const UOp* combine_gathers_and_scatters(Graph& g, const UOp* sink);
 const UOp* lower_reduces(Graph& g, const UOp* sink);  // Reduce -> accumulators (+ local memory)
 
 // The launch shape index_parallel_axes found.

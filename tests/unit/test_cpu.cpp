@@ -177,47 +177,57 @@ TEST(CpuBackend, LargeOutputsStreamPastTheCaches) {
   EXPECT_EQ(jit().compile(ks)->source.find("!nontemporal"), std::string::npos);
 }
 
-TEST(CpuBackend, StridedLaneStoresBecomeOneScatter) {
-  // out[co, x] = sum_k w[k, co] * in[k, x] with co as 16 vector lanes (the weight loads walk it
-  // contiguously) and x as 4 copies: each copy's lanes are stored 12 elements apart, lane by lane
-  // or, with has_scatter, as one scatter. Both give the reference values; the scatter form has
-  // one store per copy and renders as llvm.masked.scatter (LLVM scalarizes it where the CPU has
-  // no scatter instruction, so this runs on any x86 or AArch64 host).
+TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
+  // out[co, x] = sum_k w[k, co] * in[k, x] + res[co, x] with co as 16 vector lanes (the weight
+  // loads walk it contiguously) and x as 4 copies: each copy's lanes are stored, and its residual
+  // loaded, 12 elements apart: lane by lane or, with has_scatter, as one scatter and one gather.
+  // Both give the reference values. (LLVM scalarizes gathers and scatters where the CPU has none,
+  // so this runs on any host.)
   const int64_t CO = 16, X = 12, K = 8;
-  std::vector<float> w(K * CO), in(K * X);
+  std::vector<float> w(K * CO), in(K * X), res(CO * X);
   for (int64_t q = 0; q < K * CO; q++) w[q] = float((q * 37) % 19) / 8.0f - 1;
   for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
+  for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
   for (bool scatter : {false, true}) {
     Graph g;
     KernelBuilder b{g};
     auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
-    auto* O = b.param(2, dtypes::float32, CO * X);
+    auto *R = b.param(2, dtypes::float32, CO * X), *O = b.param(3, dtypes::float32, CO * X);
     auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
     auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
-    auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), b.reduce(Op::Add, v, {k}))});
+    auto* out = b.add(b.reduce(Op::Add, v, {k}), b.load(R, b.flat({co, x}, {CO, X})));
+    auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
     Target t = jit().target();
     t.has_scatter = scatter;
     LowerOptions o;
     o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};
     LoweredKernel lk = lower_kernel(g, sink, t, o);
-    size_t stores = 0, scatters = 0;  // stores to the output (not to accumulators)
+    size_t stores = 0, scatters = 0, gathers = 0;  // of the output and the residual (not accumulators)
     for (const UOp* u : lk.linear->src())
-      if (u->op == Op::Store && u->src(0)->op == Op::Index && u->src(0)->src(0)->op == Op::Param) {
-        stores++;
-        scatters += u->src(0)->src(1)->dtype.lanes == 16;
+      if ((u->op == Op::Store || u->op == Op::Load) && u->src(0)->op == Op::Index &&
+          u->src(0)->src(0)->op == Op::Param) {
+        bool lanes = u->src(0)->src(1)->dtype.lanes == 16;
+        if (u->op == Op::Store) stores++, scatters += lanes;
+        if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 2) gathers += lanes;
+        // in[k, x] is the same for every lane: one load broadcast, never a gather of one address
+        if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 1) {
+          EXPECT_FALSE(lanes);
+        }
       }
     EXPECT_EQ(stores, scatter ? 4u : 64u) << linear_str(lk.linear);
     EXPECT_EQ(scatters, scatter ? 4u : 0u);
+    EXPECT_EQ(gathers, scatter ? 4u : 0u) << linear_str(lk.linear);
     auto ck = jit().compile(lk);
     EXPECT_EQ(ck->source.find("llvm.masked.scatter") != std::string::npos, scatter) << ck->source;
-    std::vector<float> out(CO * X, -1);
-    void* bufs[] = {w.data(), in.data(), out.data()};
+    EXPECT_EQ(ck->source.find("llvm.masked.gather") != std::string::npos, scatter) << ck->source;
+    std::vector<float> got(CO * X, -1);
+    void* bufs[] = {w.data(), in.data(), res.data(), got.data()};
     jit().run(*ck, bufs, nullptr);
     for (int64_t c = 0; c < CO; c++)
       for (int64_t y = 0; y < X; y++) {
-        double ref = 0;
+        double ref = res[c * X + y];
         for (int64_t z = 0; z < K; z++) ref += double(w[z * CO + c]) * double(in[z * X + y]);
-        ASSERT_NEAR(out[c * X + y], ref, 1e-5) << "scatter " << scatter << " at " << c << "," << y;
+        ASSERT_NEAR(got[c * X + y], ref, 1e-5) << "scatter " << scatter << " at " << c << "," << y;
       }
   }
 }
