@@ -317,13 +317,12 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   stage("optimized", o.sink);
   k.opts = o.applied;
   k.name = kernel_name(o.sink);
-  const UOp* s = expand_kernel(g, o.sink);
+  const UOp* s = expand_kernel(g, o.sink, target.has_scatter);
   stage("expanded", s);
   if (opts.simplify) {
     s = simplify_indices(g, s);
     stage("simplified", s);
   }
-  if (target.has_scatter) s = combine_gathers_and_scatters(g, s);
   s = lower_reduces(g, s);
   stage("reduce", s);
   ParallelDims dims;

@@ -6,11 +6,10 @@
 //   forced): loop order (Swap),
 //              UPCAST / UNROLL, THREAD on CPUs; GLOBAL grid, LOCAL and GROUP_REDUCE on GPUs
 //   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
-//              vector and masked loads); other UPCAST / UNROLL ranges become unrolled copies
-//              (hash-consing shares what does not depend on them)
+//              vector and masked loads; strided accesses lane by lane, or as one gather or
+//              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled
+//              copies (hash-consing shares what does not depend on them)
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
-//   scatter    the lane-by-lane stores of a vector at constant distances -> one scatter store,
-//              lane-by-lane loads -> one gather (targets with those instructions)
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
 //   parallel   THREAD -> Special("core_id"); GLOBAL -> gidx0..2, LOCAL/GROUP_REDUCE -> lidx0..2
@@ -103,15 +102,14 @@ std::string linear_str(const UOp* linear);
 // Throws Error(InvalidArg) when `ast` breaks the kernel IR contract of core/schedule/schedule.h.
 void check_kernel_ast(const UOp* ast);
 // Each takes and returns a Sink.
-const UOp* expand_kernel(Graph& g, const UOp* sink);  // UPCAST/UNROLL copies and vector lanes
+// UPCAST/UNROLL copies and vector lanes; with `gathers` (Target::has_scatter) an access that walks
+// the lanes with a constant stride is one gather or scatter (an Index with a k-lane index).
+const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers = false);
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
-const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range);
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, bool gathers = false);
 const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
-// The scalar stores of a vector's k lanes at constant distances -> one store through a k-lane
-// index, and a vector of k such scalar loads -> one load through one (Target::has_scatter).
-const UOp* combine_gathers_and_scatters(Graph& g, const UOp* sink);
-const UOp* lower_reduces(Graph& g, const UOp* sink);  // Reduce -> accumulators (+ local memory)
+const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulators (+ local memory)
 
 // The launch shape index_parallel_axes found.
 struct ParallelDims {

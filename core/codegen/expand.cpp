@@ -79,8 +79,13 @@ const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
 // Rebuilds a store with range u (bound k) as vector lanes.
 class Vectorizer {
  public:
-  Vectorizer(Graph& g, const UOp* u, int k)
-      : g_(g), u_(u), k_(k), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) { return rebuild(x, s); }) {}
+  // gathers: the target loads and stores a vector's lanes at k addresses at once (Target::has_scatter):
+  // an ungated access that walks the lanes with a constant stride is one gather or scatter, not k
+  // scalar accesses (whose k copies cost more to lower and to compile than the rest of a kernel).
+  Vectorizer(Graph& g, const UOp* u, int k, bool gathers = false)
+      : g_(g), u_(u), k_(k), gathers_(gathers), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
+          return rebuild(x, s);
+        }) {}
 
   // nullptr when the store cannot be vectorized along u (its address is not contiguous).
   const UOp* store(const UOp* s) {
@@ -95,6 +100,9 @@ class Vectorizer {
   // per lane at the address with u = c (the store walks u with a stride).
   std::vector<const UOp*> scatter(const UOp* s) {
     const UOp* v = rb_.get(s->src(1));
+    if (gathers_ && s->nsrc() == 2)
+      if (const UOp* addr = lane_address(s->src(0)))
+        return {g_.make(Op::Store, s->dtype, {addr, bcast(s->src(1), v)}, s->arg, s->tag)};
     std::vector<const UOp*> out;
     for (int c = 0; c < k_; c++) {
       const UOp* val = vec(s->src(1)) ? g_.make(Op::Gep, v->dtype.base(), {v}, int64_t(c)) : v;
@@ -141,6 +149,22 @@ class Vectorizer {
     for (int c = 0; c < k_; c++) lanes.push_back(lane(x, c));
     return varies(x, g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes));
   }
+  // The k addresses of index's lanes as one k-lane index (lane 0's plus constant offsets), or
+  // nullptr when an offset is not a constant or two lanes share an address.
+  const UOp* lane_address(const UOp* index) {
+    const UOp* base = lane(index->src(1), 0);
+    const UOp* neg_base = g_.alu(Op::Mul, base, g_.cint(-1, base->dtype));
+    std::vector<int64_t> offsets{0};
+    std::unordered_set<int64_t> seen{0};
+    for (int c = 1; c < k_; c++) {
+      const UOp* d = simplify(g_, g_.alu(Op::Add, lane(index->src(1), c), neg_base));
+      if (d->op != Op::Const || !seen.insert(int64_t(d->const_int())).second) return nullptr;
+      offsets.push_back(int64_t(d->const_int()));
+    }
+    DType p = index->dtype;
+    return g_.make(Op::Index, p.base().vec(uint16_t(k_)).as_ptr(p.addrspace),
+                   {index->src(0), lane_index(g_, base, offsets)});
+  }
   const UOp* vector_address(const UOp* index) {
     const UOp* base = lane(index->src(1), 0);
     DType p = index->dtype;
@@ -165,6 +189,8 @@ class Vectorizer {
       case Op::Load: {
         const UOp* addr = x->src(0);
         bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
+        if (addr_vec && gathers_ && x->nsrc() == 1 && !contiguous(addr->src(1)))
+          if (const UOp* a = lane_address(addr)) return varies(x, g_.make(Op::Load, vdt, {a}, x->arg, x->tag));
         if (!addr_vec || !contiguous(addr->src(1))) return per_lane(x);
         std::vector<const UOp*> src{vector_address(addr)};
         if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector
@@ -197,6 +223,7 @@ class Vectorizer {
   Graph& g_;
   const UOp* u_;
   int k_;
+  bool gathers_;
   Rebuilder rb_;
   std::unordered_set<const UOp*> varying_;  // original nodes
 };
@@ -244,13 +271,13 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
 
 }  // namespace
 
-const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range) {
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, bool gathers) {
   int64_t k = const_bound(range);
   if (k < 2 || k > 64) return nullptr;
-  return Vectorizer(g, range, int(k)).store(store);
+  return Vectorizer(g, range, int(k), gathers).store(store);
 }
 
-const UOp* expand_kernel(Graph& g, const UOp* sink) {
+const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -276,7 +303,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
       vals.push_back(widen ? g.cast(v, dtypes::float32.vec(v->dtype.lanes)) : v);
     }
     kept[0] = fold(g, op, vals);
-    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes))).value(kept[0]);
+    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), gathers).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
     if (lanes) red = fold_lanes(g, op, red);
     return widen ? g.cast(red, u->dtype) : red;
@@ -296,11 +323,11 @@ const UOp* expand_kernel(Graph& g, const UOp* sink) {
     // whose output channels are the lanes).
     std::vector<const UOp*> parts;
     for (size_t i = 0; i < up.size(); i++) {
-      if (const UOp* vs = vectorize_store(g, s, up[i])) {
+      if (const UOp* vs = vectorize_store(g, s, up[i], gathers)) {
         parts = {vs};
       } else if (i == 0 && reduces_along(g, s, up[i])) {
         int64_t k = const_bound(up[i]);
-        parts = Vectorizer(g, up[i], int(k)).scatter(s);
+        parts = Vectorizer(g, up[i], int(k), gathers).scatter(s);
       } else {
         continue;
       }

@@ -194,6 +194,26 @@ bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& en
   return true;
 }
 
+const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets) {
+  DType vi = base->dtype.vec(uint16_t(offsets.size()));
+  std::vector<const UOp*> cs;
+  for (int64_t o : offsets) cs.push_back(g.cint(o, base->dtype));
+  return g.make(
+      Op::Add, vi,
+      {g.make(Op::Vectorize, vi, std::vector<const UOp*>(offsets.size(), base)), g.make(Op::Vectorize, vi, cs)});
+}
+
+const UOp* lane_index_base(const UOp* idx) {
+  if (idx->op != Op::Add || idx->dtype.lanes < 2) return nullptr;
+  const UOp *b = idx->src(0), *c = idx->src(1);
+  if (b->op != Op::Vectorize || c->op != Op::Vectorize) return nullptr;
+  for (const UOp* x : b->src())
+    if (x != b->src(0)) return nullptr;
+  for (const UOp* x : c->src())
+    if (x->op != Op::Const) return nullptr;
+  return b->src(0);
+}
+
 std::vector<const UOp*> ranges_of(const UOp* root) {
   std::vector<const UOp*> out;
   for (const UOp* u : toposort(root))

@@ -53,6 +53,12 @@ std::span<const UOp* const> closed_ranges(const UOp* u);
 // for anything else (loads, floats).
 bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out);
 
+// The k-lane index base + (offsets[0], ..., offsets[k-1]) (the addresses of a gather or a scatter:
+// Index(buffer, it) loads or stores k elements at those positions), and its base, or nullptr when
+// idx is not of that form.
+const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets);
+const UOp* lane_index_base(const UOp* idx);
+
 // All Range nodes under root, by loop id (RangeArg::id; the node id breaks ties).
 std::vector<const UOp*> ranges_of(const UOp* root);
 
