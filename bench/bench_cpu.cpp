@@ -29,6 +29,9 @@
 //   conv2d_128x28x28, conv2d_256x14x14, conv2d_512x7x7   ResNet-18's other 3x3 convolutions (batch 1): same
 //   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
 //   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
+//   conv2d_*_cw       ResNet-18's four 3x3 convolutions with the weight a constant of our program (Binary
+//                     data) instead of an input: its packing runs once, at compile time, as oneDNN's weight
+//                     reorder runs outside its timed region in every row
 //   model_cnn_b8      a small CNN at batch 8 as ONE program of ours: conv 3->16 (32x32) + relu + maxpool 2x2,
 //                     conv 16->32 (16x16) + relu + maxpool 2x2, flatten 2048 -> linear 10, softmax. oneDNN:
 //                     the same layers as primitives (conv + bias + relu post-op, pooling, reorder to NCHW for the
@@ -758,14 +761,26 @@ Case bench_cumsum() {
 }
 
 // conv2d of (n, ci, h, w) with co 3x3 filters, stride 1, pad 1. Baseline: per image, im2col + cblas_sgemm.
-Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int64_t H, int64_t W) {
+// const_weights: the weight is a constant of our program (Binary data), as oneDNN's is reordered
+// outside its timed region: the packing of it runs once, at compile time.
+Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int64_t H, int64_t W,
+                bool const_weights = false) {
   Case c{name};
   const int64_t K = 3;
   Graph g;
   const UOp* x = input(g, dtypes::float32, {N, CI, H, W});
-  const UOp* w = input(g, dtypes::float32, {CO, CI, K, K});
   auto dx = random_floats(size_t(N * CI * H * W), 7), dw = random_floats(size_t(CO * CI * K * K), 8, -0.1f, 0.1f);
-  Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, {dx, dw}, c);
+  const UOp* w = nullptr;
+  if (const_weights) {
+    std::string bytes(reinterpret_cast<const char*>(dw.data()), dw.size() * sizeof(float));
+    w = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(dw.size()), dtypes::float32),
+                {CO, CI, K, K});
+  } else {
+    w = input(g, dtypes::float32, {CO, CI, K, K});
+  }
+  std::vector<std::vector<float>> inputs{dx};
+  if (!const_weights) inputs.push_back(dw);
+  Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, inputs, c);
   c.ours_ms = median_ms([&] { p.run(); });
   // im2col: cols[(ci*K + ky)*K + kx][y*W + x] = padded input; then out (CO, H*W) = w (CO, CI*K*K) @ cols.
   std::vector<float> cols(size_t(CI * K * K * H * W)), want(size_t(N * CO * H * W));
@@ -931,6 +946,11 @@ int main(int argc, char** argv) {
   // the convolutions of a small CNN (batch 8): 3->16 at 32x32, 16->32 at 16x16
   run("conv2d_cnn1_b8", [] { return bench_conv("conv2d_cnn1_b8", 8, 3, 16, 32, 32); });
   run("conv2d_cnn2_b8", [] { return bench_conv("conv2d_cnn2_b8", 8, 16, 32, 16, 16); });
+  // ResNet-18's convolutions again, with the weight a constant of our program (see bench_conv)
+  run("conv2d_64x56x56_cw", [] { return bench_conv("conv2d_64x56x56_cw", 1, 64, 64, 56, 56, true); });
+  run("conv2d_128x28x28_cw", [] { return bench_conv("conv2d_128x28x28_cw", 1, 128, 128, 28, 28, true); });
+  run("conv2d_256x14x14_cw", [] { return bench_conv("conv2d_256x14x14_cw", 1, 256, 256, 14, 14, true); });
+  run("conv2d_512x7x7_cw", [] { return bench_conv("conv2d_512x7x7_cw", 1, 512, 512, 7, 7, true); });
   run("model_cnn_b8", [] {
     return bench_model(
         "model_cnn_b8", {8, 3, 32, 32}, [](auto& b, auto x) { return small_cnn(b, x); }, 1e-3);
