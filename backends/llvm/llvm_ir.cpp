@@ -564,19 +564,23 @@ class IrWriter {
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
-    if (is_scatter_address(addr)) {  // every lane from its own address
-      if (u->nsrc() != 1) fail(Code::Internal, "llvm: a gated gather");
-      std::string vt = str("<", p.lanes, " x ", pt, ">");
+    // A gather (every lane from its own address): masked by a per-lane gate, with the alt values
+    // where it is off; a scalar gate branches around it like around a load.
+    auto gather = [&](const std::string& mask, const std::string& alt) {
+      std::string vt = str("<", p.lanes, " x ", pt, ">"), mk = str("<", p.lanes, " x i1>");
       std::string name = str("llvm.masked.gather.v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
-      std::string x = call(mt, name, str(vt, ", i32, <", p.lanes, " x i1>, ", mt),
-                           str(vt, " ", v(addr), ", i32 ", align, ", <", p.lanes, " x i1> ",
-                               splat(dtypes::bool_.vec(p.lanes), "true"), ", ", mt, " poison"));
-      val_[u] = from_mem(x, u->dtype, p);
-      return;
-    }
+      return from_mem(call(mt, name, str(vt, ", i32, ", mk, ", ", mt),
+                           str(vt, " ", v(addr), ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ", alt)),
+                      u->dtype, p);
+    };
     auto read = [&] {
+      if (is_scatter_address(addr)) return gather(splat(dtypes::bool_.vec(p.lanes), "true"), "poison");
       return from_mem(emit(str("load ", mt, ", ", pt, " ", v(addr), ", align ", align)), u->dtype, p);
     };
+    if (is_scatter_address(addr) && u->nsrc() == 3 && u->src(2)->dtype.lanes > 1) {
+      val_[u] = gather(v(u->src(2)), to_mem(v(u->src(1)), u->dtype, p));
+      return;
+    }
     if (u->nsrc() < 3) {
       val_[u] = read();
       return;

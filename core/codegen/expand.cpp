@@ -100,9 +100,12 @@ class Vectorizer {
   // per lane at the address with u = c (the store walks u with a stride).
   std::vector<const UOp*> scatter(const UOp* s) {
     const UOp* v = rb_.get(s->src(1));
-    if (gathers_ && s->nsrc() == 2)
-      if (const UOp* addr = lane_address(s->src(0)))
-        return {g_.make(Op::Store, s->dtype, {addr, bcast(s->src(1), v)}, s->arg, s->tag)};
+    if (gathers_)  // one scatter; a gate that varies with the lanes masks them (a padded copy's)
+      if (const UOp* addr = lane_address(s->src(0))) {
+        std::vector<const UOp*> src{addr, bcast(s->src(1), v)};
+        if (s->nsrc() == 3) src.push_back(rb_.get(s->src(2)));
+        return {g_.make(Op::Store, s->dtype, src, s->arg, s->tag)};
+      }
     std::vector<const UOp*> out;
     for (int c = 0; c < k_; c++) {
       const UOp* val = vec(s->src(1)) ? g_.make(Op::Gep, v->dtype.base(), {v}, int64_t(c)) : v;
@@ -189,8 +192,12 @@ class Vectorizer {
       case Op::Load: {
         const UOp* addr = x->src(0);
         bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
-        if (addr_vec && gathers_ && x->nsrc() == 1 && !contiguous(addr->src(1)))
-          if (const UOp* a = lane_address(addr)) return varies(x, g_.make(Op::Load, vdt, {a}, x->arg, x->tag));
+        if (addr_vec && gathers_ && !contiguous(addr->src(1)))
+          if (const UOp* a = lane_address(addr)) {  // one gather; a gate masks it as it would a vector load
+            std::vector<const UOp*> src{a};
+            if (x->nsrc() == 3) src.push_back(bcast(x->src(1), s[1])), src.push_back(s[2]);
+            return varies(x, g_.make(Op::Load, vdt, src, x->arg, x->tag));
+          }
         if (!addr_vec || !contiguous(addr->src(1))) return per_lane(x);
         std::vector<const UOp*> src{vector_address(addr)};
         if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector

@@ -180,56 +180,60 @@ TEST(CpuBackend, LargeOutputsStreamPastTheCaches) {
 TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
   // out[co, x] = sum_k w[k, co] * in[k, x] + res[co, x] with co as 16 vector lanes (the weight
   // loads walk it contiguously) and x as 4 copies: each copy's lanes are stored, and its residual
-  // loaded, 12 elements apart: lane by lane or, with has_scatter, as one scatter and one gather.
-  // Both give the reference values. (LLVM scalarizes gathers and scatters where the CPU has none,
-  // so this runs on any host.)
-  const int64_t CO = 16, X = 12, K = 8;
-  std::vector<float> w(K * CO), in(K * X), res(CO * X);
-  for (int64_t q = 0; q < K * CO; q++) w[q] = float((q * 37) % 19) / 8.0f - 1;
-  for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
-  for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
-  for (bool scatter : {false, true}) {
-    Graph g;
-    KernelBuilder b{g};
-    auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
-    auto *R = b.param(2, dtypes::float32, CO * X), *O = b.param(3, dtypes::float32, CO * X);
-    auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
-    auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
-    auto* out = b.add(b.reduce(Op::Add, v, {k}), b.load(R, b.flat({co, x}, {CO, X})));
-    auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
-    Target t = jit().target();
-    t.has_scatter = scatter;
-    LowerOptions o;
-    o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};
-    LoweredKernel lk = lower_kernel(g, sink, t, o);
-    size_t stores = 0, scatters = 0, gathers = 0;  // of the output and the residual (not accumulators)
-    for (const UOp* u : lk.linear->src())
-      if ((u->op == Op::Store || u->op == Op::Load) && u->src(0)->op == Op::Index &&
-          u->src(0)->src(0)->op == Op::Param) {
-        bool lanes = u->src(0)->src(1)->dtype.lanes == 16;
-        if (u->op == Op::Store) stores++, scatters += lanes;
-        if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 2) gathers += lanes;
-        // in[k, x] is the same for every lane: one load broadcast, never a gather of one address
-        if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 1) {
-          EXPECT_FALSE(lanes);
+  // loaded, X elements apart: lane by lane or, with has_scatter, as one scatter and one gather.
+  // X = 10 pads x to 12: the last copies' accesses are gated. Every form gives the reference
+  // values. (LLVM scalarizes gathers and scatters where the CPU has none: this runs on any host.)
+  const int64_t CO = 16, K = 8;
+  for (int64_t X : {12, 10})
+    for (bool scatter : {false, true}) {
+      std::vector<float> w(K * CO), in(K * X), res(CO * X);
+      for (int64_t q = 0; q < K * CO; q++) w[q] = float((q * 37) % 19) / 8.0f - 1;
+      for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
+      for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
+      Graph g;
+      KernelBuilder b{g};
+      auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
+      auto *R = b.param(2, dtypes::float32, CO * X), *O = b.param(3, dtypes::float32, CO * X);
+      auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
+      auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
+      auto* out = b.add(b.reduce(Op::Add, v, {k}), b.load(R, b.flat({co, x}, {CO, X})));
+      auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
+      Target t = jit().target();
+      t.has_scatter = scatter;
+      LowerOptions o;
+      o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};
+      if (X % 4) o.opts->insert(o.opts->begin() + 1, Opt::padto(1, 4));
+      LoweredKernel lk = lower_kernel(g, sink, t, o);
+      size_t stores = 0, scatters = 0, gathers = 0;  // of the output and the residual (not accumulators)
+      for (const UOp* u : lk.linear->src())
+        if ((u->op == Op::Store || u->op == Op::Load) && u->src(0)->op == Op::Index &&
+            u->src(0)->src(0)->op == Op::Param) {
+          bool lanes = u->src(0)->src(1)->dtype.lanes == 16;
+          if (u->op == Op::Store) stores++, scatters += lanes;
+          if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 2) gathers += lanes;
+          // in[k, x] is the same for every lane: one load broadcast, never a gather of one address
+          if (u->op == Op::Load && u->src(0)->src(0)->as<ParamArg>().slot == 1) {
+            EXPECT_FALSE(lanes);
+          }
         }
-      }
-    EXPECT_EQ(stores, scatter ? 4u : 64u) << linear_str(lk.linear);
-    EXPECT_EQ(scatters, scatter ? 4u : 0u);
-    EXPECT_EQ(gathers, scatter ? 4u : 0u) << linear_str(lk.linear);
-    auto ck = jit().compile(lk);
-    EXPECT_EQ(ck->source.find("llvm.masked.scatter") != std::string::npos, scatter) << ck->source;
-    EXPECT_EQ(ck->source.find("llvm.masked.gather") != std::string::npos, scatter) << ck->source;
-    std::vector<float> got(CO * X, -1);
-    void* bufs[] = {w.data(), in.data(), res.data(), got.data()};
-    jit().run(*ck, bufs, nullptr);
-    for (int64_t c = 0; c < CO; c++)
-      for (int64_t y = 0; y < X; y++) {
-        double ref = res[c * X + y];
-        for (int64_t z = 0; z < K; z++) ref += double(w[z * CO + c]) * double(in[z * X + y]);
-        ASSERT_NEAR(got[c * X + y], ref, 1e-5) << "scatter " << scatter << " at " << c << "," << y;
-      }
-  }
+      SCOPED_TRACE(cat("X ", X, ", has_scatter ", scatter));
+      EXPECT_EQ(stores, scatter ? 4u : 64u) << linear_str(lk.linear);
+      EXPECT_EQ(scatters, scatter ? 4u : 0u);
+      EXPECT_EQ(gathers, scatter ? 4u : 0u) << linear_str(lk.linear);
+      auto ck = jit().compile(lk);
+      EXPECT_EQ(ck->source.find("llvm.masked.scatter") != std::string::npos, scatter) << ck->source;
+      EXPECT_EQ(ck->source.find("llvm.masked.gather") != std::string::npos, scatter) << ck->source;
+      std::vector<float> got(CO * X + 1, -1);  // one past the end: a padded copy must not write it
+      void* bufs[] = {w.data(), in.data(), res.data(), got.data()};
+      jit().run(*ck, bufs, nullptr);
+      for (int64_t c = 0; c < CO; c++)
+        for (int64_t y = 0; y < X; y++) {
+          double ref = res[c * X + y];
+          for (int64_t z = 0; z < K; z++) ref += double(w[z * CO + c]) * double(in[z * X + y]);
+          ASSERT_NEAR(got[c * X + y], ref, 1e-5) << "at " << c << "," << y;
+        }
+      EXPECT_EQ(got[CO * X], -1);
+    }
 }
 
 TEST(CpuBackend, LoweringDoesNotDependOnWhatTheGraphHolds) {
