@@ -7,6 +7,7 @@
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -118,6 +119,7 @@ class Vectorizer {
 
   // idx(u = c) == idx(u = 0) + c for every lane c.
   bool contiguous(const UOp* idx) {
+    if (auto c = coefficient(idx)) return *c == 1;  // a sum with u in plain terms: no simplifier calls
     const UOp* neg_base = g_.alu(Op::Mul, lane(idx, 0), g_.cint(-1, idx->dtype));
     std::vector<int> order{1, k_ - 1};  // the likely failures first
     for (int c = 2; c < k_ - 1; c++) order.push_back(c);
@@ -129,6 +131,33 @@ class Vectorizer {
   }
 
  private:
+  // u's coefficient in e when e is a sum of terms that are u times constants or free of u; nullopt
+  // when u sits anywhere else (under a division or a modulo, in a product with a range).
+  std::optional<int64_t> coefficient(const UOp* e) {
+    if (e == u_) return 1;
+    auto is_int = [](const UOp* x) { return x->op == Op::Const && x->holds<int64_t>(); };
+    if (e->op == Op::Add) {
+      auto a = coefficient(e->src(0)), b = coefficient(e->src(1));
+      if (!a || !b) return std::nullopt;
+      return *a + *b;
+    }
+    if (e->op == Op::Mul && (is_int(e->src(0)) || is_int(e->src(1)))) {
+      bool first = is_int(e->src(0));
+      auto a = coefficient(e->src(first ? 1 : 0));
+      if (!a) return std::nullopt;
+      return *a * e->src(first ? 0 : 1)->as<int64_t>();
+    }
+    if (!depends_on_u(e)) return 0;
+    return std::nullopt;
+  }
+  bool depends_on_u(const UOp* e) {
+    auto it = depends_.find(e);
+    if (it != depends_.end()) return it->second;
+    bool d = e == u_;
+    for (const UOp* x : e->src()) d = d || depends_on_u(x);
+    return depends_[e] = d;
+  }
+
   const UOp* lane(const UOp* x, int c) { return substitute_nodes(g_, x, {{u_, g_.cint(c, u_->dtype)}}); }
 
   // Whether the original node x varies along the lanes (its rebuilt form is then a vector of
@@ -192,13 +221,14 @@ class Vectorizer {
       case Op::Load: {
         const UOp* addr = x->src(0);
         bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
-        if (addr_vec && gathers_ && !contiguous(addr->src(1)))
+        bool contig = addr_vec && contiguous(addr->src(1));
+        if (addr_vec && gathers_ && !contig)
           if (const UOp* a = lane_address(addr)) {  // one gather; a gate masks it as it would a vector load
             std::vector<const UOp*> src{a};
             if (x->nsrc() == 3) src.push_back(bcast(x->src(1), s[1])), src.push_back(s[2]);
             return varies(x, g_.make(Op::Load, vdt, src, x->arg, x->tag));
           }
-        if (!addr_vec || !contiguous(addr->src(1))) return per_lane(x);
+        if (!contig) return per_lane(x);
         std::vector<const UOp*> src{vector_address(addr)};
         if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector
           src.push_back(bcast(x->src(1), s[1]));
@@ -232,7 +262,8 @@ class Vectorizer {
   int k_;
   bool gathers_;
   Rebuilder rb_;
-  std::unordered_set<const UOp*> varying_;  // original nodes
+  std::unordered_map<const UOp*, bool> depends_;  // whether a node depends on u
+  std::unordered_set<const UOp*> varying_;        // original nodes
 };
 
 // Whether a reduced value can take range r (an UNROLL range) as vector lanes with vector loads:
