@@ -188,7 +188,10 @@ class Vectorizer {
     const UOp* neg_base = g_.alu(Op::Mul, base, g_.cint(-1, base->dtype));
     std::vector<int64_t> offsets{0};
     std::unordered_set<int64_t> seen{0};
-    for (int c = 1; c < k_; c++) {
+    std::optional<int64_t> stride = coefficient(index->src(1));  // affine in u: no simplifier calls
+    if (stride && *stride == 0) return nullptr;
+    for (int c = 1; c < k_ && stride; c++) offsets.push_back(c * *stride);
+    for (int c = 1; c < k_ && !stride; c++) {
       const UOp* d = simplify(g_, g_.alu(Op::Add, lane(index->src(1), c), neg_base));
       if (d->op != Op::Const || !seen.insert(int64_t(d->const_int())).second) return nullptr;
       offsets.push_back(int64_t(d->const_int()));
