@@ -773,8 +773,7 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   const UOp* w = nullptr;
   if (const_weights) {
     std::string bytes(reinterpret_cast<const char*>(dw.data()), dw.size() * sizeof(float));
-    w = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(dw.size()), dtypes::float32),
-                {CO, CI, K, K});
+    w = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(dw.size()), dtypes::float32), {CO, CI, K, K});
   } else {
     w = input(g, dtypes::float32, {CO, CI, K, K});
   }
