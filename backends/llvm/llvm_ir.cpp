@@ -463,13 +463,13 @@ class IrWriter {
       case Op::Stack:
         return;
       case Op::Index:                 // the index counts scalar elements, also for a pointer to vectors
-        if (is_scatter_address(u)) {  // a vector of pointers
+        if (is_scatter_address(u)) {  // a vector of pointers; no inbounds: a masked-off lane's may be outside
           DType it = u->src(1)->dtype;
           std::string idx = v(u->src(1));
           if (reg_type(it.base()) != "i64")
             idx = emit(str(it.is_unsigned() ? "zext " : "sext ", reg_type(it), " ", idx, " to <", it.lanes, " x i64>"));
-          val_[u] = emit(str("getelementptr inbounds ", mem_s(u->dtype), ", ", ptr_type(u->dtype), " ", v(u->src(0)),
-                             ", <", it.lanes, " x i64> ", idx));
+          val_[u] = emit(str("getelementptr ", mem_s(u->dtype), ", ", ptr_type(u->dtype), " ", v(u->src(0)), ", <",
+                             it.lanes, " x i64> ", idx));
           return;
         }
         // A vector address may start outside the buffer when a mask disables those lanes: no
