@@ -52,6 +52,13 @@ class IrWriter {
     // second body doubles LLVM's work, which a reduction kernel (a softmax) pays for nothing.
     streaming_ = !gpu() && k_.target.streaming_store_bytes > 0;
     for (const UOp* u : k_.linear->src()) streaming_ = streaming_ && u->op != Op::Buffer;
+    // A kernel of few iterations in all runs in microseconds however its loops are compiled: LLVM's
+    // loop vectorizer, which would add vector bodies and remainder loops, is off in all its loops
+    // (a small CNN's 8x10 softmax: ~40% of its LLVM time went to vectorizing loops of 10).
+    double iterations = double(std::max<int64_t>(1, k_.threads));
+    for (const UOp* u : k_.linear->src())
+      if (u->op == Op::Range) iterations *= u->src(0)->op == Op::Const ? double(u->src(0)->const_int()) : 1e9;
+    few_iterations_ = iterations < double(1 << 14);
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
@@ -724,7 +731,7 @@ class IrWriter {
     bool tile = e->src(0)->op == Op::Group;
     for (const UOp* s : e->src(0)->src()) tile = tile && s->op == Op::Store && is_acc_address(s->src(0));
     std::string md;
-    if (tile) {
+    if (tile || few_iterations_) {
       int id = 2 * int(tile_loops_.size());
       md = str(", !llvm.loop !", id);
       tile_loops_.push_back(str("!", id, " = distinct !{!", id, ", !", id + 1, "}\n!", id + 1,
@@ -981,6 +988,7 @@ class IrWriter {
     int64_t bytes;
   };
   bool streaming_ = false;
+  bool few_iterations_ = false;  // the loop vectorizer is off in every loop (see render)
   std::vector<StreamingStore> nt_stores_;
   std::map<int64_t, int64_t> nt_align_;
   std::vector<std::string> globals_;  // module-level definitions (GPU local memory)
