@@ -1,9 +1,11 @@
 // Expand: UPCAST and UNROLL ranges become unrolled code.
 //  - One UPCAST range per store along which the store is contiguous becomes vector lanes: every
 //    node that depends on it gets a vector dtype (<k x T>); loads along it become vector loads
-//    (masked where a pad's gate differs per lane), other loads one scalar load per lane. A
+//    (masked where a pad's gate differs per lane), other loads one scalar load per lane, or one
+//    gather where they walk the lanes with a constant stride on targets with gathers. A
 //    reduction that loads contiguously along the first UPCAST range takes it as lanes even where
-//    its store walks it with a stride, and stores lane by lane (a convolution's output channels).
+//    its store walks it with a stride, and stores lane by lane or as one scatter (a convolution's
+//    output channels).
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
@@ -81,8 +83,8 @@ const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
 class Vectorizer {
  public:
   // gathers: the target loads and stores a vector's lanes at k addresses at once (Target::has_scatter):
-  // an ungated access that walks the lanes with a constant stride is one gather or scatter, not k
-  // scalar accesses (whose k copies cost more to lower and to compile than the rest of a kernel).
+  // an access that walks the lanes with a constant stride is one gather or scatter (masked by its
+  // gate), not k scalar accesses (whose k copies cost more to lower and compile than the rest).
   Vectorizer(Graph& g, const UOp* u, int k, bool gathers = false)
       : g_(g), u_(u), k_(k), gathers_(gathers), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
           return rebuild(x, s);
