@@ -116,6 +116,12 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1, float h
   return v;
 }
 
+// A float32 tensor of `shape` holding v as a constant of the program (Binary bytes viewed as floats).
+const UOp* constant_floats(Graph& g, const std::vector<float>& v, const std::vector<int64_t>& shape) {
+  std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  return reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(v.size()), dtypes::float32), shape);
+}
+
 // Runs fn(begin, end) over [0, n) split into g_threads contiguous parts.
 void parallel_rows(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   std::vector<std::thread> ts;
@@ -411,9 +417,7 @@ struct SinterNet {
   // A weight or bias: an input, or with const_weights a constant (what no input changes, a weight
   // packing, then runs once, at compile time).
   T weight(const std::vector<int64_t>& shape, std::vector<float> v) {
-    if (!const_weights) return param(shape, std::move(v));
-    std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-    return reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(v.size()), dtypes::float32), shape);
+    return const_weights ? constant_floats(g, v, shape) : param(shape, std::move(v));
   }
   T conv(T x, int64_t co, int64_t k, int64_t s, int64_t p, bool with_relu, T residual = nullptr) {
     std::vector<int64_t> d = static_shape(x);
@@ -770,13 +774,7 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   Graph g;
   const UOp* x = input(g, dtypes::float32, {N, CI, H, W});
   auto dx = random_floats(size_t(N * CI * H * W), 7), dw = random_floats(size_t(CO * CI * K * K), 8, -0.1f, 0.1f);
-  const UOp* w = nullptr;
-  if (const_weights) {
-    std::string bytes(reinterpret_cast<const char*>(dw.data()), dw.size() * sizeof(float));
-    w = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(dw.size()), dtypes::float32), {CO, CI, K, K});
-  } else {
-    w = input(g, dtypes::float32, {CO, CI, K, K});
-  }
+  const UOp* w = const_weights ? constant_floats(g, dw, {CO, CI, K, K}) : input(g, dtypes::float32, {CO, CI, K, K});
   std::vector<std::vector<float>> inputs{dx};
   if (!const_weights) inputs.push_back(dw);
   Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, inputs, c);

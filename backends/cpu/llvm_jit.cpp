@@ -312,7 +312,7 @@ Target host_cpu_target() {
   // non-temporal stores: an add of 4096^2 floats ran at the speed of a regular-store copy, 1.4-1.9x
   // the time of STREAM's non-temporal add.
   if (x86 && has("avx")) t.streaming_store_bytes = int64_t(32) << 20;
-  t.has_scatter = x86 && has("avx512f");
+  t.has_gather_scatter = x86 && has("avx512f");
   // glibc's vector math library: the JIT resolves its symbols once it is loaded.
   static const bool libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
   if (libmvec && has("avx512f"))

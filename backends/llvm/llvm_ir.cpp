@@ -8,8 +8,9 @@
 // and stores branch around the memory access. Accumulators are allocas (mem2reg makes them
 // phis). Float math keeps IEEE semantics: Mulacc is llvm.fmuladd (fused where the target has
 // FMA) and the only fast-math flag is `reassoc` on accumulator updates (the reduction order is
-// unspecified). bfloat16 and fp8 values are integer bits (i16, i8) in registers and memory: isel moves their math to
-// float32, and the casts here convert with integer ops (scalars and vectors alike).
+// unspecified). bfloat16 and fp8 values are integer bits (i16, i8) in registers and memory: isel
+// moves their math to float32, and the casts here convert with integer ops (scalars and vectors
+// alike).
 #include "backends/llvm/llvm_ir.h"
 
 #include <bit>
@@ -158,6 +159,13 @@ class IrWriter {
   std::string ptr_ovl(DType p) const {
     std::string t = ptr_type(p);
     return t == "ptr" ? ".p0" : str(".p", t.substr(t.size() - 2, 1));
+  }
+
+  // The vector of k pointers a gather or scatter through pointer dtype p (k lanes) takes, and the
+  // intrinsic's name ("llvm.masked.gather.v16f32.v16p0").
+  std::string pointers_type(DType p) const { return str("<", p.lanes, " x ", ptr_type(p), ">"); }
+  std::string gather_scatter_name(const char* op, DType p) const {
+    return str("llvm.masked.", op, ".v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
   }
 
   // Element types in memory: bools are bytes in buffers and local memory, i1 in register arrays
@@ -574,8 +582,8 @@ class IrWriter {
     // A gather (every lane from its own address): masked by a per-lane gate, with the alt values
     // where it is off; a scalar gate branches around it like around a load.
     auto gather = [&](const std::string& mask, const std::string& alt) {
-      std::string vt = str("<", p.lanes, " x ", pt, ">"), mk = str("<", p.lanes, " x i1>");
-      std::string name = str("llvm.masked.gather.v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
+      std::string vt = pointers_type(p), mk = str("<", p.lanes, " x i1>");
+      std::string name = gather_scatter_name("gather", p);
       return from_mem(call(mt, name, str(vt, ", i32, ", mk, ", ", mt),
                            str(vt, " ", v(addr), ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ", alt)),
                       u->dtype, p);
@@ -626,11 +634,11 @@ class IrWriter {
         nt_stores_.push_back({body_.size() - 1 - tail.size(), tail.size(), bytes});
     };
     if (is_scatter_address(addr)) {  // every lane to its own address
-      std::string vt = str("<", p.lanes, " x ", ptr_type(p), ">");
+      std::string vt = pointers_type(p);
       std::string mask = u->nsrc() == 3 ? v(u->src(2)) : splat(dtypes::bool_.vec(p.lanes), "true");
       if (u->nsrc() == 3 && u->src(2)->dtype.lanes != p.lanes)
         fail(Code::Internal, "llvm: a scatter store's gate has ", u->src(2)->dtype.lanes, " lanes, not ", p.lanes);
-      std::string name = str("llvm.masked.scatter.v", p.lanes, mem_s(p), ".v", p.lanes, ptr_ovl(p).substr(1));
+      std::string name = gather_scatter_name("scatter", p);
       decls_.insert(str("declare void @", name, "(", mt, ", ", vt, ", i32, <", p.lanes, " x i1>)"));
       line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", vt, " ", v(addr),
                ", i32 ", align, ", <", p.lanes, " x i1> ", mask, ")"));

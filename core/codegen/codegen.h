@@ -102,7 +102,7 @@ std::string linear_str(const UOp* linear);
 // Throws Error(InvalidArg) when `ast` breaks the kernel IR contract of core/schedule/schedule.h.
 void check_kernel_ast(const UOp* ast);
 // Each takes and returns a Sink.
-// UPCAST/UNROLL copies and vector lanes; with `gathers` (Target::has_scatter) an access that walks
+// UPCAST/UNROLL copies and vector lanes; with `gathers` (Target::has_gather_scatter) an access that walks
 // the lanes with a constant stride is one gather or scatter (an Index with a k-lane index).
 const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers = false);
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,

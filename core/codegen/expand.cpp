@@ -82,7 +82,7 @@ const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
 // Rebuilds a store with range u (bound k) as vector lanes.
 class Vectorizer {
  public:
-  // gathers: the target loads and stores a vector's lanes at k addresses at once (Target::has_scatter):
+  // gathers: the target loads and stores a vector's lanes at k addresses at once (Target::has_gather_scatter):
   // an access that walks the lanes with a constant stride is one gather or scatter (masked by its
   // gate), not k scalar accesses (whose k copies cost more to lower and compile than the rest).
   Vectorizer(Graph& g, const UOp* u, int k, bool gathers = false)
@@ -187,12 +187,12 @@ class Vectorizer {
   // nullptr when an offset is not a constant or two lanes share an address.
   const UOp* lane_address(const UOp* index) {
     const UOp* base = lane(index->src(1), 0);
-    const UOp* neg_base = g_.alu(Op::Mul, base, g_.cint(-1, base->dtype));
     std::vector<int64_t> offsets{0};
-    std::unordered_set<int64_t> seen{0};
     std::optional<int64_t> stride = coefficient(index->src(1));  // affine in u: no simplifier calls
     if (stride && *stride == 0) return nullptr;
     for (int c = 1; c < k_ && stride; c++) offsets.push_back(c * *stride);
+    const UOp* neg_base = stride ? nullptr : g_.alu(Op::Mul, base, g_.cint(-1, base->dtype));
+    std::unordered_set<int64_t> seen{0};
     for (int c = 1; c < k_ && !stride; c++) {
       const UOp* d = simplify(g_, g_.alu(Op::Add, lane(index->src(1), c), neg_base));
       if (d->op != Op::Const || !seen.insert(int64_t(d->const_int())).second) return nullptr;

@@ -20,10 +20,11 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     exprs.push_back(e);
   };
   for (const UOp* u : toposort(sink)) {
-    if (u->op == Op::Index && u->nsrc() == 2) want(u->src(1));
-    // a gather's or scatter's k addresses: their scalar base (the constant offsets stay)
-    if (u->op == Op::Index && u->nsrc() == 2)
+    if (u->op == Op::Index && u->nsrc() == 2) {
+      want(u->src(1));
+      // a gather's or scatter's k addresses: their scalar base (the constant offsets stay)
       if (const UOp* b = lane_index_base(u->src(1))) want(b);
+    }
     if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3) want(u->src(2));
     if (u->op == Op::Range || u->op == Op::Special) want(u->src(0));
   }
@@ -43,13 +44,14 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
       auto it = map.find(u->src(i));
       if (it != map.end()) s[i] = it->second;
     };
-    if (u->op == Op::Index && u->nsrc() == 2) remap(1);
-    if (u->op == Op::Index && u->nsrc() == 2)
+    if (u->op == Op::Index && u->nsrc() == 2) {
+      remap(1);
       if (const UOp* b = lane_index_base(s[1]); b && map.count(b)) {
         std::vector<int64_t> offsets;
         for (const UOp* c : s[1]->src(1)->src()) offsets.push_back(int64_t(c->const_int()));
         s[1] = lane_index(g, map.at(b), offsets);
       }
+    }
     if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3) remap(2);
     if (u->op == Op::Range || u->op == Op::Special) remap(0);
     if (u->op == Op::Load && u->nsrc() == 3 && s[0]->op == Op::Index && s[2]->op != Op::Const &&

@@ -52,7 +52,7 @@ struct Target {
   int64_t streaming_store_bytes = 0;
   // Gather and scatter instructions: a vector's lanes loaded from or stored to k addresses at once
   // (x86 AVX-512). Strided accesses along vector lanes become one (core/codegen/expand.cpp).
-  bool has_scatter = false;
+  bool has_gather_scatter = false;
   // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
   // accumulators within half of them, so operands and addresses never spill.
   int vector_registers = 32;

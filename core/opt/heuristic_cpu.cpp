@@ -262,15 +262,20 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (2 <= limit && (n < 0 || (n >= 2 && n % 2 == 0))) return 2;
       return 0;
     };
+    // The load work copies along r share: the reduce loads that do not move with r (a vector load
+    // counts as a vector's worth).
+    auto shared_loads = [&](const UOp* r) {
+      int64_t score = 0;
+      for (const UOp* l : rloads_in(r))
+        if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
+      return score;
+    };
     const UOp* best = nullptr;
     int64_t best_score = 0, best_pos = -1;
     for (int64_t pos = nloops - 1; pos >= 0; pos--) {
       const UOp* r = loop_at(pos);
       if (!r || pos == vec_pos || const_bound(r) == 1 || const_bound(r) == 0 || copies_for(r) == 0) continue;
-      int64_t score = 0;
-      for (const UOp* l : rloads_in(r))
-        if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
-      score *= copies_for(r);  // loads shared 8 ways beat loads shared 2 ways
+      int64_t score = shared_loads(r) * copies_for(r);  // loads shared 8 ways beat loads shared 2 ways
       if (score > best_score) best = r, best_score = score, best_pos = pos;
     }
     if (best) {
@@ -295,10 +300,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         int64_t c = room;
         while (c >= 2 && n % c != 0) c /= 2;
         if (c < 2) continue;
-        int64_t score = 0;
-        for (const UOp* l : rloads_in(r))
-          if (!open.contains(l, r)) score += vec_axis && open.contains(l, vec_axis) ? vw : 1;
-        if (score * c > second_score) second = r, second_amt = c, second_score = score * c;
+        int64_t score = shared_loads(r) * c;
+        if (score > second_score) second = r, second_amt = c, second_score = score;
       }
       if (second) apply(Opt::upcast(id_of(second), second_amt));
       // 2b'. Loop order of the tile: the loop of the unrolled axis goes innermost, inside the

@@ -177,10 +177,24 @@ TEST(CpuBackend, LargeOutputsStreamPastTheCaches) {
   EXPECT_EQ(jit().compile(ks)->source.find("!nontemporal"), std::string::npos);
 }
 
+// out[co, x] = sum_k w[k, co] * in[k, x] (+ res[co, x]): a convolution's shape, with the weight
+// contiguous along the output channels co and the output strided along them. Params w, in, (res,)
+// out; ranges co (0), x (1), k (2).
+const UOp* channels_as_lanes_kernel(Graph& g, int64_t CO, int64_t X, int64_t K, bool residual) {
+  KernelBuilder b{g};
+  auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
+  auto* O = b.param(residual ? 3 : 2, dtypes::float32, CO * X);
+  auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
+  const UOp* out = b.reduce(Op::Add, v, {k});
+  if (residual) out = b.add(out, b.load(b.param(2, dtypes::float32, CO * X), b.flat({co, x}, {CO, X})));
+  return b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
+}
+
 TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
   // out[co, x] = sum_k w[k, co] * in[k, x] + res[co, x] with co as 16 vector lanes (the weight
   // loads walk it contiguously) and x as 4 copies: each copy's lanes are stored, and its residual
-  // loaded, X elements apart: lane by lane or, with has_scatter, as one scatter and one gather.
+  // loaded, X elements apart: lane by lane or, with has_gather_scatter, as one scatter and one gather.
   // X = 10 pads x to 12: the last copies' accesses are gated. Every form gives the reference
   // values. (LLVM scalarizes gathers and scatters where the CPU has none: this runs on any host.)
   const int64_t CO = 16, K = 8;
@@ -191,15 +205,9 @@ TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
       for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
       for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
       Graph g;
-      KernelBuilder b{g};
-      auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
-      auto *R = b.param(2, dtypes::float32, CO * X), *O = b.param(3, dtypes::float32, CO * X);
-      auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
-      auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
-      auto* out = b.add(b.reduce(Op::Add, v, {k}), b.load(R, b.flat({co, x}, {CO, X})));
-      auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
+      const UOp* sink = channels_as_lanes_kernel(g, CO, X, K, true);
       Target t = jit().target();
-      t.has_scatter = scatter;
+      t.has_gather_scatter = scatter;
       LowerOptions o;
       o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};
       if (X % 4) o.opts->insert(o.opts->begin() + 1, Opt::padto(1, 4));
@@ -216,7 +224,7 @@ TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
             EXPECT_FALSE(lanes);
           }
         }
-      SCOPED_TRACE(cat("X ", X, ", has_scatter ", scatter));
+      SCOPED_TRACE(cat("X ", X, ", has_gather_scatter ", scatter));
       EXPECT_EQ(stores, scatter ? 4u : 64u) << linear_str(lk.linear);
       EXPECT_EQ(scatters, scatter ? 4u : 0u);
       EXPECT_EQ(gathers, scatter ? 4u : 0u) << linear_str(lk.linear);
@@ -243,12 +251,7 @@ TEST(CpuBackend, LoweringDoesNotDependOnWhatTheGraphHolds) {
   // there: ResNet-18's convolutions ran 3-4x slower in the model than alone.
   const int64_t CO = 16, X = 12, K = 8;
   auto lower = [&](Graph& g) {
-    KernelBuilder b{g};
-    auto *W = b.param(0, dtypes::float32, K * CO), *I = b.param(1, dtypes::float32, K * X);
-    auto* O = b.param(2, dtypes::float32, CO * X);
-    auto *co = b.range(CO, 0), *x = b.range(X, 1), *k = b.range(K, 2, AxisType::Reduce);
-    auto* v = b.mul(b.load(W, b.flat({k, co}, {K, CO})), b.load(I, b.flat({k, x}, {K, X})));
-    auto* sink = b.sink({b.store(O, b.flat({co, x}, {CO, X}), b.reduce(Op::Add, v, {k}))});
+    const UOp* sink = channels_as_lanes_kernel(g, CO, X, K, false);
     LowerOptions o;
     o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};  // new ranges 3 (16) and 4 (4)
     return linear_str(lower_kernel(g, sink, jit().target(), o).linear);
