@@ -22,6 +22,18 @@ namespace sn {
 
 namespace {
 
+// Whether v is a product or a tree of Adds over products (an unrolled reduce's copies, summed by
+// expand); `terms` gets the products in order. The accumulator then takes them one by one as
+// Mulaccs (acc + a0*b0 + a1*b1 ...), the reduction order being free: a tree summed first and
+// added once costs a multiply and an add more per step, and its FMAs wait on each other.
+bool sum_of_products(const UOp* v, std::vector<const UOp*>* terms) {
+  if (v->op == Op::Mul) {
+    terms->push_back(v);
+    return true;
+  }
+  return v->op == Op::Add && sum_of_products(v->src(0), terms) && sum_of_products(v->src(1), terms);
+}
+
 // Floats narrower than float32 (f16, bf16, fp8): their sums accumulate in float32.
 bool is_half(DType dt) {
   return dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16 || dt.scalar == Scalar::Fp8E4M3 ||
@@ -104,9 +116,14 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       const UOp* slot = g.make(Op::Index, ptr, {g.make(Op::After, acc_dt, a1src), zero});
       const UOp* cur = g.make(Op::Load, acc_dt, {slot});
       // acc + a*b as one Mulacc: the renderer may fuse it (the reduction order is free anyway).
-      const UOp* upd = op == Op::Add && v->op == Op::Mul && acc_dt.is_float()
-                           ? g.alu(Op::Mulacc, v->src(0), v->src(1), cur)
-                           : g.alu(op, cur, v);
+      const UOp* upd = nullptr;
+      std::vector<const UOp*> terms;
+      if (op == Op::Add && acc_dt.is_float() && sum_of_products(v, &terms)) {
+        upd = cur;
+        for (const UOp* t : terms) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
+      } else {
+        upd = g.alu(op, cur, v);
+      }
       updates.push_back(g.make(Op::Store, dtypes::void_, {slot, upd}));
       accs.push_back(acc);
     }

@@ -679,14 +679,15 @@ Vals ref_conv(const Vals& x, const Dims& sx, const Vals& w, const Dims& sw, cons
 TEST_F(ComposeConv, Conv2dMatchesLoops) {
   std::vector<ConvCase> cases = {
       {{1, 4, 9, 9}, {4, 4, 3, 3}},
-      {{2, 3, 7, 10}, {2, 3, 3, 2}, {2, 3}, {0, 0}, {1, 1}, 1, true},  // strided, bias
-      {{1, 2, 5, 6}, {3, 2, 3, 3}, {1, 1}, {1, 2}},                    // padded
-      {{1, 1, 9, 8}, {2, 1, 3, 2}, {1, 2}, {0, 1}, {2, 3}},            // dilated
-      {{2, 4, 5, 5}, {6, 2, 2, 3}, {2, 1}, {1, 1}, {1, 1}, 2, true},   // grouped
-      {{1, 3, 4, 4}, {3, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},         // depthwise
-      {{1, 2, 3, 3}, {1, 2, 1, 1}, {5, 5}},                            // stride past the kernel, 1x1
-      {{1, 1, 2, 2}, {1, 1, 2, 2}},                                    // one window
-      {{0, 2, 4, 4}, {1, 2, 3, 3}},                                    // empty batch
+      {{2, 3, 7, 10}, {2, 3, 3, 2}, {2, 3}, {0, 0}, {1, 1}, 1, true},    // strided, bias
+      {{1, 2, 5, 6}, {3, 2, 3, 3}, {1, 1}, {1, 2}},                      // padded
+      {{1, 1, 9, 8}, {2, 1, 3, 2}, {1, 2}, {0, 1}, {2, 3}},              // dilated
+      {{2, 4, 5, 5}, {6, 2, 2, 3}, {2, 1}, {1, 1}, {1, 1}, 2, true},     // grouped
+      {{1, 3, 4, 4}, {3, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},           // depthwise
+      {{1, 2, 3, 3}, {1, 2, 1, 1}, {5, 5}},                              // stride past the kernel, 1x1
+      {{1, 1, 2, 2}, {1, 1, 2, 2}},                                      // one window
+      {{0, 2, 4, 4}, {1, 2, 3, 3}},                                      // empty batch
+      {{2, 8, 20, 20}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},  // register tiles, filter width unrolled
   };
   for (const ConvCase& c : cases) {
     Vals x = random(dtypes::float32, c.x, -1, 1), w = random(dtypes::float32, c.w, -1, 1);

@@ -119,6 +119,36 @@ TEST(Opts, MatvecWidensItsVectorAxis) {
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "matvec"), 1);
 }
 
+// A convolution's register tile unrolls its filter width (the innermost axis of the sum, not a max
+// pool's window around it), and the unrolled products go into the accumulators as one chain of
+// Mulaccs: no float multiply is left on its own.
+TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
+  for (bool pooled : {false, true}) {
+    Graph g;
+    const UOp *x = input(g, dtypes::float32, {2, 8, 32, 32}), *w = input(g, dtypes::float32, {16, 8, 3, 3});
+    const UOp* y = relu(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}));
+    std::vector<const UOp*> outs{pooled ? max_pool2d(g, y, {2, 2}, {2, 2}) : y};
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* conv = nullptr;
+    for (const ScheduledKernel& k : s.kernels)
+      if (kernel_name(k.ast).find("_3_3") != std::string::npos) conv = &k;
+    ASSERT_NE(conv, nullptr);
+    LoweredKernel k = lower_kernel(g, conv->ast, cpu_like());
+    std::vector<int64_t> unrolled;
+    for (const Opt& o : k.opts)
+      if (o.op == OptOp::Split && o.type == AxisType::Unroll) unrolled.push_back(o.amount);
+    EXPECT_EQ(unrolled, std::vector<int64_t>{3}) << (pooled ? "pooled: " : "") << opts_str(k.opts);
+    int mulaccs = 0, muls = 0;
+    for (const UOp* u : toposort(k.linear)) {
+      mulaccs += u->op == Op::Mulacc;
+      muls += u->op == Op::Mul && u->dtype.is_float();
+    }
+    EXPECT_GE(mulaccs, 3) << linear_str(k.linear);
+    EXPECT_EQ(muls, 0) << linear_str(k.linear);
+    EXPECT_EQ(expect_replays(g, outs, cpu_like(), pooled ? "conv+pool" : "conv"), int(s.kernels.size()));
+  }
+}
+
 TEST(Opts, RulesNameTheProblem) {
   Graph g;
   const UOp *a = input(g, dtypes::float32, {12, 8}), *b = input(g, dtypes::float32, {8, 10});
