@@ -360,6 +360,39 @@ TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
     }
 }
 
+// Lanes through a remainder and a quotient (a packed weight's layout): A[j % 8 + 16 * (j / 8)] with j
+// split into 8 lanes walks the lanes contiguously (one vector load); B[(j + 3) % 8 + 8 * (j / 8)]
+// wraps around inside a vector, so it is loaded lane by lane.
+TEST(Codegen, LanesThroughModAndDivOfTheirBlock) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t J = 32;
+  auto *A = b.param(0, dtypes::float32, 2 * J), *B = b.param(1, dtypes::float32, J),
+       *O = b.param(2, dtypes::float32, J);
+  auto* j = b.range(J, 0);
+  auto mod = [&](const UOp* x, int64_t m) { return g.alu(Op::Mod, x, b.c(m)); };
+  auto div = [&](const UOp* x, int64_t m) { return g.alu(Op::Idiv, x, b.c(m)); };
+  auto* va = b.load(A, b.add(mod(j, 8), b.mul(div(j, 8), b.c(16))));
+  auto* vb = b.load(B, b.add(mod(b.add(j, b.c(3)), 8), b.mul(div(j, 8), b.c(8))));
+  auto* sink = b.sink({b.store(O, j, b.add(va, vb))});
+  LowerOptions o;
+  o.opts = std::vector<Opt>{Opt::upcast(0, 8)};
+  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
+  size_t vector_loads = 0, lane_loads = 0;
+  for (const UOp* u : lk.linear->src()) {
+    if (u->op == Op::Load && u->dtype.lanes == 8) vector_loads++;
+    if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
+  }
+  EXPECT_EQ(vector_loads, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
+  std::vector<double> a(static_cast<size_t>(2 * J)), bb(static_cast<size_t>(J)), out(static_cast<size_t>(J));
+  for (size_t q = 0; q < a.size(); q++) a[q] = double(q) + 1;
+  for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 100;
+  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
+  for (int64_t x = 0; x < J; x++)
+    EXPECT_EQ(out[size_t(x)], a[size_t(x % 8 + 16 * (x / 8))] + bb[size_t((x + 3) % 8 + 8 * (x / 8))]) << x;
+}
+
 // ---- linearizer placement -------------------------------------------------------------------------
 
 TEST(Codegen, LoopInvariantCodeIsHoisted) {
