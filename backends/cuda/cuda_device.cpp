@@ -1,15 +1,17 @@
-// The CUDA backend, device "CUDA": kernels are PTX from LLVM's NVPTX target (backends/llvm).
+// The CUDA backend, devices "CUDA", "CUDA:1", ...: kernels are PTX from LLVM's NVPTX target
+// (backends/llvm), run through the CUDA Driver API (libcuda.so.1, dlopen'ed, hand-written
+// declarations in cuda_api.h): no CUDA toolkit is needed to build or run.
 //
 // sn_device_open_target(ctx, "CUDA", "sm_90") opens a compile-only device for an architecture: it
-// needs no driver and no GPU; a kernel's source and binary are its PTX. The driver itself
-// (libcuda.so.1, dlopen'ed, hand-written declarations) is only asked how many devices there are:
-// running kernels on them is not implemented yet, so sn_device_open(ctx, "CUDA") fails with the
-// reason (no driver, no device, or not implemented).
+// needs no driver and no GPU; a kernel's source and binary are its PTX.
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <mutex>
+#include <vector>
 
+#include "backends/cuda/cuda_api.h"
 #include "backends/llvm/llvm_gpu.h"
-#include "core/util/dynlib.h"
 #include "core/util/error.h"
 
 namespace sn {
@@ -54,39 +56,292 @@ Target cuda_target(const std::string& arch) {
   return t;
 }
 
-// The CUDA driver, asked how many devices there are (hand-written declarations of the Driver API).
-const GpuProbe& probe_driver() {
-  static GpuProbe probe;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    using CUresult = int;
-    CUresult (*cuInit)(unsigned) = nullptr;
-    CUresult (*cuDeviceGetCount)(int*) = nullptr;
-    CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
-    DynLib lib("libcuda.so.1");
-    lib.sym(cuInit, "cuInit");
-    lib.sym(cuDeviceGetCount, "cuDeviceGetCount");
-    lib.sym(cuGetErrorName, "cuGetErrorName");
-    if (!lib.ok()) {
-      probe.why = cat(lib.error(), " (the NVIDIA driver is not installed)");
-      return;
+// The driver's current context for one device (its primary context), shared by the device, its
+// kernels and its memory so that it outlives all of them.
+class Context {
+ public:
+  Context(const cu::Api* api, int ordinal, const std::string& name) : api_(api) {
+    check(api_->DeviceGet(&dev_, ordinal), "cuDeviceGet", name);
+    check(api_->DevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain", name);
+  }
+  ~Context() {
+    api_->CtxSetCurrent(nullptr);
+    api_->DevicePrimaryCtxRelease(dev_);
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const cu::Api* api() const { return api_; }
+  cu::CUdevice device() const { return dev_; }
+  // Makes the context current on the calling thread (the driver's current context is per thread).
+  void bind(const std::string& name) const { check(api_->CtxSetCurrent(ctx_), "cuCtxSetCurrent", name); }
+  // The same in destructors, which cannot report a failure.
+  void bind_quietly() const noexcept { api_->CtxSetCurrent(ctx_); }
+  int attribute(cu::CUdevice_attribute a, const std::string& name) const {
+    int v = 0;
+    check(api_->DeviceGetAttribute(&v, a, dev_), "cuDeviceGetAttribute", name);
+    return v;
+  }
+  // Throws Error(Device) (Error(OutOfMemory) for CUDA_ERROR_OUT_OF_MEMORY) naming the call.
+  void check(cu::CUresult r, const char* call, const std::string& name) const {
+    if (r == cu::CUDA_SUCCESS) return;
+    fail(r == cu::CUDA_ERROR_OUT_OF_MEMORY ? Code::OutOfMemory : Code::Device, name, ": ", call,
+         " failed: ", cu::error_name(api_, r));
+  }
+
+ private:
+  const cu::Api* api_;
+  cu::CUdevice dev_ = 0;
+  cu::CUcontext ctx_ = nullptr;
+};
+
+// A kernel loaded into the context: its PTX module and entry point.
+struct CudaKernel final : DeviceKernel {
+  std::shared_ptr<const Context> ctx;
+  cu::CUmodule module = nullptr;
+  cu::CUfunction function = nullptr;
+  std::string optimized_ir;
+  ~CudaKernel() override {
+    if (module) {
+      ctx->bind_quietly();
+      ctx->api()->ModuleUnload(module);
     }
-    auto name = [&](CUresult r) {
-      const char* n = nullptr;
-      return cuGetErrorName(r, &n) == 0 && n ? std::string(n) : cat("error ", r);
-    };
-    if (CUresult r = cuInit(0); r != 0) {
-      probe.why = cat("cuInit failed: ", name(r));
-      return;
+  }
+};
+
+// Device memory in blocks the device keeps for reuse: a freed buffer goes back to the pool, and an
+// allocation takes the smallest pooled block that fits it and is at most twice its size (programs
+// run again and again allocate the same sizes; cuMemAlloc and cuMemFree synchronize the device).
+class BlockPool {
+ public:
+  static constexpr size_t kGranule = 512;
+  explicit BlockPool(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {}
+  ~BlockPool() { trim(); }
+
+  // A block of at least `bytes` (rounded up to the granule; 0 bytes get one granule).
+  std::pair<cu::CUdeviceptr, size_t> take(size_t bytes, const std::string& name) {
+    size_t n = (std::max<size_t>(bytes, 1) + kGranule - 1) / kGranule * kGranule;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = free_.lower_bound(n);
+      if (it != free_.end() && it->first <= 2 * n) {
+        auto block = *it;
+        free_.erase(it);
+        return {block.second, block.first};
+      }
     }
-    if (CUresult r = cuDeviceGetCount(&probe.count); r != 0) {
-      probe.count = 0;
-      probe.why = cat("cuDeviceGetCount failed: ", name(r));
-      return;
+    cu::CUdeviceptr p = 0;
+    cu::CUresult r = ctx_->api()->MemAlloc(&p, n);
+    if (r == cu::CUDA_ERROR_OUT_OF_MEMORY) {  // the pool's blocks may be what fills the device
+      trim();
+      r = ctx_->api()->MemAlloc(&p, n);
     }
-    if (probe.count == 0) probe.why = "the CUDA driver found no device";
-  });
-  return probe;
+    if (r != cu::CUDA_SUCCESS)
+      fail(r == cu::CUDA_ERROR_OUT_OF_MEMORY ? Code::OutOfMemory : Code::Device, name, ": cannot allocate ", bytes,
+           " bytes: cuMemAlloc failed: ", cu::error_name(ctx_->api(), r));
+    return {p, n};
+  }
+  void give(cu::CUdeviceptr p, size_t n) {
+    std::lock_guard<std::mutex> lk(mu_);
+    free_.emplace(n, p);
+  }
+  // Frees every pooled block.
+  void trim() {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [n, p] : free_) ctx_->api()->MemFree(p);
+    free_.clear();
+  }
+
+ private:
+  std::shared_ptr<const Context> ctx_;
+  std::mutex mu_;
+  std::multimap<size_t, cu::CUdeviceptr> free_;
+};
+
+// An NVIDIA GPU through the CUDA Driver API: kernels are PTX from LLVM's NVPTX target, loaded with
+// cuModuleLoadData (the driver compiles PTX for the GPU it runs on); launches and copies go in
+// order on one stream of the device's primary context; host copies wait for what is before them.
+class CudaDevice final : public ComputeDevice {
+ public:
+  CudaDevice(std::string name, Target target, std::shared_ptr<const Context> ctx)
+      : ComputeDevice(std::move(name), std::move(target)), ctx_(std::move(ctx)), pool_(ctx_) {
+    ctx_->bind(this->name());
+    check(api()->StreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+  ~CudaDevice() override {
+    ctx_->bind_quietly();
+    api()->StreamSynchronize(stream_);
+    api()->StreamDestroy(stream_);
+  }
+
+  std::string description() const override {
+    char gpu[256] = {0};
+    std::string label = api()->DeviceGetName(gpu, sizeof gpu - 1, ctx_->device()) == cu::CUDA_SUCCESS ? gpu : "GPU";
+    size_t mem = 0;
+    api()->DeviceTotalMem(&mem, ctx_->device());
+    return cat(label, " (CUDA ", target().arch, ", ",
+               ctx_->attribute(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, name()), " SMs, ", mem >> 20, " MiB)");
+  }
+
+  // ---- memory ---------------------------------------------------------------------------------
+  std::shared_ptr<Storage> allocate(size_t bytes) override {
+    ctx_->bind(name());
+    auto [p, n] = pool_.take(bytes, name());
+    BlockPool* pool = &pool_;
+    const size_t block = n;
+    return std::make_shared<Storage>(shared_from_this(), reinterpret_cast<void*>(uintptr_t(p)), bytes,
+                                     [pool, block](void* q) { pool->give(cu::CUdeviceptr(uintptr_t(q)), block); });
+  }
+  void copy_in(Storage& dst, size_t offset, const void* src, size_t bytes) override {
+    ctx_->bind(name());
+    check(api()->MemcpyHtoDAsync(address(dst.ptr(), offset), src, bytes, stream_), "cuMemcpyHtoDAsync");
+    synchronize();  // the caller may reuse `src` at once
+  }
+  void copy_out(const Storage& src, size_t offset, void* dst, size_t bytes) override {
+    ctx_->bind(name());
+    check(api()->MemcpyDtoHAsync(dst, address(src.ptr(), offset), bytes, stream_), "cuMemcpyDtoHAsync");
+    synchronize();
+  }
+  void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) override {
+    if (&src.device() != this) return ComputeDevice::copy(dst, dst_offset, src, src_offset, bytes);
+    ctx_->bind(name());
+    check(api()->MemcpyDtoDAsync(address(dst.ptr(), dst_offset), address(src.ptr(), src_offset), bytes, stream_),
+          "cuMemcpyDtoDAsync");
+  }
+
+  // ---- compiler -------------------------------------------------------------------------------
+  std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return cache_.find(key); }
+  std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& lk) override {
+    return cache_.get(lk, [this](const LoweredKernel& k) { return load(k); });
+  }
+  std::string optimized_source(const DeviceKernel& k) override {
+    if (auto* c = dynamic_cast<const CudaKernel*>(&k)) return c->optimized_ir;
+    return k.source;
+  }
+
+  // ---- stream ---------------------------------------------------------------------------------
+  void launch(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+              const LaunchSize& size) override {
+    const auto& k = static_cast<const CudaKernel&>(dk);
+    for (size_t d = 0; d < 3; d++)
+      if (size.global[d] <= 0) return;  // an empty grid: nothing to run
+    for (size_t d = 0; d < 3; d++)
+      if (size.global[d] > target().max_global_size[d] || size.local[d] > target().max_local_size[d])
+        fail(Code::InvalidArg, name(), ": ", k.name, " launches ", size.global[0], "x", size.global[1], "x",
+             size.global[2], " blocks of ", size.local[0], "x", size.local[1], "x", size.local[2],
+             " threads, over the device's limits");
+    // kernelParams: one pointer per argument, to its value (buffers' device addresses, then the
+    // variables), in the order the kernel declares them.
+    std::vector<uint64_t> values;
+    values.reserve(k.params.size() + vars.size());
+    for (const KernelParam& p : k.params) {
+      if (size_t(p.slot) >= bufs.size()) fail(Code::Internal, name(), ": ", k.name, " has no buffer for slot ", p.slot);
+      values.push_back(address(bufs[size_t(p.slot)].base, bufs[size_t(p.slot)].offset));
+    }
+    for (int64_t v : vars) values.push_back(uint64_t(v));
+    std::vector<void*> args;
+    for (uint64_t& v : values) args.push_back(&v);
+    ctx_->bind(name());
+    check(api()->LaunchKernel(k.function, unsigned(size.global[0]), unsigned(size.global[1]), unsigned(size.global[2]),
+                              unsigned(size.local[0]), unsigned(size.local[1]), unsigned(size.local[2]), 0, stream_,
+                              args.data(), nullptr),
+          cat("cuLaunchKernel of ", k.name).c_str());
+  }
+  void synchronize() override {
+    ctx_->bind(name());
+    check(api()->StreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+  Stats stats() const override { return cache_.stats(); }
+
+ private:
+  const cu::Api* api() const { return ctx_->api(); }
+  void check(cu::CUresult r, const char* call) const { ctx_->check(r, call, name()); }
+  static cu::CUdeviceptr address(const void* base, size_t offset) {
+    return cu::CUdeviceptr(reinterpret_cast<uintptr_t>(base)) + offset;
+  }
+
+  // PTX for the kernel, loaded into the context (the driver's JIT log in the error when it fails).
+  std::shared_ptr<const CudaKernel> load(const LoweredKernel& k) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto kernel = std::make_shared<CudaKernel>();
+    kernel->describe(k);
+    kernel->ctx = ctx_;
+    std::string symbol = gpu_symbol(k);
+    GpuCode code = compile_gpu_ir(render_llvm_ir(k, symbol, LlvmDialect::Nvptx), target(), false);
+    kernel->optimized_ir = std::move(code.ir);
+    kernel->source = code.assembly;
+    kernel->binary = code.assembly;
+    char log[4096] = {0};
+    cu::CUjit_option opts[] = {cu::CU_JIT_ERROR_LOG_BUFFER, cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(uintptr_t(sizeof log - 1))};
+    ctx_->bind(name());
+    if (cu::CUresult r = api()->ModuleLoadDataEx(&kernel->module, code.assembly.c_str(), 2, opts, values);
+        r != cu::CUDA_SUCCESS) {
+      kernel->module = nullptr;
+      fail(Code::Compile, name(), ": the driver rejected the PTX of ", k.name, ": ", cu::error_name(api(), r),
+           log[0] ? cat("\n", log) : std::string());
+    }
+    check(api()->ModuleGetFunction(&kernel->function, kernel->module, symbol.c_str()), "cuModuleGetFunction");
+    int max_threads = 0;
+    check(api()->FuncGetAttribute(&max_threads, cu::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel->function),
+          "cuFuncGetAttribute");
+    if (k.dims.local_items() > max_threads)
+      fail(Code::Compile, name(), ": kernel ", k.name, " needs ", k.dims.local_items(),
+           " threads per block, the driver allows ", max_threads, " for it");
+    kernel->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return kernel;
+  }
+
+  std::shared_ptr<const Context> ctx_;
+  BlockPool pool_;
+  cu::CUstream stream_ = nullptr;
+  KernelCache cache_;
+};
+
+// The newest architecture LLVM knows that a GPU of compute capability major.minor runs (the
+// driver JIT-compiles older PTX for newer GPUs).
+std::string arch_for(int major, int minor) {
+  int cc = major * 10 + minor;
+  std::string best;
+  for (const SmArch& a : kArchs) {
+    std::string n = a.name;
+    if (n.back() == 'a') continue;  // arch-specific features only run on exactly that GPU
+    if (std::stoi(n.substr(3)) <= cc) best = n;
+  }
+  return best;
+}
+
+std::shared_ptr<ComputeDevice> open_cuda(const std::string& name, int index) {
+  std::string why;
+  const cu::Api* api = cu::load(&why);
+  if (!api) fail(Code::Device, "device '", name, "' is not available: ", why);
+  int count = 0;
+  if (cu::CUresult r = api->DeviceGetCount(&count); r != cu::CUDA_SUCCESS)
+    fail(Code::Device, "device '", name, "' is not available: cuDeviceGetCount failed: ", cu::error_name(api, r));
+  if (index >= count)
+    fail(Code::Device, "device '", name, "' is not available: ",
+         count == 0
+             ? std::string("the CUDA driver found no device")
+             : cat("there are ", count, " CUDA devices (CUDA", count > 1 ? cat(" .. CUDA:", count - 1) : "", ")"));
+  auto ctx = std::make_shared<const Context>(api, index, name);
+  int major = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, name);
+  int minor = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, name);
+  std::string arch = arch_for(major, minor);
+  if (arch.empty())
+    fail(Code::Device, "device '", name, "' has compute capability ", major, ".", minor, "; Sinter needs ",
+         kArchs[0].name, " or newer");
+  Target t = cuda_target(arch);
+  t.local_memory_bytes = std::min<int64_t>(t.local_memory_bytes,
+                                           ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, name));
+  t.max_local_total = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, name);
+  t.max_local_size = {ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, name),
+                      ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, name),
+                      ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, name)};
+  t.max_global_size = {ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, name),
+                       ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, name),
+                       ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, name)};
+  return std::make_shared<CudaDevice>(name, std::move(t), std::move(ctx));
 }
 
 std::shared_ptr<ComputeDevice> open_cuda_target(const std::string& arch) {
@@ -99,7 +354,20 @@ std::shared_ptr<ComputeDevice> open_cuda_target(const std::string& arch) {
       });
 }
 
-[[maybe_unused]] const bool registered = register_backend(probed_gpu_backend("CUDA", 5, probe_driver, "sm_90"));
+[[maybe_unused]] const bool registered = register_backend(
+    Backend{"CUDA", 5,
+            [](std::string* why) {
+              const cu::Api* api = cu::load(why);
+              int count = 0;
+              if (!api) return 0;
+              if (cu::CUresult r = api->DeviceGetCount(&count); r != cu::CUDA_SUCCESS) {
+                if (why) *why = cat("cuDeviceGetCount failed: ", cu::error_name(api, r));
+                return 0;
+              }
+              if (count == 0 && why) *why = "the CUDA driver found no device";
+              return count;
+            },
+            [](const std::string& name, int index, const DeviceOptions&) { return open_cuda(name, index); }});
 [[maybe_unused]] const bool registered_target = register_target_opener(
     "CUDA", [](const std::string& arch, const DeviceOptions&) { return open_cuda_target(arch); });
 

@@ -1,0 +1,67 @@
+// Loading the CUDA driver (backends/cuda/cuda_api.h).
+#include "backends/cuda/cuda_api.h"
+
+#include <mutex>
+
+#include "core/util/dynlib.h"
+
+namespace sn::cu {
+
+const Api* load(std::string* why) {
+  static Api api;
+  static const Api* loaded = nullptr;
+  static std::string reason;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static DynLib lib("libcuda.so.1");
+    lib.sym(api.Init, "cuInit");
+    lib.sym(api.GetErrorName, "cuGetErrorName");
+    lib.sym(api.GetErrorString, "cuGetErrorString");
+    lib.sym(api.DeviceGetCount, "cuDeviceGetCount");
+    lib.sym(api.DeviceGet, "cuDeviceGet");
+    lib.sym(api.DeviceGetName, "cuDeviceGetName");
+    lib.sym(api.DeviceGetAttribute, "cuDeviceGetAttribute");
+    lib.sym(api.DeviceTotalMem, "cuDeviceTotalMem_v2");
+    lib.sym(api.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    lib.sym(api.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    lib.sym(api.CtxSetCurrent, "cuCtxSetCurrent");
+    lib.sym(api.StreamCreate, "cuStreamCreate");
+    lib.sym(api.StreamDestroy, "cuStreamDestroy_v2");
+    lib.sym(api.StreamSynchronize, "cuStreamSynchronize");
+    lib.sym(api.MemAlloc, "cuMemAlloc_v2");
+    lib.sym(api.MemFree, "cuMemFree_v2");
+    lib.sym(api.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    lib.sym(api.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    lib.sym(api.MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    lib.sym(api.ModuleLoadDataEx, "cuModuleLoadDataEx");
+    lib.sym(api.ModuleUnload, "cuModuleUnload");
+    lib.sym(api.ModuleGetFunction, "cuModuleGetFunction");
+    lib.sym(api.FuncGetAttribute, "cuFuncGetAttribute");
+    lib.sym(api.LaunchKernel, "cuLaunchKernel");
+    lib.sym(api.EventCreate, "cuEventCreate");
+    lib.sym(api.EventDestroy, "cuEventDestroy_v2");
+    lib.sym(api.EventRecord, "cuEventRecord");
+    lib.sym(api.EventSynchronize, "cuEventSynchronize");
+    lib.sym(api.EventElapsedTime, "cuEventElapsedTime");
+    if (!lib.ok()) {
+      reason = cat(lib.error(), " (the NVIDIA driver is not installed)");
+      return;
+    }
+    if (CUresult r = api.Init(0); r != CUDA_SUCCESS) {
+      reason = cat("cuInit failed: ", error_name(&api, r));
+      return;
+    }
+    loaded = &api;
+  });
+  if (!loaded && why) *why = reason;
+  return loaded;
+}
+
+std::string error_name(const Api* api, CUresult r) {
+  const char *name = nullptr, *text = nullptr;
+  if (!api || api->GetErrorName(r, &name) != CUDA_SUCCESS || !name) return cat("CUDA error ", r);
+  if (api->GetErrorString(r, &text) != CUDA_SUCCESS || !text) return name;
+  return cat(name, " (", text, ")");
+}
+
+}  // namespace sn::cu
