@@ -163,8 +163,8 @@ class BlockPool {
 // order on one stream of the device's primary context; host copies wait for what is before them.
 class CudaDevice final : public ComputeDevice {
  public:
-  CudaDevice(std::string name, Target target, std::shared_ptr<const Context> ctx)
-      : ComputeDevice(std::move(name), std::move(target)), ctx_(std::move(ctx)), pool_(ctx_) {
+  CudaDevice(std::string name, Target target, std::shared_ptr<const Context> ctx, int ordinal)
+      : ComputeDevice(std::move(name), std::move(target)), ctx_(std::move(ctx)), pool_(ctx_), ordinal_(ordinal) {
     ctx_->bind(this->name());
     check(api()->StreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   }
@@ -184,6 +184,7 @@ class CudaDevice final : public ComputeDevice {
   }
 
   // ---- memory ---------------------------------------------------------------------------------
+  std::pair<int32_t, int32_t> dlpack_device() const override { return {kDlpackCuda, ordinal_}; }
   std::shared_ptr<Storage> allocate(size_t bytes) override {
     ctx_->bind(name());
     auto [p, n] = pool_.take(bytes, name());
@@ -293,8 +294,10 @@ class CudaDevice final : public ComputeDevice {
     return kernel;
   }
 
+  static constexpr int32_t kDlpackCuda = 2;  // DLPack's kDLCUDA
   std::shared_ptr<const Context> ctx_;
   BlockPool pool_;
+  int ordinal_;
   cu::CUstream stream_ = nullptr;
   KernelCache cache_;
 };
@@ -341,7 +344,7 @@ std::shared_ptr<ComputeDevice> open_cuda(const std::string& name, int index) {
   t.max_global_size = {ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, name),
                        ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, name),
                        ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, name)};
-  return std::make_shared<CudaDevice>(name, std::move(t), std::move(ctx));
+  return std::make_shared<CudaDevice>(name, std::move(t), std::move(ctx), index);
 }
 
 std::shared_ptr<ComputeDevice> open_cuda_target(const std::string& arch) {

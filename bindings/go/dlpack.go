@@ -71,8 +71,8 @@ func AdoptDLPack(ptr unsafe.Pointer) *DLPack {
 }
 
 // ToDLPack exports b as a DLPack tensor without copying: its data is b's memory, which it keeps alive until
-// the tensor's deleter runs (Close), even after b is closed. Only buffers in host memory (the CPU device)
-// can be exported; others are an *Error with CodeUnsupported.
+// the tensor's deleter runs (Close), even after b is closed. Buffers of the CPU and CUDA devices can be
+// exported (a CUDA tensor's data is a device address); others are an *Error with CodeUnsupported.
 func (b *Buffer) ToDLPack() (*DLPack, error) {
 	if b.p == nil {
 		return nil, ErrClosed

@@ -271,7 +271,7 @@ func TestDLPackErrors(t *testing.T) {
 	if _, err := closed.ToDLPack(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("ToDLPack of a closed buffer: %v", err)
 	}
-	// Only host memory is exported: the compile-only C device has no buffers to export, so use whatever
+	// Only CPU and CUDA memory are exported: the compile-only C device has no buffers to export, so use whatever
 	// non-CPU device this machine has, if any.
 	if n, _ := ctx.DeviceCount("CL"); n > 0 {
 		cl := openDevice(t, ctx, "CL")
@@ -282,7 +282,7 @@ func TestDLPackErrors(t *testing.T) {
 		defer onCL.Close()
 		_, err = onCL.ToDLPack()
 		var se *Error
-		if !errors.As(err, &se) || se.Code != CodeUnsupported || !strings.Contains(se.Message, "host memory only") {
+		if !errors.As(err, &se) || se.Code != CodeUnsupported || !strings.Contains(se.Message, "CPU and CUDA memory only") {
 			t.Fatalf("ToDLPack of a CL buffer: %v", err)
 		}
 	}

@@ -866,9 +866,10 @@ sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
   return guard("sn_buffer_to_dlpack", err, static_cast<sn_dlpack_tensor*>(nullptr), [&] {
     sn_buffer* b = live_buffer(buffer, "buffer");
     const Buffer& buf = *b->buf;
-    if (!buf.device().host_memory())
+    auto [type, id] = buf.device().dlpack_device();
+    if (type == 0)
       fail(Code::Unsupported, "DLPack export of ", buf.device().name(),
-           " buffers is not supported (host memory only: CPU only for now)");
+           " buffers is not supported (CPU and CUDA memory only)");
     if (buf.shape().size() > size_t(INT32_MAX)) invalid("rank ", buf.shape().size(), " does not fit DLPack");
     auto holder = std::make_unique<DlpackExport>();
     holder->shape = buf.shape();
@@ -877,13 +878,15 @@ sn_dlpack_tensor* sn_buffer_to_dlpack(sn_buffer* buffer, sn_error** err) {
     t.version = {SN_DLPACK_MAJOR_VERSION, SN_DLPACK_MINOR_VERSION};
     t.deleter = dlpack_export_deleter;
     t.flags = 0;
-    t.dl_tensor.data = buf.host_data();
-    t.dl_tensor.device = {SN_DLPACK_DEVICE_CPU, 0};
+    // Host memory: element 0's address; device memory (CUDA): the allocation's device address and
+    // the buffer's byte offset in it, as DLPack asks of device pointers.
+    t.dl_tensor.data = buf.host_data() ? buf.host_data() : buf.storage()->ptr();
+    t.dl_tensor.byte_offset = buf.host_data() ? 0 : buf.byte_offset();
+    t.dl_tensor.device = {type, id};
     t.dl_tensor.ndim = int32_t(buf.shape().size());
     t.dl_tensor.dtype = to_dlpack_dtype(buf.dtype());
     t.dl_tensor.shape = holder->shape.empty() ? nullptr : holder->shape.data();
     t.dl_tensor.strides = nullptr;
-    t.dl_tensor.byte_offset = 0;
     t.manager_ctx = holder.get();
     {
       std::lock_guard lock(rt_registry().mu);
@@ -903,12 +906,15 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
     if (tensor == nullptr) invalid("tensor is NULL");
     if (tensor->version.major != SN_DLPACK_MAJOR_VERSION)
       fail(Code::Version, "DLPack version ", tensor->version.major, ".", tensor->version.minor, " is not 1.x");
-    if (!d->dev->host_memory() || !d->dev->cannot_run().empty())
-      fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), " is not supported (CPU only for now)");
+    auto [type, id] = d->dev->dlpack_device();
+    if (type == 0)
+      fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), " is not supported (CPU and CUDA only)");
     const sn_dlpack_dl_tensor& t = tensor->dl_tensor;
-    if (t.device.device_type != SN_DLPACK_DEVICE_CPU)
-      fail(Code::Unsupported, "DLPack tensor on device type ", t.device.device_type, ": only CPU memory (type ",
-           SN_DLPACK_DEVICE_CPU, ") can be imported");
+    if (t.device.device_type != type || t.device.device_id != id)
+      fail(Code::Unsupported, "DLPack tensor on device (type ", t.device.device_type, ", id ", t.device.device_id,
+           ") cannot be imported onto ", d->dev->name(), ", whose memory is DLPack device (type ", type, ", id ", id,
+           ")");
+    const bool host = d->dev->host_memory();
     DType dt = from_dlpack_dtype(t.dtype);
     if (t.ndim < 0) invalid("ndim ", t.ndim, " is negative");
     if (t.ndim > 0 && t.shape == nullptr) invalid("shape is NULL for ndim ", t.ndim);
@@ -925,6 +931,10 @@ sn_buffer* sn_buffer_from_dlpack(sn_device* device, sn_dlpack_tensor* tensor, sn
     char* data = static_cast<char*>(t.data);
     if (data == nullptr && numel > 0) invalid("data is NULL");
     if (data != nullptr) data += t.byte_offset;
+    if (!host && (!compact || (tensor->flags & SN_DLPACK_FLAG_READ_ONLY)))
+      fail(Code::Unsupported, "DLPack import onto ", d->dev->name(), ": a ", compact ? "read-only" : "strided",
+           " tensor in device memory would be copied on the device, which is not supported (pass a compact, "
+           "writable tensor)");
     if (!compact || (tensor->flags & SN_DLPACK_FLAG_READ_ONLY)) {
       // Buffers are row-major windows that programs may write: strided or read-only memory is
       // copied into a fresh buffer, and the producer's tensor is released at once.

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/codegen/codegen.h"
@@ -92,6 +93,12 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   virtual void copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes);
   // Whether the host reads and writes its storages directly (their handles are host pointers).
   virtual bool host_memory() const { return false; }
+  // Where its memory sits for DLPack: (DLDeviceType, device id); type 0 when its buffers cannot be
+  // exchanged. Host memory of a device that runs is DLPack's CPU (1, 0).
+  virtual std::pair<int32_t, int32_t> dlpack_device() const {
+    return host_memory() && cannot_run().empty() ? std::pair<int32_t, int32_t>{1, 0}
+                                                 : std::pair<int32_t, int32_t>{0, 0};
+  }
 
   // ---- compiler -------------------------------------------------------------------------------
   // A kernel compiled before for this lowered-kernel cache key, or nullptr.

@@ -109,7 +109,7 @@ static void test_cl(sn_context *ctx) {
   CHECK(sn_buffer_copy(NULL, in_cpu, &e) != SN_OK);
   EXPECT_ERROR(e, SN_E_INVALID_ARG, "dst");
   CHECK(sn_buffer_to_dlpack(out_cl, &e) == NULL);
-  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "CPU only");
+  EXPECT_ERROR(e, SN_E_UNSUPPORTED, "CPU and CUDA memory only");
   CHECK(sn_program_export_c(pcl, "f", &e) == NULL);
   EXPECT_ERROR(e, SN_E_UNSUPPORTED, "\"C\"");
 

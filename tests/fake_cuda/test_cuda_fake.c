@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "../capi/check.h"
+#include "sinter/sinter_dlpack.h"
 
 typedef void (*counts_fn)(int *, int *, int *, int *);
 typedef void (*last_launch_fn)(unsigned *, unsigned *, int *, int *);
@@ -131,6 +132,51 @@ int main(void) {
     sn_buffer_release(r.in[1]);
     sn_buffer_release(r.out);
     sn_program_release(p);
+  }
+
+  /* DLPack: a CUDA buffer (a view at an offset) exports its device address and byte offset, and
+     imports back onto the CUDA device without a copy; other pairings are refused */
+  {
+    sn_buffer *b = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, shape, 1, &e), *view, *back_buf;
+    sn_device *cpu = sn_device_open(ctx, "CPU", &e);
+    int64_t four[1] = {4};
+    sn_dlpack_tensor *t;
+    CHECK(sn_buffer_copy_in(b, x, sizeof x, &e) == SN_OK);
+    view = sn_buffer_view(b, 10, four, 1, &e);
+    t = sn_buffer_to_dlpack(view, &e);
+    expect_ok(&e, __LINE__);
+    if (t) {
+      CHECK(t->dl_tensor.device.device_type == SN_DLPACK_DEVICE_CUDA && t->dl_tensor.device.device_id == 0);
+      CHECK(t->dl_tensor.byte_offset == 10 * sizeof(float) && t->dl_tensor.ndim == 1 && t->dl_tensor.shape[0] == 4);
+      /* the fake's device memory is host memory: the address can be read here */
+      CHECK(memcmp((char *)t->dl_tensor.data + t->dl_tensor.byte_offset, x + 10, 4 * sizeof(float)) == 0);
+      CHECK(sn_buffer_from_dlpack(cpu, t, &e) == NULL);
+      EXPECT_ERROR(e, SN_E_UNSUPPORTED, "cannot be imported onto CPU");
+      t->dl_tensor.device.device_id = 1;
+      CHECK(sn_buffer_from_dlpack(dev, t, &e) == NULL);
+      EXPECT_ERROR(e, SN_E_UNSUPPORTED, "id 1");
+      t->dl_tensor.device.device_id = 0;
+      t->flags |= SN_DLPACK_FLAG_READ_ONLY;
+      CHECK(sn_buffer_from_dlpack(dev, t, &e) == NULL);
+      EXPECT_ERROR(e, SN_E_UNSUPPORTED, "read-only");
+      t->flags &= ~(uint64_t)SN_DLPACK_FLAG_READ_ONLY;
+      back_buf = sn_buffer_from_dlpack(dev, t, &e); /* owns t from here */
+      expect_ok(&e, __LINE__);
+      CHECK(sn_buffer_copy_out(back_buf, back, 4 * sizeof(float), &e) == SN_OK);
+      CHECK(memcmp(back, x + 10, 4 * sizeof(float)) == 0);
+      sn_buffer_release(back_buf);
+    }
+    {
+      sn_buffer *host = sn_buffer_alloc(cpu, SN_DTYPE_FLOAT32, four, 1, &e);
+      sn_dlpack_tensor *ht = sn_buffer_to_dlpack(host, &e);
+      CHECK(sn_buffer_from_dlpack(dev, ht, &e) == NULL);
+      EXPECT_ERROR(e, SN_E_UNSUPPORTED, "cannot be imported onto CUDA");
+      if (ht) ht->deleter(ht);
+      sn_buffer_release(host);
+    }
+    sn_buffer_release(view);
+    sn_buffer_release(b);
+    sn_device_release(cpu);
   }
 
   /* out of memory: a clean SN_E_OUT_OF_MEMORY naming the size */

@@ -1,4 +1,4 @@
-/* sinter_dlpack.h - DLPack 1.x interchange of Sinter buffers (CPU memory, zero-copy where possible).
+/* sinter_dlpack.h - DLPack 1.x interchange of Sinter buffers (CPU and CUDA memory, zero-copy where possible).
  *
  * The structs below are DLPack 1.x's (https://dmlc.github.io/dlpack/latest/c_api.html) under
  * Sinter's own names, so this header does not clash with whichever dlpack.h a program also
@@ -20,7 +20,7 @@ extern "C" {
 #define SN_DLPACK_MAJOR_VERSION 1
 #define SN_DLPACK_MINOR_VERSION 0
 
-/* DLDeviceType values (only CPU memory is exchanged today). */
+/* DLDeviceType values (CPU and CUDA memory are exchanged). */
 #define SN_DLPACK_DEVICE_CPU 1
 #define SN_DLPACK_DEVICE_CUDA 2
 #define SN_DLPACK_DEVICE_CUDA_HOST 3
@@ -72,12 +72,14 @@ typedef struct sn_dlpack_tensor { /* DLManagedTensorVersioned */
 } sn_dlpack_tensor;
 
 /* Exports a buffer without copying: the returned tensor points at the buffer's memory and keeps it
-   alive until the consumer calls tensor->deleter(tensor) (exactly once). Only CPU buffers. NULL on
-   failure. */
+   alive until the consumer calls tensor->deleter(tensor) (exactly once). CPU buffers (device CPU,
+   data = element 0) and CUDA buffers (device (CUDA, its index), data = the allocation's device
+   address, byte_offset = the buffer's offset in it); others are SN_E_UNSUPPORTED. NULL on failure. */
 SN_API sn_dlpack_tensor *sn_buffer_to_dlpack(sn_buffer *buffer, sn_error **err);
 
-/* Imports a DLPack 1.x tensor in CPU memory as a buffer on `device` (a CPU device). Needs version
-   major 1 and a supported dtype (bool, int/uint 8-64, float 16/32/64, bfloat16) with one lane.
+/* Imports a DLPack 1.x tensor as a buffer on `device`: a CPU tensor onto a CPU device, a CUDA
+   tensor onto the CUDA device of its index (another pairing is SN_E_UNSUPPORTED naming both). Needs
+   version major 1 and a supported dtype (bool, int/uint 8-64, float 16/32/64, bfloat16) with one lane.
    - A writable tensor with compact row-major strides (or NULL strides) and element-aligned data is
      imported without copying: the buffer is that memory and owns the tensor, whose deleter runs
      when the last buffer or view of it is released.
@@ -85,7 +87,7 @@ SN_API sn_dlpack_tensor *sn_buffer_to_dlpack(sn_buffer *buffer, sn_error **err);
      the READ_ONLY flag are copied into a fresh row-major buffer (Sinter buffers are contiguous
      windows, and programs may write the buffers they get): the tensor's deleter runs before this
      returns, and later writes to either memory are not seen in the other. Such data need not be
-     element-aligned.
+     element-aligned. (CPU memory only: such a CUDA tensor is SN_E_UNSUPPORTED.)
    On failure the caller still owns the tensor (its deleter was not called). */
 SN_API sn_buffer *sn_buffer_from_dlpack(sn_device *device, sn_dlpack_tensor *tensor, sn_error **err);
 

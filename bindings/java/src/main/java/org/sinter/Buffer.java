@@ -209,8 +209,8 @@ public final class Buffer implements AutoCloseable {
 
   /**
    * Exports this buffer as a DLPack tensor without copying: its data is this buffer's memory, which it keeps alive
-   * until the tensor is closed (its deleter runs), even after this buffer is closed. Only buffers in host memory
-   * (the CPU device); others throw SinterException(UNSUPPORTED).
+   * until the tensor is closed (its deleter runs), even after this buffer is closed. Buffers of the CPU and CUDA
+   * devices (a CUDA tensor's data is a device address); others throw SinterException(UNSUPPORTED).
    */
   public DLPackTensor toDLPack() {
     try {
