@@ -43,6 +43,12 @@ const Api* load(std::string* why) {
     lib.sym(api.EventRecord, "cuEventRecord");
     lib.sym(api.EventSynchronize, "cuEventSynchronize");
     lib.sym(api.EventElapsedTime, "cuEventElapsedTime");
+    lib.optional_sym(api.StreamBeginCapture, "cuStreamBeginCapture_v2");
+    lib.optional_sym(api.StreamEndCapture, "cuStreamEndCapture");
+    lib.optional_sym(api.GraphInstantiate, "cuGraphInstantiateWithFlags");
+    lib.optional_sym(api.GraphLaunch, "cuGraphLaunch");
+    lib.optional_sym(api.GraphExecDestroy, "cuGraphExecDestroy");
+    lib.optional_sym(api.GraphDestroy, "cuGraphDestroy");
     if (!lib.ok()) {
       reason = cat(lib.error(), " (the NVIDIA driver is not installed)");
       return;

@@ -17,6 +17,8 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 
 namespace sn::cu {
 
@@ -28,8 +30,11 @@ using CUmodule = ::CUmod_st*;
 using CUfunction = ::CUfunc_st*;
 using CUstream = ::CUstream_st*;
 using CUevent = ::CUevent_st*;
-using CUjit_option = int;        // enum CUjit_option_enum
-using CUdevice_attribute = int;  // enum CUdevice_attribute_enum
+using CUgraph = ::CUgraph_st*;
+using CUgraphExec = ::CUgraphExec_st*;
+using CUstreamCaptureMode = int;  // enum CUstreamCaptureMode_enum
+using CUjit_option = int;         // enum CUjit_option_enum
+using CUdevice_attribute = int;   // enum CUdevice_attribute_enum
 using CUfunction_attribute = int;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -51,6 +56,7 @@ inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 // Function pointers, filled by load(); each names its driver symbol.
 struct Api {
@@ -84,6 +90,17 @@ struct Api {
   CUresult (*EventRecord)(CUevent, CUstream);              // cuEventRecord
   CUresult (*EventSynchronize)(CUevent);                   // cuEventSynchronize
   CUresult (*EventElapsedTime)(float*, CUevent, CUevent);  // cuEventElapsedTime
+  // CUDA graphs (stream capture); null on a driver older than CUDA 11.4, which then runs launch by launch.
+  CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);            // cuStreamBeginCapture_v2
+  CUresult (*StreamEndCapture)(CUstream, CUgraph*);                         // cuStreamEndCapture
+  CUresult (*GraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long);  // cuGraphInstantiateWithFlags
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);                           // cuGraphLaunch
+  CUresult (*GraphExecDestroy)(CUgraphExec);                                // cuGraphExecDestroy
+  CUresult (*GraphDestroy)(CUgraph);                                        // cuGraphDestroy
+  bool has_graphs() const {
+    return StreamBeginCapture && StreamEndCapture && GraphInstantiate && GraphLaunch && GraphExecDestroy &&
+           GraphDestroy;
+  }
 };
 
 // The driver, loaded and initialized (cuInit) once per process; nullptr when libcuda.so.1 or one

@@ -5,6 +5,7 @@
 // sn_device_open_target(ctx, "CUDA", "sm_90") opens a compile-only device for an architecture: it
 // needs no driver and no GPU; a kernel's source and binary are its PTX.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -77,6 +78,10 @@ class Context {
   void bind(const std::string& name) const { check(api_->CtxSetCurrent(ctx_), "cuCtxSetCurrent", name); }
   // The same in destructors, which cannot report a failure.
   void bind_quietly() const noexcept { api_->CtxSetCurrent(ctx_); }
+  // How many modules were unloaded so far: a graph that launches a kernel of an unloaded module
+  // must not run, and a new kernel may take the old one's address (CudaDevice::run).
+  uint64_t unloads() const { return unloads_.load(); }
+  void unloaded() const { unloads_++; }
   int attribute(cu::CUdevice_attribute a, const std::string& name) const {
     int v = 0;
     check(api_->DeviceGetAttribute(&v, a, dev_), "cuDeviceGetAttribute", name);
@@ -93,6 +98,7 @@ class Context {
   const cu::Api* api_;
   cu::CUdevice dev_ = 0;
   cu::CUcontext ctx_ = nullptr;
+  mutable std::atomic<uint64_t> unloads_{0};
 };
 
 // A kernel loaded into the context: its PTX module and entry point.
@@ -105,6 +111,7 @@ struct CudaKernel final : DeviceKernel {
     if (module) {
       ctx->bind_quietly();
       ctx->api()->ModuleUnload(module);
+      ctx->unloaded();
     }
   }
 };
@@ -171,6 +178,7 @@ class CudaDevice final : public ComputeDevice {
   ~CudaDevice() override {
     ctx_->bind_quietly();
     api()->StreamSynchronize(stream_);
+    clear_graphs();
     api()->StreamDestroy(stream_);
   }
 
@@ -223,6 +231,75 @@ class CudaDevice final : public ComputeDevice {
   // ---- stream ---------------------------------------------------------------------------------
   void launch(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
               const LaunchSize& size) override {
+    std::lock_guard<std::mutex> lk(stream_mu_);
+    launch_locked(dk, bufs, vars, size);
+  }
+
+  // A program run of kGraphLaunches or more launches that comes again with the same kernels,
+  // buffers, variables and grids is captured as a CUDA graph on its second run and replayed with
+  // one cuGraphLaunch from then on (one submission instead of a launch each: the host-side cost
+  // of a launch loop is what graphs save). A first run, short runs and drivers without graphs go
+  // launch by launch.
+  void run(std::span<const Command> commands) override {
+    std::lock_guard<std::mutex> lk(stream_mu_);  // a capture must see this run's launches only
+    if (commands.size() < kGraphLaunches || !api()->has_graphs()) {
+      for (const Command& c : commands) launch_locked(*c.kernel, c.bufs, c.vars, c.size);
+      return;
+    }
+    std::vector<uint64_t> key;
+    for (const Command& c : commands) {
+      key.push_back(uint64_t(reinterpret_cast<uintptr_t>(c.kernel)));
+      for (const DevicePtr& b : c.bufs) key.push_back(address(b.base, b.offset));
+      for (int64_t v : c.vars) key.push_back(uint64_t(v));
+      for (size_t d = 0; d < 3; d++) key.push_back(uint64_t(c.size.global[d]) << 32 | uint64_t(c.size.local[d]));
+      key.push_back(~0ull);  // end of a command
+    }
+    ctx_->bind(name());
+    if (ctx_->unloads() != graphs_unloads_) {  // keys may name kernels that are gone
+      clear_graphs();
+      graphs_unloads_ = ctx_->unloads();
+    }
+    auto it = graphs_.find(key);
+    if (it != graphs_.end() && it->second) {
+      check(api()->GraphLaunch(it->second, stream_), "cuGraphLaunch");
+      return;
+    }
+    if (it == graphs_.end()) {  // seen once: remember it, run it as launches
+      if (graphs_.size() >= kGraphCache) clear_graphs();
+      graphs_.emplace(std::move(key), nullptr);
+      for (const Command& c : commands) launch_locked(*c.kernel, c.bufs, c.vars, c.size);
+      return;
+    }
+    check(api()->StreamBeginCapture(stream_, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    cu::CUgraph graph = nullptr;
+    try {
+      for (const Command& c : commands) launch_locked(*c.kernel, c.bufs, c.vars, c.size);
+    } catch (...) {
+      api()->StreamEndCapture(stream_, &graph);
+      if (graph) api()->GraphDestroy(graph);
+      throw;
+    }
+    check(api()->StreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    cu::CUgraphExec exec = nullptr;
+    cu::CUresult r = api()->GraphInstantiate(&exec, graph, 0);
+    api()->GraphDestroy(graph);
+    check(r, "cuGraphInstantiate");
+    it->second = exec;
+    check(api()->GraphLaunch(exec, stream_), "cuGraphLaunch");
+  }
+
+ private:
+  static constexpr size_t kGraphLaunches = 4;  // fewer launches gain little from a graph
+  static constexpr size_t kGraphCache = 64;    // runs remembered (all dropped when full)
+
+  void clear_graphs() {
+    for (auto& [key, exec] : graphs_)
+      if (exec) api()->GraphExecDestroy(exec);
+    graphs_.clear();
+  }
+
+  void launch_locked(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+                     const LaunchSize& size) {
     const auto& k = static_cast<const CudaKernel&>(dk);
     for (size_t d = 0; d < 3; d++)
       if (size.global[d] <= 0) return;  // an empty grid: nothing to run
@@ -248,6 +325,8 @@ class CudaDevice final : public ComputeDevice {
                               args.data(), nullptr),
           cat("cuLaunchKernel of ", k.name).c_str());
   }
+
+ public:
   void synchronize() override {
     ctx_->bind(name());
     check(api()->StreamSynchronize(stream_), "cuStreamSynchronize");
@@ -299,6 +378,9 @@ class CudaDevice final : public ComputeDevice {
   BlockPool pool_;
   int ordinal_;
   cu::CUstream stream_ = nullptr;
+  std::mutex stream_mu_;                                     // launches, runs and captures on stream_
+  std::map<std::vector<uint64_t>, cu::CUgraphExec> graphs_;  // runs by their launches (null: seen once)
+  uint64_t graphs_unloads_ = 0;                              // Context::unloads() when graphs_ was valid
   KernelCache cache_;
 };
 

@@ -125,6 +125,18 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   // backend can; errors of the launch itself are thrown here or by synchronize().
   virtual void launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
                       const LaunchSize& size) = 0;
+  // One launch of a program run: launch()'s arguments.
+  struct Command {
+    const DeviceKernel* kernel;
+    std::vector<DevicePtr> bufs;
+    std::vector<int64_t> vars;
+    LaunchSize size;
+  };
+  // Queues a program run's launches in order, as launch() does each. A backend may replay a list it
+  // has seen before in one go (CUDA: as a graph).
+  virtual void run(std::span<const Command> commands) {
+    for (const Command& c : commands) launch(*c.kernel, c.bufs, c.vars, c.size);
+  }
   // Waits until every queued launch has finished.
   virtual void synchronize() = 0;
 

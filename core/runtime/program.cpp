@@ -269,30 +269,33 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
   }
 
   if (timings) timings->assign(p.launches.size(), 0.0);
-  std::vector<DevicePtr> bufs;
-  std::vector<int64_t> kvars;
+  std::vector<ComputeDevice::Command> commands(p.launches.size());
+  for (size_t l = 0; l < p.launches.size(); l++) {
+    const Launch& launch = p.launches[l];
+    ComputeDevice::Command& c = commands[l];
+    c.kernel = launch.kernel.get();
+    c.bufs.assign(launch.buffers.size(), DevicePtr{nullptr, 0});
+    for (size_t s = 0; s < launch.buffers.size(); s++) {
+      c.bufs[s] = addr[size_t(launch.buffers[s])];
+      if (!c.bufs[s].base) fail(Code::Internal, "program: launch ", l, " slot ", s, " has no buffer");
+    }
+    for (int v : launch.var_index) c.vars.push_back(vars[size_t(v)]);
+    for (size_t d = 0; d < 3; d++) {
+      c.size.global[d] = c.kernel->dims.global[d].eval(c.vars.data());
+      c.size.local[d] = c.kernel->dims.local[d];
+    }
+  }
+  if (!timings) {
+    p.device->run(commands);
+    p.device->synchronize();
+    return;
+  }
   double total_ms = 0;
   for (size_t l = 0; l < p.launches.size(); l++) {
     const Launch& launch = p.launches[l];
-    const DeviceKernel& k = *launch.kernel;
-    bufs.assign(launch.buffers.size(), DevicePtr{nullptr, 0});
-    for (size_t s = 0; s < launch.buffers.size(); s++) {
-      bufs[s] = addr[size_t(launch.buffers[s])];
-      if (!bufs[s].base) fail(Code::Internal, "program: launch ", l, " slot ", s, " has no buffer");
-    }
-    kvars.clear();
-    for (int v : launch.var_index) kvars.push_back(vars[size_t(v)]);
-    LaunchSize size;
-    for (size_t d = 0; d < 3; d++) {
-      size.global[d] = k.dims.global[d].eval(kvars.data());
-      size.local[d] = k.dims.local[d];
-    }
-    if (!timings) {
-      p.device->launch(k, bufs, kvars, size);
-      continue;
-    }
+    const ComputeDevice::Command& c = commands[l];
     auto t0 = std::chrono::steady_clock::now();
-    p.device->launch(k, bufs, kvars, size);
+    p.device->launch(*c.kernel, c.bufs, c.vars, c.size);
     p.device->synchronize();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     (*timings)[l] = ms;

@@ -24,6 +24,14 @@ class DynLib {
   const std::string& error() const { return error_; }
 
   // Sets `fn` to the function `symbol`; a missing one makes ok() false and error() name it.
+  // Sets `fn` to the function `symbol`, or to nullptr when an older library lacks it (the caller
+  // then goes without the feature).
+  template <class Fn>
+  void optional_sym(Fn& fn, const char* symbol) {
+    static_assert(std::is_pointer_v<Fn>);
+    fn = handle_ ? reinterpret_cast<Fn>(dlsym(handle_, symbol)) : nullptr;
+  }
+
   template <class Fn>
   void sym(Fn& fn, const char* symbol) {
     static_assert(std::is_pointer_v<Fn>);

@@ -72,6 +72,12 @@ int main() {
   SN_CHECK_FUNCTION(EventRecord, cuEventRecord)
   SN_CHECK_FUNCTION(EventSynchronize, cuEventSynchronize)
   SN_CHECK_FUNCTION(EventElapsedTime, cuEventElapsedTime)
+  SN_CHECK_FUNCTION(StreamBeginCapture, cuStreamBeginCapture_v2)
+  SN_CHECK_FUNCTION(StreamEndCapture, cuStreamEndCapture)
+  SN_CHECK_FUNCTION(GraphInstantiate, cuGraphInstantiateWithFlags)
+  SN_CHECK_FUNCTION(GraphLaunch, cuGraphLaunch)
+  SN_CHECK_FUNCTION(GraphExecDestroy, cuGraphExecDestroy)
+  SN_CHECK_FUNCTION(GraphDestroy, cuGraphDestroy)
   SN_CHECK_CONSTANT(CUDA_SUCCESS)
   SN_CHECK_CONSTANT(CUDA_ERROR_OUT_OF_MEMORY)
   SN_CHECK_CONSTANT(CUDA_ERROR_NO_DEVICE)
@@ -91,6 +97,7 @@ int main() {
   SN_CHECK_CONSTANT(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
   SN_CHECK_CONSTANT(CU_STREAM_NON_BLOCKING)
   SN_CHECK_CONSTANT(CU_EVENT_DEFAULT)
+  SN_CHECK_CONSTANT(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
   std::printf("%d declarations of backends/cuda/cuda_api.h match %s\n", checked, SN_CUDA_HEADER);
-  return checked == 48 ? 0 : 1;
+  return checked == 55 ? 0 : 1;
 }

@@ -179,6 +179,47 @@ int main(void) {
     sn_device_release(cpu);
   }
 
+  /* CUDA graphs: a run of 4 or more launches that comes again is captured on its second run and
+     replayed from then on; every run still launches each kernel once */
+  {
+    typedef void (*graphs_fn)(int *, int *, int *);
+    graphs_fn fake_graphs = (graphs_fn)(uintptr_t)dlsym(lib, "fake_cuda_graphs");
+    sn_graph *g = sn_graph_create(ctx, &e);
+    int64_t rows[2] = {8, 125};
+    sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT32, rows, 2, "CUDA", &e);
+    sn_uop *y = sn_tensor_softmax(g, sn_tensor_softmax(g, a, 1, &e), 0, &e);
+    sn_program *sp = sn_compile(g, &y, 1, dev, NULL, &e);
+    size_t nk = sn_program_num_kernels(sp, &e);
+    sn_buffer *in = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, rows, 2, &e), *out = sn_program_alloc_output(sp, 0, &e);
+    int inst[4], glaunch[4], glive, run;
+    expect_ok(&e, __LINE__);
+    CHECK(fake_graphs != NULL && nk >= 4);
+    if (fake_graphs && nk >= 4) {
+      fake_graphs(&inst[0], &glaunch[0], &glive);
+      for (run = 1; run <= 3; run++) {
+        fake_counts(&allocs, &frees, &launches_before, &refs);
+        CHECK(sn_program_run(sp, &in, 1, &out, 1, &e) == SN_OK);
+        expect_ok(&e, __LINE__);
+        fake_counts(&allocs, &frees, &launches, &refs);
+        CHECK(launches == launches_before + (int)nk);
+        fake_graphs(&inst[run], &glaunch[run], &glive);
+      }
+      CHECK(inst[1] == inst[0] && glaunch[1] == glaunch[0]);         /* run 1: launch by launch */
+      CHECK(inst[2] == inst[0] + 1 && glaunch[2] == glaunch[0] + 1); /* run 2: captured, replayed */
+      CHECK(inst[3] == inst[0] + 1 && glaunch[3] == glaunch[0] + 2); /* run 3: replayed */
+      {
+        unsigned grid[3], block[3];
+        int nparams = 0, live = 0;
+        fake_last_launch(grid, block, &nparams, &live);
+        CHECK(nparams >= 2 && live == nparams); /* the replayed launch's buffers are live */
+      }
+    }
+    sn_buffer_release(in);
+    sn_buffer_release(out);
+    sn_program_release(sp);
+    sn_graph_release(g);
+  }
+
   /* out of memory: a clean SN_E_OUT_OF_MEMORY naming the size */
   {
     int64_t big[1] = {(int64_t)1 << 29}; /* 2 GiB of floats; the fake has 1 GiB */
@@ -201,7 +242,14 @@ int main(void) {
   sn_device_release(dev);
   sn_context_release(ctx);
   fake_counts(&allocs, &frees, &launches, &refs);
-  CHECK(refs == 0);       /* the primary context released */
+  CHECK(refs == 0); /* the primary context released */
+  {
+    typedef void (*graphs_fn)(int *, int *, int *);
+    graphs_fn fake_graphs = (graphs_fn)(uintptr_t)dlsym(lib, "fake_cuda_graphs");
+    int inst = 0, gl = 0, glive = -1;
+    if (fake_graphs) fake_graphs(&inst, &gl, &glive);
+    CHECK(glive == 0); /* every graph destroyed */
+  }
   CHECK(allocs == frees); /* every block freed, pooled ones included */
   return sn_test_report();
 }
