@@ -59,12 +59,14 @@ struct Graph {
 static struct Graph *capturing = NULL;
 static int graphs_instantiated = 0, graph_launches = 0, live_graphs = 0;
 
-struct Module {
-  char *ptx;
-};
 struct Function {
   char name[256];
   int nparams;
+  struct Function *next; /* the module's other functions */
+};
+struct Module {
+  char *ptx;
+  struct Function *functions; /* freed with the module, as a driver's are */
 };
 
 static CUresult need_context(void) {
@@ -301,6 +303,7 @@ CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned nopts, int *op
     return INVALID_PTX;
   }
   mod = malloc(sizeof *mod);
+  mod->functions = NULL;
   mod->ptx = malloc(strlen(ptx) + 1);
   strcpy(mod->ptx, ptx);
   *m = mod;
@@ -310,6 +313,11 @@ CUresult cuModuleUnload(void *m) {
   CUresult r = need_context();
   struct Module *mod = (struct Module *)m;
   if (r) return r;
+  while (mod->functions) {
+    struct Function *next = mod->functions->next;
+    free(mod->functions);
+    mod->functions = next;
+  }
   free(mod->ptx);
   free(mod);
   return OK;
@@ -329,7 +337,9 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   open = at + strlen(key);
   close = strchr(open, ')');
   for (q = open; close && (q = strstr(q, ".param")) != NULL && q < close; q += 6) fn->nparams++;
-  *f = fn; /* (kept for the process, as a module's functions live as long as the module) */
+  fn->next = mod->functions;
+  mod->functions = fn;
+  *f = fn;
   return OK;
 }
 CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
