@@ -5,7 +5,9 @@
  * kernel: cuLaunchKernel records the launch (grid, block, the values of its parameters) for the
  * test to inspect through fake_cuda_*. Numbers are only checked on a real GPU.
  *
- * FAKE_CUDA_REJECT_PTX=1 makes cuModuleLoadDataEx fail with a JIT log, as a driver rejecting PTX. */
+ * FAKE_CUDA_REJECT_PTX=1 makes cuModuleLoadDataEx fail with a JIT log, as a driver rejecting PTX;
+ * FAKE_CUDA_INIT_FAILS=1 makes cuInit fail (CUDA_ERROR_NO_DEVICE), FAKE_CUDA_NO_DEVICES=1 makes the
+ * driver count no device. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +23,7 @@ enum {
   INVALID_VALUE = 1,
   OUT_OF_MEMORY = 2,
   NOT_INITIALIZED = 3,
+  NO_DEVICE = 100,
   INVALID_DEVICE = 101,
   INVALID_CONTEXT = 201,
   INVALID_PTX = 218,
@@ -94,6 +97,7 @@ static CUresult need_range(CUdeviceptr p, size_t n) {
 
 CUresult cuInit(unsigned flags) {
   if (flags != 0) return INVALID_VALUE;
+  if (getenv("FAKE_CUDA_INIT_FAILS")) return NO_DEVICE; /* as a driver whose GPU is gone */
   initialized = 1;
   return OK;
 }
@@ -110,6 +114,9 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
       return OK;
     case NOT_INITIALIZED:
       *s = "CUDA_ERROR_NOT_INITIALIZED";
+      return OK;
+    case NO_DEVICE:
+      *s = "CUDA_ERROR_NO_DEVICE";
       return OK;
     case INVALID_DEVICE:
       *s = "CUDA_ERROR_INVALID_DEVICE";
@@ -134,7 +141,7 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 }
 CUresult cuDeviceGetCount(int *n) {
   if (!initialized) return NOT_INITIALIZED;
-  *n = 1;
+  *n = getenv("FAKE_CUDA_NO_DEVICES") ? 0 : 1;
   return OK;
 }
 CUresult cuDeviceGet(int *d, int ordinal) {

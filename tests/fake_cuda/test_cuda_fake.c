@@ -60,6 +60,20 @@ int main(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   expect_ok(&e, __LINE__);
 
+  /* A driver that fails to start or has no GPU (the driver is loaded once per process, so ctest
+     runs these as their own processes): a count of 0 and a clean SN_E_DEVICE naming why. */
+  if (getenv("FAKE_CUDA_INIT_FAILS") || getenv("FAKE_CUDA_NO_DEVICES")) {
+    const char *why = getenv("FAKE_CUDA_INIT_FAILS") ? "cuInit failed: CUDA_ERROR_NO_DEVICE" : "found no device";
+    CHECK(sn_device_count(ctx, "CUDA", &e) == 0);
+    expect_ok(&e, __LINE__);
+    CHECK(sn_device_open(ctx, "CUDA", &e) == NULL);
+    EXPECT_ERROR(e, SN_E_DEVICE, why);
+    CHECK(sn_device_open(ctx, "CUDA:1", &e) == NULL);
+    EXPECT_ERROR(e, SN_E_DEVICE, why);
+    sn_context_release(ctx);
+    return sn_test_report();
+  }
+
   CHECK(sn_device_count(ctx, "CUDA", &e) == 1);
   dev = sn_device_open(ctx, "CUDA", &e);
   expect_ok(&e, __LINE__);
