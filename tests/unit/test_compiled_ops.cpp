@@ -80,6 +80,18 @@ TEST(CompiledOps, EveryConformanceCaseRunsOnOpenCL) {
   EXPECT_GT(used.barriers, 0);
 }
 
+// The same cases on an NVIDIA GPU through the CUDA Driver API (PTX from LLVM's NVPTX target). Skips,
+// saying why, where there is no driver or GPU (SN_REQUIRE_CUDA=1 makes that a failure).
+TEST(CompiledOps, EveryConformanceCaseRunsOnCuda) {
+  std::string why;
+  if (testrt::runtime().devices().count("CUDA", &why) == 0) {
+    if (testrt::cuda_required()) FAIL() << "no CUDA device: " << why;
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  FeatureCounts used = run_conformance("CUDA");
+  EXPECT_GT(used.local_axes, 0);
+}
+
 }  // namespace
 }  // namespace sn
 #endif

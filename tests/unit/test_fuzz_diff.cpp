@@ -128,6 +128,16 @@ TEST(FuzzDiff, RandomGraphsMatchTheOracleOnOpenCL) {
   fuzz("CL", cases_or(kClCases), true);
 }
 
+// 300 graphs on an NVIDIA GPU (issue: at least 300 fuzz graphs on "CUDA"); skips without one.
+TEST(FuzzDiff, RandomGraphsMatchTheOracleOnCuda) {
+  std::string why;
+  if (runtime().devices().count("CUDA", &why) == 0) {
+    if (cuda_required()) FAIL() << "no CUDA device: " << why;
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  fuzz("CUDA", cases_or(300), true);
+}
+
 }  // namespace
 }  // namespace sn
 #endif

@@ -123,6 +123,15 @@ TEST(IndexOps, MatchTheOracleOnOpenCL) {
   run_cases("CL");
 }
 
+TEST(IndexOps, MatchTheOracleOnCuda) {
+  std::string why;
+  if (runtime().devices().count("CUDA", &why) == 0) {
+    if (cuda_required()) FAIL() << "no CUDA device: " << why;
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  run_cases("CUDA");
+}
+
 TEST(IndexOps, BadArgumentsAreClearErrors) {
   Graph g;
   const UOp* x = input(g, dtypes::float32, {2, 3});

@@ -38,6 +38,13 @@ inline bool cl_required() {
   return e && std::string(e) == "1";
 }
 
+// Whether the CUDA tests must run (SN_REQUIRE_CUDA=1, for a machine with an NVIDIA GPU), or may skip
+// when the driver or the GPU is missing (this project's CI machine has neither).
+inline bool cuda_required() {
+  const char* e = std::getenv("SN_REQUIRE_CUDA");
+  return e && std::string(e) == "1";
+}
+
 // Random data of `dtype`: floats uniform in [lo, hi]; integers uniform in [lo, hi] clamped to the
 // dtype; bools 0/1.
 inline Array random_array(Rng& rng, DType dt, const std::vector<int64_t>& shape, double lo = -3, double hi = 3) {
