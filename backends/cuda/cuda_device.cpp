@@ -397,18 +397,28 @@ std::string arch_for(int major, int minor) {
   return best;
 }
 
+// How many GPUs the driver has; 0 with the reason (no driver, cuInit or cuDeviceGetCount failed,
+// no device) in *why.
+int cuda_device_count(std::string* why) {
+  const cu::Api* api = cu::load(why);
+  if (!api) return 0;
+  int count = 0;
+  if (cu::CUresult r = api->DeviceGetCount(&count); r != cu::CUDA_SUCCESS) {
+    if (why) *why = cat("cuDeviceGetCount failed: ", cu::error_name(api, r));
+    return 0;
+  }
+  if (count == 0 && why) *why = "the CUDA driver found no device";
+  return count;
+}
+
 std::shared_ptr<ComputeDevice> open_cuda(const std::string& name, int index) {
   std::string why;
-  const cu::Api* api = cu::load(&why);
-  if (!api) fail(Code::Device, "device '", name, "' is not available: ", why);
-  int count = 0;
-  if (cu::CUresult r = api->DeviceGetCount(&count); r != cu::CUDA_SUCCESS)
-    fail(Code::Device, "device '", name, "' is not available: cuDeviceGetCount failed: ", cu::error_name(api, r));
+  const int count = cuda_device_count(&why);
+  if (count == 0) fail(Code::Device, "device '", name, "' is not available: ", why);
   if (index >= count)
-    fail(Code::Device, "device '", name, "' is not available: ",
-         count == 0
-             ? std::string("the CUDA driver found no device")
-             : cat("there are ", count, " CUDA devices (CUDA", count > 1 ? cat(" .. CUDA:", count - 1) : "", ")"));
+    fail(Code::Device, "device '", name, "' is not available: there are ", count, " CUDA devices (CUDA",
+         count > 1 ? cat(" .. CUDA:", count - 1) : "", ")");
+  const cu::Api* api = cu::load(nullptr);
   auto ctx = std::make_shared<const Context>(api, index, name);
   int major = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, name);
   int minor = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, name);
@@ -440,18 +450,7 @@ std::shared_ptr<ComputeDevice> open_cuda_target(const std::string& arch) {
 }
 
 [[maybe_unused]] const bool registered = register_backend(
-    Backend{"CUDA", 5,
-            [](std::string* why) {
-              const cu::Api* api = cu::load(why);
-              int count = 0;
-              if (!api) return 0;
-              if (cu::CUresult r = api->DeviceGetCount(&count); r != cu::CUDA_SUCCESS) {
-                if (why) *why = cat("cuDeviceGetCount failed: ", cu::error_name(api, r));
-                return 0;
-              }
-              if (count == 0 && why) *why = "the CUDA driver found no device";
-              return count;
-            },
+    Backend{"CUDA", 5, cuda_device_count,
             [](const std::string& name, int index, const DeviceOptions&) { return open_cuda(name, index); }});
 [[maybe_unused]] const bool registered_target = register_target_opener(
     "CUDA", [](const std::string& arch, const DeviceOptions&) { return open_cuda_target(arch); });

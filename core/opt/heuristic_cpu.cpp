@@ -54,7 +54,23 @@ int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
 
 int64_t id_of(const UOp* r) { return r->as<RangeArg>().id; }
 
-bool is_reduce_axis(const UOp* r) { return r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce; }
+// The innermost (highest id) REDUCE axis a Reduce closes, or nullptr.
+const UOp* innermost_reduce_axis(const UOp* reduce) {
+  const UOp* inner = nullptr;
+  for (size_t i = 1; i < reduce->nsrc(); i++) {
+    const UOp* r = reduce->src(i);
+    if (r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce && (!inner || id_of(r) > id_of(inner)))
+      inner = r;
+  }
+  return inner;
+}
+
+// Whether a Reduce sits in the value (a convolution inside a max pool's window).
+bool contains_reduce(const UOp* value) {
+  for (const UOp* x : toposort(value))
+    if (x->op == Op::Reduce) return true;
+  return false;
+}
 
 // Whether every store of the kernel walks loop axis `inner` contiguously (stride 1), and the widest
 // stored element in bits (what a vector register's lanes are counted in).
@@ -325,20 +341,16 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //     hoists out of the reduce loops, and the copies' products go into the accumulators as
       //     one chain of FMAs (lower_reduces). As a loop of 3 it recomputed the masks of its
       //     padded input every step, on the ports the FMAs need (ResNet-18's 256x14x14
-      //     convolution: 1.8 -> 1.0-1.2 ms; the small CNN's first: 52 -> 33-46 us).
+      //     convolution: 1.78 -> 1.04 ms; the small CNN's two: 53 -> 46 and 115 -> 97 us).
       //     (The innermost Reduce's axis: a max pool around the convolution keeps its loop.)
       std::vector<Opt> short_axes;
-      for (const UOp* u : toposort(k.sink)) {
-        if (u->op != Op::Reduce || u->nsrc() < 2) continue;
-        bool nested = false;
-        for (const UOp* x : toposort(u->src(0))) nested = nested || x->op == Op::Reduce;
-        const UOp* innermost = nullptr;
-        for (size_t i = 1; i < u->nsrc(); i++)
-          if (is_reduce_axis(u->src(i)) && (!innermost || id_of(u->src(i)) > id_of(innermost))) innermost = u->src(i);
-        int64_t n = innermost ? const_bound(innermost) : 0;
-        Opt o = Opt::unroll(innermost ? id_of(innermost) : 0, n);
-        if (!nested && n >= 2 && n <= 4 && std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end())
-          short_axes.push_back(o);
+      for (const UOp* red : toposort(k.sink)) {  // (the tile's opts rebuilt the Reduces)
+        if (red->op != Op::Reduce) continue;
+        const UOp* inner = innermost_reduce_axis(red);
+        int64_t n = inner ? const_bound(inner) : 0;
+        if (n < 2 || n > 4 || contains_reduce(red->src(0))) continue;
+        Opt o = Opt::unroll(id_of(inner), n);
+        if (std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end()) short_axes.push_back(o);
       }
       for (const Opt& o : short_axes) apply(o);
     } else if (vec_axis && nloops == 1) {
@@ -370,12 +382,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (u->op != Op::Reduce || u->nsrc() < 2 || u->dtype.lanes != 1) continue;
       bool in_tile = false;
       for (const UOp* r : open.of(u)) in_tile = in_tile || r->as<RangeArg>().type == AxisType::Upcast;
-      const UOp* inner = nullptr;
-      for (size_t i = 1; i < u->nsrc(); i++) {
-        const UOp* r = u->src(i);
-        if (r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce && (!inner || id_of(r) > id_of(inner)))
-          inner = r;
-      }
+      const UOp* inner = innermost_reduce_axis(u);
       if (in_tile || !inner) continue;
       bool contiguous = true, any = false, heavy = false;
       for (const UOp* x : toposort(u->src(0))) {

@@ -23,7 +23,6 @@ class DynLib {
   bool ok() const { return handle_ != nullptr && error_.empty(); }
   const std::string& error() const { return error_; }
 
-  // Sets `fn` to the function `symbol`; a missing one makes ok() false and error() name it.
   // Sets `fn` to the function `symbol`, or to nullptr when an older library lacks it (the caller
   // then goes without the feature).
   template <class Fn>
@@ -32,13 +31,11 @@ class DynLib {
     fn = handle_ ? reinterpret_cast<Fn>(dlsym(handle_, symbol)) : nullptr;
   }
 
+  // Sets `fn` to the function `symbol`; a missing one makes ok() false and error() name it.
   template <class Fn>
   void sym(Fn& fn, const char* symbol) {
-    static_assert(std::is_pointer_v<Fn>);
-    fn = nullptr;
-    if (!handle_) return;
-    fn = reinterpret_cast<Fn>(dlsym(handle_, symbol));
-    if (!fn && error_.empty()) error_ = cat(name_, " has no ", symbol);
+    optional_sym(fn, symbol);
+    if (handle_ && !fn && error_.empty()) error_ = cat(name_, " has no ", symbol);
   }
 
  private:

@@ -65,11 +65,7 @@ TEST(CompiledOps, EveryConformanceCaseCompilesAndMatchesNumpy) { run_conformance
 // The same cases through OpenCL: GPU-style kernels (work-groups, local memory, barriers) run for real
 // on pocl. CI requires the device (SN_REQUIRE_CL=1); elsewhere the test says why it skipped.
 TEST(CompiledOps, EveryConformanceCaseRunsOnOpenCL) {
-  std::string why;
-  if (testrt::runtime().devices().count("CL", &why) == 0) {
-    if (testrt::cl_required()) FAIL() << "no OpenCL device: " << why;
-    GTEST_SKIP() << "no OpenCL device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CL", testrt::cl_required());
   FeatureCounts used = run_conformance("CL");
   std::printf(
       "CL kernels: %d with LOCAL axes, %d with GROUP_REDUCE, %d with local memory, %d with barriers, "
@@ -83,11 +79,7 @@ TEST(CompiledOps, EveryConformanceCaseRunsOnOpenCL) {
 // The same cases on an NVIDIA GPU through the CUDA Driver API (PTX from LLVM's NVPTX target). Skips,
 // saying why, where there is no driver or GPU (SN_REQUIRE_CUDA=1 makes that a failure).
 TEST(CompiledOps, EveryConformanceCaseRunsOnCuda) {
-  std::string why;
-  if (testrt::runtime().devices().count("CUDA", &why) == 0) {
-    if (testrt::cuda_required()) FAIL() << "no CUDA device: " << why;
-    GTEST_SKIP() << "no CUDA device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CUDA", testrt::cuda_required());
   FeatureCounts used = run_conformance("CUDA");
   EXPECT_GT(used.local_axes, 0);
 }

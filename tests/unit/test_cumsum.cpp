@@ -106,11 +106,7 @@ TEST(CumsumScan, LongAxesOnTheCpu) {
 }
 
 TEST(CumsumScan, LongAxesOnOpenCL) {
-  std::string why;
-  if (runtime().devices().count("CL", &why) == 0) {
-    if (cl_required()) FAIL() << "SN_REQUIRE_CL=1 but no OpenCL device: " << why;
-    GTEST_SKIP() << "no OpenCL device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CL", cl_required());
   run_cases("CL");
 }
 

@@ -120,21 +120,13 @@ TEST(FuzzDiff, RandomGraphsMatchTheOracle) { fuzz("CPU", cases_or(kCases), false
 // 200 graphs through OpenCL (pocl builds kernels slowly: 200 keep this test near a minute cold),
 // some with a long axis so that reductions split across work-groups (GROUP_REDUCE).
 TEST(FuzzDiff, RandomGraphsMatchTheOracleOnOpenCL) {
-  std::string why;
-  if (runtime().devices().count("CL", &why) == 0) {
-    if (cl_required()) FAIL() << "no OpenCL device: " << why;
-    GTEST_SKIP() << "no OpenCL device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CL", cl_required());
   fuzz("CL", cases_or(kClCases), true);
 }
 
 // 300 graphs on an NVIDIA GPU (issue: at least 300 fuzz graphs on "CUDA"); skips without one.
 TEST(FuzzDiff, RandomGraphsMatchTheOracleOnCuda) {
-  std::string why;
-  if (runtime().devices().count("CUDA", &why) == 0) {
-    if (cuda_required()) FAIL() << "no CUDA device: " << why;
-    GTEST_SKIP() << "no CUDA device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CUDA", cuda_required());
   fuzz("CUDA", cases_or(300), true);
 }
 

@@ -115,20 +115,12 @@ void run_cases(const std::string& device) {
 TEST(IndexOps, MatchTheOracleOnTheCpu) { run_cases("CPU"); }
 
 TEST(IndexOps, MatchTheOracleOnOpenCL) {
-  std::string why;
-  if (runtime().devices().count("CL", &why) == 0) {
-    if (cl_required()) FAIL() << "SN_REQUIRE_CL=1 but no OpenCL device: " << why;
-    GTEST_SKIP() << "no OpenCL device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CL", cl_required());
   run_cases("CL");
 }
 
 TEST(IndexOps, MatchTheOracleOnCuda) {
-  std::string why;
-  if (runtime().devices().count("CUDA", &why) == 0) {
-    if (cuda_required()) FAIL() << "no CUDA device: " << why;
-    GTEST_SKIP() << "no CUDA device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CUDA", cuda_required());
   run_cases("CUDA");
 }
 

@@ -45,6 +45,17 @@ inline bool cuda_required() {
   return e && std::string(e) == "1";
 }
 
+// In a test body: skips the test, saying why, when `backend` ("CL", "CUDA") has no device here; a
+// failure instead when `required` (SN_REQUIRE_CL / SN_REQUIRE_CUDA) says the machine must have one.
+#define SN_SKIP_WITHOUT_DEVICE(backend, required)                                                          \
+  do {                                                                                                     \
+    std::string sn_why_;                                                                                   \
+    if (::sn::testrt::runtime().devices().count(backend, &sn_why_) == 0) {                                 \
+      if (required) FAIL() << "no " << (backend) << " device, but the machine must have one: " << sn_why_; \
+      GTEST_SKIP() << "no " << (backend) << " device: " << sn_why_;                                        \
+    }                                                                                                      \
+  } while (0)
+
 // Random data of `dtype`: floats uniform in [lo, hi]; integers uniform in [lo, hi] clamped to the
 // dtype; bools 0/1.
 inline Array random_array(Rng& rng, DType dt, const std::vector<int64_t>& shape, double lo = -3, double hi = 3) {

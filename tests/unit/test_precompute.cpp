@@ -35,11 +35,7 @@ void argmax_runs_one_kernel(const std::string& device) {
 TEST(Precompute, ArgmaxRunsOneKernelOnTheCpu) { argmax_runs_one_kernel("CPU"); }
 
 TEST(Precompute, ArgmaxRunsOneKernelOnOpenCL) {
-  std::string why;
-  if (runtime().devices().count("CL", &why) == 0) {
-    if (cl_required()) FAIL() << "SN_REQUIRE_CL=1 but no OpenCL device: " << why;
-    GTEST_SKIP() << "no OpenCL device: " << why;
-  }
+  SN_SKIP_WITHOUT_DEVICE("CL", cl_required());
   argmax_runs_one_kernel("CL");
 }
 
