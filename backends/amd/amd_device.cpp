@@ -58,7 +58,8 @@ Target amd_target(const std::string& arch) {
   t.max_local_total = 1024;
   t.max_global_size = {int64_t(INT32_MAX), int64_t(INT32_MAX), int64_t(INT32_MAX)};
   t.warp_size = found->wave;
-  t.vector_bits = 0;  // scalar code per work-item
+  t.vector_bits = 0;                        // scalar code per work-item
+  t.tensor_cores = amd_tensor_cores(arch);  // MFMA (gfx9), WMMA (gfx11)
   // The AMDGPU target lowers sqrt for every float type; exp2/log2 only for f32, sin approximately: isel
   // decomposes those.
   t.native_math = {Op::Sqrt};

@@ -279,7 +279,7 @@ std::optional<std::pair<CpuKernel, std::string>> decode_payload(std::string_view
     o.amount = r.pod<int64_t>();
     auto type = r.pod<uint8_t>();
     o.top = r.pod<uint8_t>() != 0;
-    if (op > uint8_t(OptOp::Nolocals) || type > uint8_t(AxisType::Unroll)) return std::nullopt;
+    if (op > uint8_t(OptOp::TC) || type > uint8_t(AxisType::Unroll)) return std::nullopt;
     o.op = OptOp(op);
     o.type = AxisType(type);
     k.opts.push_back(o);

@@ -52,6 +52,7 @@ Target cuda_target(const std::string& arch) {
   t.max_global_size = {int64_t(INT32_MAX), 65535, 65535};
   t.warp_size = 32;
   t.vector_bits = 0;  // scalar code per thread (memory coalesces across the warp)
+  t.tensor_cores = nvidia_tensor_cores(std::atoi(arch.c_str() + 3));  // mma.sync from sm_80
   // NVPTX lowers sqrt without libdevice; exp2/log2/sin only as approximations: isel decomposes them.
   t.native_math = {Op::Sqrt};
   return t;

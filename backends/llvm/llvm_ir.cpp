@@ -190,6 +190,54 @@ class IrWriter {
     return emit(str("zext i32 ", call("i32", name, "", ""), " to i64"));
   }
 
+  // A tensor-core instruction (core/codegen/target.h has the fragment layouts): NVIDIA mma.sync
+  // m16n8k16 takes A and B as 32-bit registers of two halves (<2 x half>, or i32 for bfloat16) and C
+  // as four floats and gives D as a struct; AMD's MFMA and WMMA take and give whole vectors.
+  std::string wmma(const UOp* u) {
+    const std::string& name = u->as<std::string>();
+    const TensorCoreShape* tc = k_.target.tensor_core(name);
+    if (!tc || tc->emulated || !gpu()) fail(Code::Unsupported, "llvm: no tensor-core instruction ", name);
+    const bool bf16 = tc->in == Scalar::BFloat16;
+    std::string a = v(u->src(0)), b = v(u->src(1)), c = v(u->src(2));
+    std::string at = reg_type(u->src(0)->dtype), bt = reg_type(u->src(1)->dtype), ct = reg_type(u->dtype);
+    if (amd()) {
+      bool mfma = name.rfind("mfma", 0) == 0;
+      std::string in = bf16 ? "bf16" : "f16";
+      std::string fn = mfma ? str("llvm.amdgcn.mfma.f32.16x16x16", in, bf16 ? ".1k" : "")
+                            : str("llvm.amdgcn.wmma.f32.16x16x16.", in);
+      std::string types = str(at, ", ", bt, ", ", ct, mfma ? ", i32, i32, i32" : "");
+      std::string args = str(at, " ", a, ", ", bt, " ", b, ", ", ct, " ", c, mfma ? ", i32 0, i32 0, i32 0" : "");
+      return call(ct, fn, types, args);
+    }
+    // NVPTX: the fragments as 32-bit registers
+    auto regs = [&](const std::string& x, const std::string& xt, int elems) {
+      std::string words = emit(str("bitcast ", xt, " ", x, " to <", elems / 2, " x i32>"));
+      std::vector<std::string> out;
+      for (int i = 0; i < elems / 2; i++) {
+        std::string w = emit(str("extractelement <", elems / 2, " x i32> ", words, ", i64 ", i));
+        out.push_back(bf16 ? str("i32 ", w) : str("<2 x half> ", emit(str("bitcast i32 ", w, " to <2 x half>"))));
+      }
+      return out;
+    };
+    std::vector<std::string> args = regs(a, at, tc->a_elems), bs = regs(b, bt, tc->b_elems);
+    args.insert(args.end(), bs.begin(), bs.end());
+    for (int i = 0; i < tc->c_elems; i++)
+      args.push_back(str("float ", emit(str("extractelement ", ct, " ", c, ", i64 ", i))));
+    std::string types, list;
+    for (const std::string& x : args) {
+      types += str(types.empty() ? "" : ", ", x.substr(0, x.rfind(' ')));
+      list += str(list.empty() ? "" : ", ", x);
+    }
+    std::string st = "{float, float, float, float}";
+    std::string d =
+        call(st, bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", types, list);
+    std::string out = "poison";
+    for (int i = 0; i < tc->c_elems; i++)
+      out = emit(str("insertelement ", ct, " ", out, ", float ", emit(str("extractvalue ", st, " ", d, ", ", i)),
+                     ", i64 ", i));
+    return out;
+  }
+
   // A work-group barrier: every work-item's earlier local-memory writes are visible after it.
   void barrier() {
     if (!gpu()) fail(Code::Unsupported, "llvm: the CPU has no work-group barrier");
@@ -507,6 +555,9 @@ class IrWriter {
         val_[u] = emit(str("shufflevector ", vt, " ", v(u->src(0)), ", ", vt, " poison, ", mask, ">"));
         return;
       }
+      case Op::Wmma:
+        val_[u] = wmma(u);
+        return;
       case Op::Load:
         return load(u);
       case Op::Store:

@@ -12,9 +12,10 @@
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
-//   parallel   THREAD -> Special("core_id"); GLOBAL -> gidx0..2, LOCAL/GROUP_REDUCE -> lidx0..2
-//              (folded into the target's grid limits)
-//   isel       devectorize (targets without vector types), floor Idiv/Mod -> C-truncating
+//   parallel   THREAD -> Special("core_id"); GLOBAL -> gidx0..2, LOCAL/GROUP_REDUCE -> lidx0..2,
+//              WARP -> lidx0 (folded into the target's grid limits)
+//   isel       emulated tensor cores through local memory, devectorize (targets without vector types), floor Idiv/Mod
+//   -> C-truncating
 //              CDiv/CMod (+ correction where signs are unknown), float16/bfloat16 math in float32
 //              (rounded after each op), Threefry -> ARX rounds, the transcendentals the target
 //              lacks decomposed
@@ -44,6 +45,8 @@
 //                         Shr Shl Where Neg Sub Div Recip Trunc Not Sqrt Exp2 Log2 Sin Pow
 //                         Mulacc Cast Bitcast, on bool/int/index/float32/float64 values;
 //                         float16 and bfloat16 only appear in Load/Store/Cast/Where.
+//   Wmma(a, b, c)         a tensor-core instruction of the warp (Target::tensor_core(arg)): the lane's
+//                         fragments of A, B (Vectorize of its elements) and C in, its D fragment out
 #pragma once
 #include <array>
 #include <cstdint>
@@ -120,6 +123,8 @@ struct ParallelDims {
 // THREAD -> Special("core_id"); GLOBAL -> Special("gidx<d>"); LOCAL, GROUP_REDUCE -> "lidx<d>".
 const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out);
 
+// isel, first: Wmma of emulated tensor cores through local memory (core/codegen/tensor_cores.cpp).
+const UOp* emulate_tensor_cores(Graph& g, const UOp* sink, const Target& target);
 // isel: floor division to C division, half math in float32, Threefry rounds, the
 // transcendentals the target lacks decomposed, and (vector_bits = 0) devectorize first.
 const UOp* select_instructions(Graph& g, const UOp* sink, const Target& target);

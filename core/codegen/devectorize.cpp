@@ -1,7 +1,8 @@
 // Devectorize: for targets without vector types (C-style renderers), every vector value becomes
 // its scalar lanes. A vector op is one scalar op per lane; a vector load or store (an Index with a
 // k-lane pointer: k consecutive elements) is k scalar ones, each with its lane of a per-lane gate;
-// a vector register or local buffer is a scalar one k times as long; Vectorize and Gep disappear.
+// a vector register or local buffer is a scalar one k times as long; Vectorize and Gep disappear,
+// except around a Wmma, whose fragments stay vectors.
 #include <unordered_map>
 
 #include "core/codegen/codegen.h"
@@ -109,6 +110,14 @@ class Devectorizer {
         for (size_t i = 0; i < u->nsrc(); i++) out.push_back(lane(u->src(i), 0));
         return;
       }
+      case Op::Wmma: {  // a tensor-core instruction takes and gives whole fragments (vector registers)
+        std::vector<const UOp*> src;
+        for (const UOp* x : u->src()) src.push_back(as_vector(x));
+        const UOp* w = g_.make(Op::Wmma, u->dtype, src, u->arg, u->tag);
+        auto& out = lanes_[u];
+        for (size_t i = 0; i < k; i++) out.push_back(g_.make(Op::Gep, u->dtype.base(), {w}, int64_t(i)));
+        return;
+      }
       case Op::Gep:
         if (u->holds<int64_t>()) {
           one_[u] = lane(u->src(0), size_t(u->as<int64_t>()));
@@ -136,6 +145,13 @@ class Devectorizer {
     for (size_t i = 0; i < s.size(); i++)
       if (!s[i]) s[i] = whole(u->src(i));
     one_[u] = g_.replace_src(u, s);
+  }
+
+  // A vector value as one vector node again: a Vectorize of its lanes.
+  const UOp* as_vector(const UOp* u) {
+    if (auto it = one_.find(u); it != one_.end()) return it->second;
+    const auto& ls = lanes_.at(u);
+    return g_.make(Op::Vectorize, u->dtype, ls);
   }
 
   // A vector used where one node is needed: only ordering sources (After, Barrier, End, Sink)

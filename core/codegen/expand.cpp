@@ -400,8 +400,11 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
     // A reduction that loads along the first upcast range contiguously takes it as lanes even
     // where the store walks it with a stride: its results are stored lane by lane (a convolution
     // whose output channels are the lanes).
+    // A tensor-core tile's values are fragments of a warp, not lanes: its upcasts are copies only.
     std::vector<const UOp*> parts;
-    for (size_t i = 0; i < up.size(); i++) {
+    bool fragments = false;
+    for (const UOp* x : toposort(s)) fragments = fragments || x->op == Op::Wmma;
+    for (size_t i = 0; i < up.size() && !fragments; i++) {
       if (const UOp* vs = vectorize_store(g, s, up[i], gathers)) {
         parts = {vs};
       } else if (i == 0 && reduces_along(g, s, up[i])) {

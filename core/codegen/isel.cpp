@@ -7,7 +7,9 @@
 //  - bool Add/Mul/Max -> Or/And/Or; Trunc of an integer and same-type Casts disappear.
 //  - Threefry -> its add-rotate-xor rounds (the tensor library's composition, on scalars).
 //  - Exp2/Log2/Sin/Sqrt/Pow that the target does not list as native -> decompose_transcendentals.
-//  - targets without vector types (vector_bits = 0) get every vector split into lanes first.
+//  - Wmma of emulated tensor cores -> local-memory tiles and Mulaccs (core/codegen/tensor_cores.cpp), first.
+//  - targets without vector types (vector_bits = 0) get every vector split into lanes first (a
+//    Wmma's fragments stay vectors).
 #include <unordered_set>
 
 #include "core/codegen/codegen.h"
@@ -114,6 +116,7 @@ const PatternMatcher& isel_rules() {
 }  // namespace
 
 const UOp* select_instructions(Graph& g, const UOp* sink, const Target& target) {
+  sink = emulate_tensor_cores(g, sink, target);
   if (target.vector_bits == 0) sink = devectorize(g, sink);
   const UOp* out = graph_rewrite(g, sink, isel_rules());
   std::vector<Op> decompose;

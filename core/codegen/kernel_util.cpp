@@ -257,4 +257,24 @@ const UOp* reduce_identity(Graph& g, Op op, DType dt) {
   }
 }
 
+const UOp* fragment_coord(Graph& g, const TcCoord& c, const UOp* lane, int64_t elem) {
+  const UOp* e = nullptr;
+  int64_t fixed = 0;
+  for (const TcTerm& t : c) {
+    if (!t.lane) {
+      fixed += (elem / t.div % t.mod) * t.mul;
+      continue;
+    }
+    const UOp* v = t.div == 1 ? lane : g.alu(Op::Idiv, lane, g.cint(t.div));
+    // (lane / div) % mod is lane / div when lane < div * mod
+    const UOp* lanes = lane->src(0);
+    if (lanes->op != Op::Const || int64_t(t.mod) * t.div < int64_t(lanes->const_int()))
+      v = g.alu(Op::Mod, v, g.cint(t.mod));
+    if (t.mul != 1) v = g.alu(Op::Mul, v, g.cint(t.mul));
+    e = e ? g.alu(Op::Add, e, v) : v;
+  }
+  if (!e) return g.cint(fixed);
+  return fixed != 0 ? g.alu(Op::Add, e, g.cint(fixed)) : e;
+}
+
 }  // namespace sn

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/codegen/target.h"
 #include "core/ir/graph.h"
 
 namespace sn {
@@ -64,6 +65,10 @@ std::vector<const UOp*> ranges_of(const UOp* root);
 
 // Bound of a range if it is a constant, else -1.
 int64_t const_bound(const UOp* range);
+
+// A tensor-core fragment coordinate (TcCoord) of element `elem` as an index expression of the
+// lane (a WARP range, or its Special).
+const UOp* fragment_coord(Graph& g, const TcCoord& c, const UOp* lane, int64_t elem);
 
 // Identity element of a reduction op in dtype (0 for Add, 1 for Mul, -inf / dtype min for Max).
 const UOp* reduce_identity(Graph& g, Op op, DType dt);

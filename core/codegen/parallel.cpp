@@ -2,7 +2,8 @@
 //   THREAD                 Special("core_id"), one launch per core
 //   GLOBAL                 Special("gidx0..2"): the work-group's position in the grid
 //   LOCAL, GROUP_REDUCE    Special("lidx0..2"): the work-item's position in its group
-// The innermost axis (largest id) takes dimension 0 of its kind. A grid has three dimensions: the
+//   WARP                   Special("lidx0"): the lane of a tensor core's warp, always dimension 0
+// Otherwise the innermost axis (largest id) takes dimension 0 of its kind. A grid has three dimensions: the
 // outer GLOBAL axes beyond two share dimension 2, which counts their product (each is recovered by
 // division and modulo); when a dimension is larger than the target allows, all GLOBAL axes share
 // dimension 0. Work-groups must fit the target (at most three local-like axes, per-dimension and
@@ -80,7 +81,7 @@ void assign_global(Graph& g, const std::vector<const UOp*>& rs, const Target& t,
 
 const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out) {
   *out = ParallelDims{};
-  std::vector<const UOp*> globals, locals, threads;
+  std::vector<const UOp*> globals, locals, threads, warps;
   for (const UOp* r : ranges_of(sink)) {  // by id: outer to inner
     switch (type_of(r)) {
       case AxisType::Global:
@@ -94,7 +95,9 @@ const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, 
         threads.push_back(r);
         break;
       case AxisType::Warp:
-        fail(Code::Unsupported, "parallel axes: WARP axes come with tensor cores, which no target has yet");
+        if (!warps.empty()) fail(Code::Unsupported, "parallel axes: more than one WARP axis");
+        warps.push_back(r);
+        break;
       default:
         break;
     }
@@ -103,6 +106,8 @@ const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, 
             [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
   std::sort(locals.begin(), locals.end(),
             [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
+  // The lanes of a warp are the work-group's innermost dimension: consecutive work-items.
+  locals.insert(locals.end(), warps.begin(), warps.end());
   if ((!globals.empty() || !locals.empty()) && !target.has_local)
     fail(Code::Unsupported, "parallel axes: GLOBAL/LOCAL axes need a target with work-groups; ", target.renderer,
          " has none");

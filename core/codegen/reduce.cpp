@@ -34,6 +34,20 @@ bool sum_of_products(const UOp* v, std::vector<const UOp*>* terms) {
   return v->op == Op::Add && sum_of_products(v->src(0), terms) && sum_of_products(v->src(1), terms);
 }
 
+// Whether v is a Wmma whose C is zero, or a tree of Adds over such (an unrolled reduce's copies,
+// summed by expand); `terms` gets them in order. Each then takes the accumulator as its C, so the
+// tensor core does the adding: acc + wmma(a, b, 0) = wmma(a, b, acc).
+bool sum_of_wmmas(const UOp* v, std::vector<const UOp*>* terms) {
+  if (v->op == Op::Wmma) {
+    const UOp* c = v->src(2);
+    bool zero = c->op == Op::Vectorize;
+    for (const UOp* x : c->src()) zero = zero && x->op == Op::Const && x->const_float() == 0.0;
+    if (zero) terms->push_back(v);
+    return zero;
+  }
+  return v->op == Op::Add && sum_of_wmmas(v->src(0), terms) && sum_of_wmmas(v->src(1), terms);
+}
+
 // Floats narrower than float32 (f16, bf16, fp8): their sums accumulate in float32.
 bool is_half(DType dt) {
   return dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16 || dt.scalar == Scalar::Fp8E4M3 ||
@@ -121,6 +135,9 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       if (op == Op::Add && acc_dt.is_float() && sum_of_products(v, &terms)) {
         upd = cur;
         for (const UOp* t : terms) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
+      } else if (std::vector<const UOp*> wmmas; op == Op::Add && sum_of_wmmas(v, &wmmas)) {
+        upd = cur;
+        for (const UOp* t : wmmas) upd = g.make(Op::Wmma, acc_dt, {t->src(0), t->src(1), upd}, t->arg, t->tag);
       } else {
         upd = g.alu(op, cur, v);
       }

@@ -12,12 +12,44 @@
 
 namespace sn {
 
-// A tensor-core (WMMA/MMA) instruction shape: D(m x n, acc) += A(m x k, in) * B(k x n, in).
+// Where a fragment element of a tensor-core instruction sits in its matrix: one coordinate (a row or
+// a column) is the sum of terms ((x / div) % mod) * mul, x being the lane of the warp or the
+// element's index in the lane's fragment. Every layout of the spec's targets is such a sum of bit
+// fields (NVIDIA: lane = 4 * group + thread in group; AMD: lane = 16 * block + row).
+struct TcTerm {
+  bool lane = true;  // x is the lane (else the element index)
+  int div = 1, mod = 1 << 30, mul = 1;
+  bool operator==(const TcTerm&) const = default;
+};
+using TcCoord = std::vector<TcTerm>;
+
+// A tensor-core instruction, warp-collective: D(m x n, acc) = A(m x k, in) * B(k x n, in) + C. Each
+// of the `threads` lanes holds `a_elems` elements of A, `b_elems` of B and `c_elems` of C and D,
+// placed by the layouts below (an element may sit in several lanes: AMD's WMMA repeats A and B in
+// both halves of the wave).
 struct TensorCoreShape {
+  std::string name;  // the Wmma op's arg and the renderer's key: "m16n8k16_f16_f32"
   int m = 0, n = 0, k = 0;
   Scalar in = Scalar::Float16, acc = Scalar::Float32;
+  int threads = 32;
+  int a_elems = 0, b_elems = 0, c_elems = 0;
+  TcCoord a_row, a_col;  // A[m][k]
+  TcCoord b_row, b_col;  // B[k][n]
+  TcCoord c_row, c_col;  // C[m][n] and D[m][n]
+  // No instruction: core/codegen/tensor_cores.cpp computes it through local memory (GPU-style codegen
+  // of tensor-core kernels tested on targets that have none, such as OpenCL on pocl).
+  bool emulated = false;
   bool operator==(const TensorCoreShape&) const = default;
 };
+
+// The value of a fragment coordinate for a lane and an element.
+int64_t tc_coord(const TcCoord& c, int64_t lane, int64_t elem);
+
+// The tensor-core shapes of the spec's targets, by renderer family and architecture: NVIDIA
+// mma.sync m16n8k16 (sm_80 and later), AMD MFMA 16x16x16 (gfx90a, gfx94x: wave64) and WMMA 16x16x16
+// (gfx11: wave32), each for float16 and bfloat16 inputs with float32 accumulation; none elsewhere.
+std::vector<TensorCoreShape> nvidia_tensor_cores(int sm);
+std::vector<TensorCoreShape> amd_tensor_cores(const std::string& gfx);
 
 struct Target {
   // Which renderer family emits the code: "CPU" (LLVM IR for the host), "CL" (OpenCL C), "C" (C99
@@ -40,7 +72,7 @@ struct Target {
   int64_t max_local_total = 1;                      // work-items per work-group, in total
   std::array<int64_t, 3> max_global_size{1, 1, 1};  // work-groups per dimension
   int warp_size = 1;                                // work-items that run in lockstep (1: none)
-  std::vector<TensorCoreShape> tensor_cores;        // none yet: WMMA comes with the CUDA and AMD backends
+  std::vector<TensorCoreShape> tensor_cores;        // Wmma instructions (the TC opt)
 
   // ---- values -------------------------------------------------------------------------------
   // Widest SIMD register in bits: vector lanes of UPCAST/UNROLL axes become vector values up to
@@ -71,6 +103,8 @@ struct Target {
   bool has_native(Op op) const;
   // Why the target cannot hold or compute `dtype` ("" when it can).
   std::string unsupported_dtype(DType dtype) const;
+  // The tensor core called `name`, or nullptr.
+  const TensorCoreShape* tensor_core(const std::string& name) const;
   // Identifies everything that changes generated code (part of kernel cache keys).
   std::string key() const;
 };

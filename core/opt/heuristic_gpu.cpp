@@ -1,5 +1,7 @@
 // The hand-coded optimizer for targets with GLOBAL/LOCAL axes (learned from tinygrad's
 // hand_coded_optimizations). Every LOOP axis starts as GLOBAL (opt.cpp). In order:
+//   0. TC: a matmul of the inputs of one of the target's tensor cores runs on it (the first opt; its
+//      innermost reduce axis that it takes); then no group reduce
 //   1. GROUP_REDUCE: a reduction to few outputs (<= 2048) splits its largest reduce axis across
 //      the work-items of a group (GROUPTOP: each work-item reduces a contiguous chunk), the
 //      partials combined through local memory; an axis that no group size divides is padded
@@ -91,8 +93,22 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   const int64_t max_items = std::min<int64_t>(128, target.max_local_total);
   int64_t group_items = 1;
 
+  // 0. TC: tensor cores for a matmul of their input type (apply_tc checks the kernel's form). The
+  // warp's lanes are the work-group's first dimension.
+  bool tensor_core = false;
+  int64_t warp_items = 1;
+  {
+    std::vector<const UOp*> rs = ranges_typed(k.sink, AxisType::Reduce);
+    for (size_t t = 0; t < target.tensor_cores.size() && !tensor_core; t++)
+      for (size_t i = rs.size(); i-- > 0 && !tensor_core;)
+        if (try_apply(Opt::tc(id_of(rs[i]), int64_t(t)))) {
+          tensor_core = true;
+          warp_items = target.tensor_cores[t].threads;
+        }
+  }
+
   // 1. GROUP_REDUCE for reductions to few outputs.
-  if (target.has_shared && !k.nolocals && outputs <= 2048) {
+  if (target.has_shared && !k.nolocals && outputs <= 2048 && !tensor_core) {
     if (const UOp* axis = group_candidate(k.sink); axis && const_bound(axis) >= 32) {
       int64_t n = const_bound(axis);
       for (int64_t size : {256, 128, 64, 32, 16}) {
@@ -149,7 +165,9 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     if (!rs.empty() && group_items == 1) {
       const UOp* inner = rs.back();
       int64_t n = const_bound(inner);
-      if (n > 1 && n <= 8 && upcast * n <= 64)
+      if (tensor_core) {
+        // a Wmma already takes k elements of the reduce per step
+      } else if (n > 1 && n <= 8 && upcast * n <= 64)
         apply(Opt::unroll(id_of(inner), n));
       else if (n >= 16 && n % 4 == 0)
         apply(Opt::unroll(id_of(inner), 4));
@@ -158,10 +176,10 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
 
   // 4. LOCAL: split output axes into the work-group, innermost first.
   if (!k.nolocals) {
-    int64_t budget = max_items / group_items;
+    int64_t budget = max_items / group_items / warp_items;
     std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
     std::sort(globals.begin(), globals.end(), [](const UOp* a, const UOp* b) { return id_of(a) > id_of(b); });
-    int dims = group_items > 1 ? 1 : 0;
+    int dims = group_items > 1 || warp_items > 1 ? 1 : 0;
     for (const UOp* r : globals) {
       if (dims >= 3 || budget < 2) break;
       int64_t n = const_bound(r);

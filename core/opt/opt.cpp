@@ -93,7 +93,7 @@ int64_t local_items(const UOp* sink, int64_t extra, int* dims) {
   *dims = 1;
   for (const UOp* r : ranges_of(sink)) {
     AxisType t = r->as<RangeArg>().type;
-    if (t == AxisType::Local || t == AxisType::GroupReduce) {
+    if (t == AxisType::Local || t == AxisType::GroupReduce || t == AxisType::Warp) {
       items *= std::max<int64_t>(1, const_bound(r));
       ++*dims;
     }
@@ -149,6 +149,10 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
         fail(Code::InvalidArg, opt_str(opt), ": the ", target.renderer, " target has no ",
              opt.type == AxisType::Local ? "LOCAL axes" : "local memory");
       if (k.nolocals) fail(Code::InvalidArg, opt_str(opt), ": NOLOCALS was applied");
+      if (opt.type == AxisType::GroupReduce)
+        for (const UOp* x : ranges_of(sink))
+          if (x->as<RangeArg>().type == AxisType::Warp)
+            fail(Code::InvalidArg, opt_str(opt), ": a tensor-core kernel (TC) has no group reduce");
       int dims = 0;
       int64_t items = local_items(sink, opt.amount, &dims);
       if (dims > 3) fail(Code::InvalidArg, opt_str(opt), ": a work-group has at most 3 LOCAL/GROUP_REDUCE axes");
@@ -271,6 +275,136 @@ const UOp* apply_swap(Graph& g, const OptState& k, const Opt& opt) {
   return rb.get(k.sink);
 }
 
+// ---- TC ----------------------------------------------------------------------------------------
+
+// Whether the node reads range r.
+bool reads(const UOp* u, const UOp* r) {
+  for (const UOp* x : toposort(u))
+    if (x == r) return true;
+  return false;
+}
+
+// A matmul operand of the tensor core's input type: x itself, or what a Cast to the accumulator's
+// type widened (a product computed in float32 from half inputs).
+const UOp* tc_operand(const UOp* x, Scalar in) {
+  if (x->op == Op::Cast && x->src(0)->dtype.lanes == 1 && x->src(0)->dtype.scalar == in) x = x->src(0);
+  return x->dtype.lanes == 1 && x->dtype.scalar == in ? x : nullptr;
+}
+
+// base * size + the fragment coordinate (a row or column inside the tile of `size`).
+const UOp* tc_index(Graph& g, const UOp* base, int64_t size, const TcCoord& c, const UOp* lane, int64_t elem) {
+  const UOp* in_tile = fragment_coord(g, c, lane, elem);
+  return base ? g.alu(Op::Add, g.alu(Op::Mul, base, g.cint(size)), in_tile) : in_tile;
+}
+
+// TC(axis, t): the kernel's one Reduce, a sum over range `axis` (K) of a product A(M, K) * B(K, N)
+// of inputs of the tensor core's type, becomes per warp a tile of m x n outputs: a WARP range of
+// `threads` lanes; M, N and K keep their ids for what is left of them (M/m and N/n GLOBAL, K/k
+// REDUCE); the product becomes Wmma(A fragment, B fragment, 0) (each fragment a Vectorize of the
+// lane's elements, loaded where the layout puts them), summed over what is left of K (reduce
+// lowering adds it to the accumulator as Wmma's C); and each store becomes one store per element
+// of the lane's C fragment. M is the innermost loop axis A reads and B does not, N the innermost
+// one B reads and A does not.
+const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& target) {
+  auto no = [&](auto&&... why) { fail(Code::InvalidArg, opt_str(opt), ": ", why...); };
+  if (!k.applied.empty()) no("TC must be the first opt of a kernel");
+  if (opt.amount < 0 || opt.amount >= int64_t(target.tensor_cores.size()))
+    no("the ", target.renderer, " target ", target.arch.empty() ? "" : "(" + target.arch + ") ", "has ",
+       target.tensor_cores.size(), " tensor core", target.tensor_cores.size() == 1 ? "" : "s");
+  const TensorCoreShape& tc = target.tensor_cores[size_t(opt.amount)];
+  const UOp* sink = k.sink;
+  const UOp* kr = range_with_id(sink, opt.axis);
+  if (!kr) no("the kernel has no range with id ", opt.axis);
+  if (kr->as<RangeArg>().type != AxisType::Reduce) no("range ", opt.axis, " is not a REDUCE axis");
+  std::vector<const UOp*> topo = toposort(sink);
+  const UOp* red = nullptr;
+  for (const UOp* u : topo) {
+    if (u->op != Op::Reduce) continue;
+    if (red) no("the kernel has more than one Reduce");
+    red = u;
+  }
+  if (!red || std::find(red->src().begin() + 1, red->src().end(), kr) == red->src().end())
+    no("range ", opt.axis, " is not reduced");
+  if (red->as<ReduceArg>().op != Op::Add) no("the Reduce is not a sum");
+  const UOp* prod = red->src(0);
+  if (prod->op != Op::Mul) no("the reduced value is not a product");
+  const UOp* a = tc_operand(prod->src(0), tc.in);
+  const UOp* b = tc_operand(prod->src(1), tc.in);
+  if (!a || !b) no("the product's operands are not ", scalar_name(tc.in));
+  if (red->dtype.lanes != 1 || (red->dtype.scalar != tc.acc && red->dtype.scalar != tc.in))
+    no("the sum is ", red->dtype.name(), ", the tensor core accumulates ", scalar_name(tc.acc));
+  int64_t kn = const_bound(kr);
+  if (kn < 1 || kn % tc.k != 0) no("the reduce axis of ", kn, " is not a multiple of ", tc.k);
+  if (!reads(a, kr) || !reads(b, kr)) no("both operands must read the reduce axis");
+  // M and N: the innermost GLOBAL/LOOP ranges read by one operand only.
+  const UOp *mr = nullptr, *nr = nullptr;
+  for (const UOp* r : ranges_of(sink)) {
+    AxisType t = r->as<RangeArg>().type;
+    if (t != AxisType::Global && t != AxisType::Loop) continue;
+    bool in_a = reads(a, r), in_b = reads(b, r);
+    if (in_a && !in_b && const_bound(r) > 0 && const_bound(r) % tc.m == 0) mr = r;
+    if (in_b && !in_a && const_bound(r) > 0 && const_bound(r) % tc.n == 0) nr = r;
+  }
+  if (!mr || !nr)
+    no("no output axis that only ", mr ? "B" : "A", " reads with a bound that is a multiple of ", mr ? tc.n : tc.m);
+  // Everything that reads M or N must be a store of the sum (no second output in the tile).
+  for (const UOp* st : sink->src())
+    if ((reads(st, mr) || reads(st, nr)) && !reads(st, red)) no("a store reads the output axes but not the sum");
+  for (const UOp* st : sink->src())
+    if (st->op != Op::Store) no("the kernel's sink holds a ", op_name(st->op));
+
+  int64_t next_id = max_range_id(sink) + 1;
+  AxisType mt = mr->as<RangeArg>().type, nt = nr->as<RangeArg>().type;
+  auto rest = [&](const UOp* r, int64_t size, AxisType t) -> const UOp* {
+    int64_t n = const_bound(r) / size;
+    return n > 1 ? make_range(g, g.cint(n), r->as<RangeArg>().id, t) : nullptr;
+  };
+  const UOp* m_rest = rest(mr, tc.m, mt);
+  const UOp* n_rest = rest(nr, tc.n, nt);
+  const UOp* k_rest = rest(kr, tc.k, AxisType::Reduce);
+  const UOp* lane = make_range(g, g.cint(tc.threads), next_id, AxisType::Warp);
+
+  auto fragment = [&](const UOp* x, int elems, const TcCoord& row, const TcCoord& col, const UOp* row_axis,
+                      const UOp* row_rest, int64_t row_size, const UOp* col_axis, const UOp* col_rest,
+                      int64_t col_size) {
+    std::vector<const UOp*> lanes;
+    for (int e = 0; e < elems; e++)
+      lanes.push_back(substitute_nodes(g, x,
+                                       {{row_axis, tc_index(g, row_rest, row_size, row, lane, e)},
+                                        {col_axis, tc_index(g, col_rest, col_size, col, lane, e)}}));
+    return g.make(Op::Vectorize, DType{tc.in}.vec(uint16_t(elems)), lanes);
+  };
+  const UOp* fa = fragment(a, tc.a_elems, tc.a_row, tc.a_col, mr, m_rest, tc.m, kr, k_rest, tc.k);
+  const UOp* fb = fragment(b, tc.b_elems, tc.b_row, tc.b_col, kr, k_rest, tc.k, nr, n_rest, tc.n);
+  DType acc = DType{tc.acc}.vec(uint16_t(tc.c_elems));
+  const UOp* zero =
+      g.make(Op::Vectorize, acc, std::vector<const UOp*>(size_t(tc.c_elems), g.cfloat(0.0, DType{tc.acc})));
+  const UOp* wmma = g.make(Op::Wmma, acc, {fa, fb, zero}, tc.name);
+  std::vector<const UOp*> rsrc{wmma};
+  for (size_t i = 1; i < red->nsrc(); i++)
+    if (red->src(i) != kr) rsrc.push_back(red->src(i));
+  if (k_rest) rsrc.push_back(k_rest);
+  const UOp* sum = rsrc.size() == 1 ? wmma : g.make(Op::Reduce, acc, rsrc, red->arg, red->tag);
+
+  // One store per element of the C fragment, at the element's row and column.
+  std::vector<const UOp*> stores;
+  for (const UOp* st : sink->src()) {
+    if (!reads(st, red)) {
+      stores.push_back(st);
+      continue;
+    }
+    for (int e = 0; e < tc.c_elems; e++) {
+      const UOp* d = g.make(Op::Gep, DType{tc.acc}, {sum}, int64_t(e));
+      if (d->dtype != red->dtype) d = g.cast(d, red->dtype);
+      stores.push_back(substitute_nodes(g, st,
+                                        {{red, d},
+                                         {mr, tc_index(g, m_rest, tc.m, tc.c_row, lane, e)},
+                                         {nr, tc_index(g, n_rest, tc.n, tc.c_col, lane, e)}}));
+    }
+  }
+  return g.make(Op::Sink, sink->dtype, stores, sink->arg, sink->tag);
+}
+
 }  // namespace
 
 OptState start_optimization(Graph& g, const UOp* sink, const Target& target) {
@@ -300,9 +434,13 @@ void apply_opt(Graph& g, OptState& k, const Opt& opt, const Target& target) {
     case OptOp::Swap:
       k.sink = apply_swap(g, k, opt);
       break;
+    case OptOp::TC:
+      k.sink = apply_tc(g, k, opt, target);
+      break;
     case OptOp::Nolocals:
       for (const UOp* r : ranges_of(k.sink))
-        if (r->as<RangeArg>().type == AxisType::Local || r->as<RangeArg>().type == AxisType::GroupReduce)
+        if (r->as<RangeArg>().type == AxisType::Local || r->as<RangeArg>().type == AxisType::GroupReduce ||
+            r->as<RangeArg>().type == AxisType::Warp)
           fail(Code::InvalidArg, "NOLOCALS: the kernel already has a ", axis_type_name(r->as<RangeArg>().type),
                " axis");
       k.nolocals = true;

@@ -92,6 +92,10 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
   }
   for (size_t i = 0; i < swappable.size(); i++)
     for (size_t j = i + 1; j < swappable.size(); j++) out.push_back(Opt::swap(swappable[i], swappable[j]));
+  // Tensor cores only as the first opt; a candidate whose kernel is not their matmul fails to lower.
+  if (applied.empty())
+    for (size_t t = 0; t < target.tensor_cores.size(); t++)
+      for (const UOp* r : reduces) out.push_back(Opt::tc(r->as<RangeArg>().id, int64_t(t)));
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/tensor/compose.h"
 #include "tests/unit/fuzz_graphs.h"
 #include "tests/util/ops_case.h"
 
@@ -92,8 +93,32 @@ std::string entry_symbol(const std::string& source) {
 struct Compiled {
   std::map<std::string, std::pair<std::string, std::string>> kernels;
   int programs = 0, barriers = 0;
+  int tensor_core_kernels = 0;  // kernels with a tensor-core instruction (of the matmul programs)
   double secs = 0;
 };
+
+// Whether a kernel's assembly uses a tensor-core instruction: mma.sync (PTX), v_mfma / v_wmma (AMDGPU).
+bool uses_tensor_cores(const std::string& source) {
+  return source.find("mma.sync.aligned") != std::string::npos || source.find("v_mfma_") != std::string::npos ||
+         source.find("v_wmma_") != std::string::npos;
+}
+
+// Matmuls of float16 and bfloat16 that the heuristic puts on tensor cores where the target has them:
+// plain, with a float32 output, with a bias and relu, batched, and one large enough for upcast
+// tiles and several warps per group.
+std::vector<const UOp*> tensor_core_programs(Graph& g, const std::string& backend) {
+  std::vector<const UOp*> outs;
+  for (DType in : {dtypes::float16, dtypes::bfloat16}) {
+    const UOp* a = input(g, in, {64, 32}, backend);
+    const UOp* b = input(g, in, {32, 48}, backend);
+    outs.push_back(matmul(g, a, b));
+    outs.push_back(matmul(g, cast(g, a, dtypes::float32), cast(g, b, dtypes::float32)));
+    outs.push_back(relu(g, binary(g, Op::Add, matmul(g, a, b), input(g, in, {48}, backend))));
+    outs.push_back(matmul(g, input(g, in, {3, 32, 64}, backend), input(g, in, {3, 64, 16}, backend)));
+    outs.push_back(matmul(g, input(g, in, {512, 256}, backend), input(g, in, {256, 512}, backend)));
+  }
+  return outs;
+}
 
 void collect(const Program& p, Compiled& out) {
   for (const Launch& l : p.launches) {
@@ -123,6 +148,19 @@ Compiled compile_all(const std::string& backend, const std::string& arch) {
       out.programs++;
     } catch (const std::exception& e) {
       ADD_FAILURE() << backend << " " << arch << ": conformance case " << name << ": " << e.what();
+    }
+  }
+  for (size_t i = 0;; i++) {  // the tensor-core matmuls, one program each
+    Graph g;
+    std::vector<const UOp*> outs = tensor_core_programs(g, backend);
+    if (i >= outs.size()) break;
+    try {
+      auto p = compile_program(runtime(), g, std::vector<const UOp*>{outs[i]}, dev);
+      collect(*p, out);
+      for (const Launch& l : p->launches) out.tensor_core_kernels += uses_tensor_cores(l.kernel->source);
+      out.programs++;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << backend << " " << arch << ": tensor-core matmul " << i << ": " << e.what();
     }
   }
   // SN_FUZZ_CASES=N compiles N graphs instead (long local runs, as in test_fuzz_diff.cpp).
@@ -171,8 +209,9 @@ void check_ptx(const std::string& arch) {
     }
     first = false;
   }
-  std::printf("CUDA %s: %zu kernels of %d programs compiled to PTX (%d with barriers) in %.1f s\n", arch.c_str(),
-              c.kernels.size(), c.programs, c.barriers, c.secs);
+  std::printf("CUDA %s: %zu kernels of %d programs compiled to PTX (%d with barriers, %d with mma.sync) in %.1f s\n",
+              arch.c_str(), c.kernels.size(), c.programs, c.barriers, c.tensor_core_kernels, c.secs);
+  EXPECT_EQ(c.tensor_core_kernels, 10) << "each tensor-core matmul runs on mma.sync";
   std::string ptxas = find_tool("ptxas", {"/usr/local/cuda/bin"});
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (no CUDA toolkit on $PATH or in /usr/local/cuda/bin): PTX not assembled";
@@ -208,8 +247,10 @@ void check_code_objects(const std::string& arch) {
     std::ofstream(f, std::ios::binary).write(binary.data(), std::streamsize(binary.size()));
     file_symbol[f.string()] = sym;
   }
-  std::printf("AMD %s: %zu kernels of %d programs linked into code objects (%d with barriers) in %.1f s\n",
-              arch.c_str(), c.kernels.size(), c.programs, c.barriers, c.secs);
+  std::printf(
+      "AMD %s: %zu kernels of %d programs linked into code objects (%d with barriers, %d with MFMA/WMMA) in %.1f s\n",
+      arch.c_str(), c.kernels.size(), c.programs, c.barriers, c.tensor_core_kernels, c.secs);
+  EXPECT_EQ(c.tensor_core_kernels, 10) << "each tensor-core matmul runs on MFMA or WMMA";
   std::string readobj = find_tool("llvm-readobj-19", {"/usr/lib/llvm-19/bin"});
   if (readobj.empty()) GTEST_SKIP() << "llvm-readobj-19 not found: kernel descriptors not read back";
   // One llvm-readobj per batch of files: "File: <path>" starts each file's listing.
