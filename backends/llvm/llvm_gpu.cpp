@@ -241,23 +241,4 @@ void GpuTargetDevice::launch(const DeviceKernel&, std::span<const DevicePtr>, st
   fail(Code::Device, cannot_run());
 }
 
-Backend probed_gpu_backend(std::string name, int preference, const GpuProbe& (*probe)(), std::string example_arch) {
-  auto count = [probe](std::string* why) {
-    const GpuProbe& p = probe();
-    if (p.count == 0 && why) *why = p.why;
-    return p.count;
-  };
-  auto open = [probe, name, example_arch](const std::string& device, int index,
-                                          const DeviceOptions&) -> std::shared_ptr<ComputeDevice> {
-    const GpuProbe& p = probe();
-    if (p.count == 0) fail(Code::Device, "device '", device, "' is not available: ", p.why);
-    if (index >= p.count)
-      fail(Code::Device, "device '", device, "' is not available: there are ", p.count, " ", name, " devices");
-    fail(Code::Device, "device '", device, "': running kernels on ", name,
-         " devices is not implemented yet; sn_device_open_target(ctx, \"", name, "\", \"", example_arch,
-         "\") compiles for one");
-  };
-  return Backend{std::move(name), preference, count, open};
-}
-
 }  // namespace sn

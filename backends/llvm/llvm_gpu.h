@@ -62,16 +62,4 @@ class GpuTargetDevice final : public ComputeDevice {
   KernelCache cache_;
 };
 
-// What probing a GPU driver found: how many devices, and why there are none.
-struct GpuProbe {
-  int count = 0;
-  std::string why;
-};
-
-// The runtime backend of a GPU driver that is only probed so far: count() is the probe's device
-// count (0 with its reason); open() fails with Error(Device) naming the reason, or, with a device
-// present, saying that running kernels is not implemented yet and how to compile for it
-// (sn_device_open_target(ctx, name, example_arch)).
-Backend probed_gpu_backend(std::string name, int preference, const GpuProbe& (*probe)(), std::string example_arch);
-
 }  // namespace sn
