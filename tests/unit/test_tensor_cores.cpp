@@ -8,6 +8,7 @@
 // (test_gpu_targets.cpp).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -282,6 +283,34 @@ TEST_F(TensorCoreKernels, RecordedOptsReplay) {
   lo.opts = first.opts;
   LoweredKernel again = lower_kernel(g, ast, dev->target(), lo);
   EXPECT_EQ(linear_str(again.linear), linear_str(first.linear));
+}
+
+// On a real GPU (skipped without one; SN_REQUIRE_CUDA=1 makes that a failure): the heuristic's
+// tensor-core kernels on NVIDIA's mma.sync, against the oracle.
+TEST(TensorCoresOnGpu, CudaMatmulsMatchTheOracle) {
+  SN_SKIP_WITHOUT_DEVICE("CUDA", cuda_required());
+  auto dev = runtime().device("CUDA");
+  if (dev->target().tensor_cores.empty()) GTEST_SKIP() << "the GPU (" << dev->target().arch << ") has no mma.sync";
+  Rng rng(7);
+  for (DType in : {dtypes::float16, dtypes::bfloat16})
+    for (auto [m, k, n] : {std::array<int64_t, 3>{64, 32, 48}, std::array<int64_t, 3>{512, 256, 512}}) {
+      Graph g;
+      oracle::BufferData data;
+      auto make = [&](std::vector<int64_t> shape) {
+        const UOp* t = input(g, in, shape, "CUDA");
+        data[buffer_of(t)] = random_array(rng, in, {numel(shape)}, -2, 2);
+        return t;
+      };
+      const UOp* y = relu(g, binary(g, Op::Add, matmul(g, make({m, k}), make({k, n})), make({n})));
+      std::shared_ptr<const Program> p;
+      std::vector<Array> got = compile_and_run(g, {y}, data, {}, &p, "CUDA");
+      Array want = oracle::evaluate(std::vector<const UOp*>{y}, data).at(0);
+      EXPECT_EQ(mismatch(got.at(0), want, default_rtol(want.dtype), default_rtol(want.dtype)), "")
+          << in.name() << " " << m << "x" << k << "x" << n;
+      bool mma = false;
+      for (const Launch& l : p->launches) mma = mma || l.kernel->source.find("mma.sync") != std::string::npos;
+      EXPECT_TRUE(mma) << "no kernel ran on the tensor cores";
+    }
 }
 
 TEST_F(TensorCoreKernels, TcOptSaysWhyItDoesNotApply) {
