@@ -180,6 +180,8 @@ class CudaDevice final : public ComputeDevice {
     ctx_->bind_quietly();
     api()->StreamSynchronize(stream_);
     clear_graphs();
+    if (start_) api()->EventDestroy(start_);
+    if (stop_) api()->EventDestroy(stop_);
     api()->StreamDestroy(stream_);
   }
 
@@ -333,6 +335,22 @@ class CudaDevice final : public ComputeDevice {
     check(api()->StreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
+  // The kernel's own time: events recorded on the stream before and after it.
+  double time_launch(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+                     const LaunchSize& size) override {
+    std::lock_guard<std::mutex> lk(stream_mu_);
+    ctx_->bind(name());
+    if (!start_) check(api()->EventCreate(&start_, 0), "cuEventCreate");
+    if (!stop_) check(api()->EventCreate(&stop_, 0), "cuEventCreate");
+    check(api()->EventRecord(start_, stream_), "cuEventRecord");
+    launch_locked(dk, bufs, vars, size);
+    check(api()->EventRecord(stop_, stream_), "cuEventRecord");
+    check(api()->EventSynchronize(stop_), "cuEventSynchronize");
+    float ms = 0;
+    check(api()->EventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
+    return double(ms);
+  }
+
   Stats stats() const override { return cache_.stats(); }
 
  private:
@@ -379,6 +397,7 @@ class CudaDevice final : public ComputeDevice {
   BlockPool pool_;
   int ordinal_;
   cu::CUstream stream_ = nullptr;
+  cu::CUevent start_ = nullptr, stop_ = nullptr;             // time_launch's
   std::mutex stream_mu_;                                     // launches, runs and captures on stream_
   std::map<std::vector<uint64_t>, cu::CUgraphExec> graphs_;  // runs by their launches (null: seen once)
   uint64_t graphs_unloads_ = 0;                              // Context::unloads() when graphs_ was valid

@@ -186,19 +186,12 @@ double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& 
     size.local[d] = k.dims.local[d];
   }
   try {
-    auto t0 = std::chrono::steady_clock::now();
-    device.launch(k, b.ptrs, {}, size);  // warm: caches, page faults, lazy binding
-    device.synchronize();
-    double warm = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (warm > 2 * kEarlyStop * best) return warm;  // far behind even with a cold start: one run is enough
+    double warm = device.time_launch(k, b.ptrs, {}, size);  // warm: caches, page faults, lazy binding
+    if (warm > 2 * kEarlyStop * best) return warm;          // far behind even with a cold start: one run is enough
     double fastest = kInf;
     const int runs = warm > 50 ? 1 : kRuns;  // long kernels vary less from run to run, and cost more to repeat
     for (int r = 0; r < runs; r++) {
-      auto t0 = std::chrono::steady_clock::now();
-      device.launch(k, b.ptrs, {}, size);
-      device.synchronize();
-      fastest =
-          std::min(fastest, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      fastest = std::min(fastest, device.time_launch(k, b.ptrs, {}, size));
       if (fastest > kEarlyStop * best) break;
     }
     return fastest;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 
 #include "core/util/error.h"
@@ -26,6 +27,14 @@ std::string DeviceKernel::launch_shape() const {
     return cat("threads ", threads);
   return cat("grid ", dims.global[0].str(vars), "x", dims.global[1].str(vars), "x", dims.global[2].str(vars), " of ",
              dims.local[0], "x", dims.local[1], "x", dims.local[2]);
+}
+
+double ComputeDevice::time_launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+                                  const LaunchSize& size) {
+  auto t0 = std::chrono::steady_clock::now();
+  launch(k, bufs, vars, size);
+  synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void ComputeDevice::copy(Storage& dst, size_t dst_offset, const Storage& src, size_t src_offset, size_t bytes) {

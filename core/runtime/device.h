@@ -139,6 +139,11 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   }
   // Waits until every queued launch has finished.
   virtual void synchronize() = 0;
+  // One launch (launch()'s arguments), waited for, and how long it took in milliseconds: BEAM's
+  // timer. The default is launch() then synchronize() on the host's clock; a GPU backend times the
+  // kernel alone on the device (CUDA: events around it on its stream), without the launch's host cost.
+  virtual double time_launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
+                             const LaunchSize& size);
 
   struct Stats {
     uint64_t compiled = 0;    // kernels given to the backend compiler

@@ -234,6 +234,27 @@ int main(void) {
     sn_graph_release(g);
   }
 
+  /* BEAM times its candidates with events around each launch on the stream (time_launch) */
+  {
+    typedef int (*events_fn)(void);
+    events_fn fake_events = (events_fn)(uintptr_t)dlsym(lib, "fake_cuda_events");
+    sn_compile_options o;
+    int64_t axis0[1] = {0};
+    sn_graph *g = sn_graph_create(ctx, &e);
+    sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 1, "CUDA", &e);
+    sn_uop *s = sn_uop_reduce(g, sn_uop_binary(g, SN_OP_MUL, a, a, &e), SN_OP_ADD, axis0, 1, &e);
+    sn_program *bp;
+    int before_events = fake_events ? fake_events() : 0;
+    CHECK(fake_events != NULL);
+    CHECK(sn_compile_options_init(&o, sizeof o, &e) == SN_OK);
+    o.beam = 2;
+    bp = sn_compile(g, &s, 1, dev, &o, &e);
+    expect_ok(&e, __LINE__);
+    CHECK(bp != NULL && fake_events && fake_events() >= before_events + 4);
+    sn_program_release(bp);
+    sn_graph_release(g);
+  }
+
   /* out of memory: a clean SN_E_OUT_OF_MEMORY naming the size */
   {
     int64_t big[1] = {(int64_t)1 << 29}; /* 2 GiB of floats; the fake has 1 GiB */
