@@ -84,6 +84,12 @@ TEST(CompiledOps, EveryConformanceCaseRunsOnCuda) {
   EXPECT_GT(used.local_axes, 0);
 }
 
+TEST(CompiledOps, EveryConformanceCaseRunsOnAmd) {
+  SN_SKIP_WITHOUT_DEVICE("AMD", testrt::amd_required());
+  FeatureCounts used = run_conformance("AMD");
+  EXPECT_GT(used.local_axes, 0);
+}
+
 }  // namespace
 }  // namespace sn
 #endif

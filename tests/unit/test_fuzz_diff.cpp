@@ -130,6 +130,12 @@ TEST(FuzzDiff, RandomGraphsMatchTheOracleOnCuda) {
   fuzz("CUDA", cases_or(300), true);
 }
 
+// The same on an AMD GPU (through the HSA runtime); skips without one.
+TEST(FuzzDiff, RandomGraphsMatchTheOracleOnAmd) {
+  SN_SKIP_WITHOUT_DEVICE("AMD", amd_required());
+  fuzz("AMD", cases_or(300), true);
+}
+
 }  // namespace
 }  // namespace sn
 #endif

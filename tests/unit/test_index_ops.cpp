@@ -124,6 +124,11 @@ TEST(IndexOps, MatchTheOracleOnCuda) {
   run_cases("CUDA");
 }
 
+TEST(IndexOps, MatchTheOracleOnAmd) {
+  SN_SKIP_WITHOUT_DEVICE("AMD", amd_required());
+  run_cases("AMD");
+}
+
 TEST(IndexOps, BadArgumentsAreClearErrors) {
   Graph g;
   const UOp* x = input(g, dtypes::float32, {2, 3});

@@ -45,6 +45,12 @@ inline bool cuda_required() {
   return e && std::string(e) == "1";
 }
 
+// The same for AMD GPUs (SN_REQUIRE_AMD=1).
+inline bool amd_required() {
+  const char* e = std::getenv("SN_REQUIRE_AMD");
+  return e && std::string(e) == "1";
+}
+
 // In a test body: skips the test, saying why, when `backend` ("CL", "CUDA") has no device here; a
 // failure instead when `required` (SN_REQUIRE_CL / SN_REQUIRE_CUDA) says the machine must have one.
 #define SN_SKIP_WITHOUT_DEVICE(backend, required)                                                          \
