@@ -41,7 +41,7 @@ std::string opt_str(const Opt& o) {
     case OptOp::Nolocals:
       return "NOLOCALS";
     case OptOp::TC:
-      return cat("TC(", o.axis, ",", o.amount, ")");
+      return cat("TC(", o.axis, ",", o.amount, o.top ? ",pad" : "", ")");
   }
   return "?";
 }
@@ -71,6 +71,7 @@ bool parse_opt(std::string_view text, Opt* out) {
   if (name == "PADTO" && args.size() == 2) return *out = Opt::padto(a, b), true;
   if (name == "SWAP" && args.size() == 2) return *out = Opt::swap(a, b), true;
   if (name == "TC" && args.size() == 2) return *out = Opt::tc(a, b), true;
+  if (name == "TC" && args.size() == 3 && args[2] == "pad") return *out = Opt::tc(a, b, true), true;
   if (name == "SPLIT" && (args.size() == 3 || (args.size() == 4 && args[3] == "top"))) {
     for (int t = 0; t <= int(AxisType::Unroll); t++)
       if (args[2] == axis_type_name(AxisType(t))) return *out = Opt::split(a, b, AxisType(t), args.size() == 4), true;

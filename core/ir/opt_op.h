@@ -17,7 +17,8 @@ enum class OptOp : uint8_t {
   Swap,      // exchange the loop positions of ranges `axis` and `amount`
   Nolocals,  // no LOCAL or GROUP_REDUCE axes (and no local memory) in this kernel
   TC,        // tensor cores: the matmul reduced over range `axis` becomes Wmma instructions of the
-             // target's tensor core number `amount`; the first opt of a kernel
+             // target's tensor core number `amount` (padding the matmul to its tile when `top`);
+             // the first opt of a kernel
 };
 
 struct Opt {
@@ -39,12 +40,13 @@ struct Opt {
   static Opt padto(int64_t axis, int64_t m) { return {OptOp::Padto, axis, m, AxisType::Loop, false}; }
   static Opt swap(int64_t a, int64_t b) { return {OptOp::Swap, a, b, AxisType::Loop, false}; }
   static Opt nolocals() { return {OptOp::Nolocals, 0, 0, AxisType::Loop, false}; }
-  static Opt tc(int64_t reduce_axis, int64_t tensor_core) {
-    return {OptOp::TC, reduce_axis, tensor_core, AxisType::Warp, false};
+  // pad: M, N and K that are not multiples of the tensor core's tile are padded (in `top`)
+  static Opt tc(int64_t reduce_axis, int64_t tensor_core, bool pad = false) {
+    return {OptOp::TC, reduce_axis, tensor_core, AxisType::Warp, pad};
   }
 };
 
-// "UPCAST(1,4)", "THREAD(0,2)", "GROUPTOP(2,16)", "PADTO(0,32)", "SWAP(0,2)", "NOLOCALS", "TC(2,0)".
+// "UPCAST(1,4)", "THREAD(0,2)", "GROUPTOP(2,16)", "PADTO(0,32)", "SWAP(0,2)", "NOLOCALS", "TC(2,0)", "TC(2,0,pad)".
 std::string opt_str(const Opt& o);
 // Parses what opt_str prints (also "SPLIT(axis,k,TYPE[,top])"); false for anything else.
 bool parse_opt(std::string_view text, Opt* out);

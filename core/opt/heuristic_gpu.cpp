@@ -1,7 +1,8 @@
 // The hand-coded optimizer for targets with GLOBAL/LOCAL axes (learned from tinygrad's
 // hand_coded_optimizations). Every LOOP axis starts as GLOBAL (opt.cpp). In order:
 //   0. TC: a matmul of the inputs of one of the target's tensor cores runs on it (the first opt; its
-//      innermost reduce axis that it takes); then no group reduce
+//      innermost reduce axis that it takes; padded to the tile only where no tile fits as it is);
+//      then no group reduce
 //   1. GROUP_REDUCE: a reduction to few outputs (<= 2048) splits its largest reduce axis across
 //      the work-items of a group (GROUPTOP: each work-item reduces a contiguous chunk), the
 //      partials combined through local memory; an axis that no group size divides is padded
@@ -99,12 +100,13 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   int64_t warp_items = 1;
   {
     std::vector<const UOp*> rs = ranges_typed(k.sink, AxisType::Reduce);
-    for (size_t t = 0; t < target.tensor_cores.size() && !tensor_core; t++)
-      for (size_t i = rs.size(); i-- > 0 && !tensor_core;)
-        if (try_apply(Opt::tc(id_of(rs[i]), int64_t(t)))) {
-          tensor_core = true;
-          warp_items = target.tensor_cores[t].threads;
-        }
+    for (bool pad : {false, true})  // a tile that fits before one that needs padding
+      for (size_t t = 0; t < target.tensor_cores.size() && !tensor_core; t++)
+        for (size_t i = rs.size(); i-- > 0 && !tensor_core;)
+          if (try_apply(Opt::tc(id_of(rs[i]), int64_t(t), pad))) {
+            tensor_core = true;
+            warp_items = target.tensor_cores[t].threads;
+          }
   }
 
   // 1. GROUP_REDUCE for reductions to few outputs.

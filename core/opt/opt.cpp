@@ -297,14 +297,78 @@ const UOp* tc_index(Graph& g, const UOp* base, int64_t size, const TcCoord& c, c
   return base ? g.alu(Op::Add, g.alu(Op::Mul, base, g.cint(size)), in_tile) : in_tile;
 }
 
-// TC(axis, t): the kernel's one Reduce, a sum over range `axis` (K) of a product A(M, K) * B(K, N)
+// The parts of a kernel that TC(k, t) rewrites: its one Reduce (a sum over range k), the product's
+// operands A and B, and the output axes M and N.
+struct TcMatch {
+  const UOp *red = nullptr, *kr = nullptr, *mr = nullptr, *nr = nullptr, *a = nullptr, *b = nullptr;
+};
+
+// A value that is 0 wherever its loads are gated off: a gated Load, or a Cast of one.
+bool zero_when_gated(const UOp* x) {
+  if (x->op == Op::Cast) x = x->src(0);
+  return x->op == Op::Load && x->nsrc() == 3;
+}
+
+// Matches the kernel against TC's form; `multiples`: M, N and K must be multiples of the tensor
+// core's m, n and k (else only constant). Fails (InvalidArg, through `no`) saying what does not fit.
+template <class No>
+TcMatch match_tc(const UOp* sink, int64_t axis, const TensorCoreShape& tc, bool multiples, const No& no) {
+  TcMatch t;
+  t.kr = range_with_id(sink, axis);
+  if (!t.kr) no("the kernel has no range with id ", axis);
+  if (t.kr->as<RangeArg>().type != AxisType::Reduce) no("range ", axis, " is not a REDUCE axis");
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::Reduce) continue;
+    if (t.red) no("the kernel has more than one Reduce");
+    t.red = u;
+  }
+  if (!t.red || std::find(t.red->src().begin() + 1, t.red->src().end(), t.kr) == t.red->src().end())
+    no("range ", axis, " is not reduced");
+  if (t.red->as<ReduceArg>().op != Op::Add) no("the Reduce is not a sum");
+  const UOp* prod = t.red->src(0);
+  // PADTO of the reduce axis adds its identity where it is off; the gated loads of both operands
+  // make the product 0 there anyway.
+  if (prod->op == Op::Where && prod->src(2)->op == Op::Const && prod->src(2)->const_float() == 0.0 &&
+      prod->src(1)->op == Op::Mul && zero_when_gated(prod->src(1)->src(0)) && zero_when_gated(prod->src(1)->src(1)))
+    prod = prod->src(1);
+  if (prod->op != Op::Mul) no("the reduced value is not a product");
+  t.a = tc_operand(prod->src(0), tc.in);
+  t.b = tc_operand(prod->src(1), tc.in);
+  if (!t.a || !t.b) no("the product's operands are not ", scalar_name(tc.in));
+  if (t.red->dtype.lanes != 1 || (t.red->dtype.scalar != tc.acc && t.red->dtype.scalar != tc.in))
+    no("the sum is ", t.red->dtype.name(), ", the tensor core accumulates ", scalar_name(tc.acc));
+  int64_t kn = const_bound(t.kr);
+  if (kn < 1 || (multiples && kn % tc.k != 0)) no("the reduce axis of ", kn, " is not a multiple of ", tc.k);
+  if (!reads(t.a, t.kr) || !reads(t.b, t.kr)) no("both operands must read the reduce axis");
+  // M and N: the innermost GLOBAL/LOOP ranges read by one operand only.
+  for (const UOp* r : ranges_of(sink)) {
+    AxisType type = r->as<RangeArg>().type;
+    int64_t n = const_bound(r);
+    if ((type != AxisType::Global && type != AxisType::Loop) || n <= 0) continue;
+    bool in_a = reads(t.a, r), in_b = reads(t.b, r);
+    if (in_a && !in_b && (!multiples || n % tc.m == 0)) t.mr = r;
+    if (in_b && !in_a && (!multiples || n % tc.n == 0)) t.nr = r;
+  }
+  if (!t.mr || !t.nr)
+    no("no output axis that only ", t.mr ? "B" : "A", " reads", multiples ? " with a bound that is a multiple of " : "",
+       multiples ? cat(t.mr ? tc.n : tc.m) : "");
+  // Everything that reads M or N must be a store of the sum (no second output in the tile).
+  for (const UOp* st : sink->src()) {
+    if (st->op != Op::Store) no("the kernel's sink holds a ", op_name(st->op));
+    if ((reads(st, t.mr) || reads(st, t.nr)) && !reads(st, t.red)) no("a store reads the output axes but not the sum");
+  }
+  return t;
+}
+
+// TC(axis, t[, pad]): the kernel's one Reduce, a sum over range `axis` (K) of a product A(M, K) * B(K, N)
 // of inputs of the tensor core's type, becomes per warp a tile of m x n outputs: a WARP range of
 // `threads` lanes; M, N and K keep their ids for what is left of them (M/m and N/n GLOBAL, K/k
 // REDUCE); the product becomes Wmma(A fragment, B fragment, 0) (each fragment a Vectorize of the
 // lane's elements, loaded where the layout puts them), summed over what is left of K (reduce
 // lowering adds it to the accumulator as Wmma's C); and each store becomes one store per element
 // of the lane's C fragment. M is the innermost loop axis A reads and B does not, N the innermost
-// one B reads and A does not.
+// one B reads and A does not. With `pad`, M, N and K that are not multiples of the tile are padded
+// first (PADTO's gated loads and stores; at most 4x the work).
 const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& target) {
   auto no = [&](auto&&... why) { fail(Code::InvalidArg, opt_str(opt), ": ", why...); };
   if (!k.applied.empty()) no("TC must be the first opt of a kernel");
@@ -312,46 +376,21 @@ const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& t
     no("the ", target.renderer, " target ", target.arch.empty() ? "" : "(" + target.arch + ") ", "has ",
        target.tensor_cores.size(), " tensor core", target.tensor_cores.size() == 1 ? "" : "s");
   const TensorCoreShape& tc = target.tensor_cores[size_t(opt.amount)];
-  const UOp* sink = k.sink;
-  const UOp* kr = range_with_id(sink, opt.axis);
-  if (!kr) no("the kernel has no range with id ", opt.axis);
-  if (kr->as<RangeArg>().type != AxisType::Reduce) no("range ", opt.axis, " is not a REDUCE axis");
-  std::vector<const UOp*> topo = toposort(sink);
-  const UOp* red = nullptr;
-  for (const UOp* u : topo) {
-    if (u->op != Op::Reduce) continue;
-    if (red) no("the kernel has more than one Reduce");
-    red = u;
+  OptState padded = k;
+  if (opt.top) {
+    TcMatch loose = match_tc(k.sink, opt.axis, tc, false, no);
+    for (auto [r, size] : {std::pair{loose.mr, tc.m}, std::pair{loose.nr, tc.n}, std::pair{loose.kr, tc.k}}) {
+      Opt pad = Opt::padto(r->as<RangeArg>().id, size);
+      try {
+        padded.sink = apply_padto(g, padded, pad);
+      } catch (const Error& e) {
+        no(e.what());
+      }
+    }
   }
-  if (!red || std::find(red->src().begin() + 1, red->src().end(), kr) == red->src().end())
-    no("range ", opt.axis, " is not reduced");
-  if (red->as<ReduceArg>().op != Op::Add) no("the Reduce is not a sum");
-  const UOp* prod = red->src(0);
-  if (prod->op != Op::Mul) no("the reduced value is not a product");
-  const UOp* a = tc_operand(prod->src(0), tc.in);
-  const UOp* b = tc_operand(prod->src(1), tc.in);
-  if (!a || !b) no("the product's operands are not ", scalar_name(tc.in));
-  if (red->dtype.lanes != 1 || (red->dtype.scalar != tc.acc && red->dtype.scalar != tc.in))
-    no("the sum is ", red->dtype.name(), ", the tensor core accumulates ", scalar_name(tc.acc));
-  int64_t kn = const_bound(kr);
-  if (kn < 1 || kn % tc.k != 0) no("the reduce axis of ", kn, " is not a multiple of ", tc.k);
-  if (!reads(a, kr) || !reads(b, kr)) no("both operands must read the reduce axis");
-  // M and N: the innermost GLOBAL/LOOP ranges read by one operand only.
-  const UOp *mr = nullptr, *nr = nullptr;
-  for (const UOp* r : ranges_of(sink)) {
-    AxisType t = r->as<RangeArg>().type;
-    if (t != AxisType::Global && t != AxisType::Loop) continue;
-    bool in_a = reads(a, r), in_b = reads(b, r);
-    if (in_a && !in_b && const_bound(r) > 0 && const_bound(r) % tc.m == 0) mr = r;
-    if (in_b && !in_a && const_bound(r) > 0 && const_bound(r) % tc.n == 0) nr = r;
-  }
-  if (!mr || !nr)
-    no("no output axis that only ", mr ? "B" : "A", " reads with a bound that is a multiple of ", mr ? tc.n : tc.m);
-  // Everything that reads M or N must be a store of the sum (no second output in the tile).
-  for (const UOp* st : sink->src())
-    if ((reads(st, mr) || reads(st, nr)) && !reads(st, red)) no("a store reads the output axes but not the sum");
-  for (const UOp* st : sink->src())
-    if (st->op != Op::Store) no("the kernel's sink holds a ", op_name(st->op));
+  const UOp* sink = padded.sink;
+  TcMatch t = match_tc(sink, opt.axis, tc, true, no);
+  const UOp *red = t.red, *kr = t.kr, *mr = t.mr, *nr = t.nr, *a = t.a, *b = t.b;
 
   int64_t next_id = max_range_id(sink) + 1;
   AxisType mt = mr->as<RangeArg>().type, nt = nr->as<RangeArg>().type;

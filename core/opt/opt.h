@@ -16,10 +16,11 @@
 //   Swap(a, b)                   ranges a and b exchange ids, i.e. loop positions (loops at the
 //                                same depth nest by id, outer to inner)
 //   Nolocals                     no LOCAL or GROUP_REDUCE splits afterwards
-//   TC(k, t)                     first, on a kernel whose one Reduce sums A(M,K) * B(K,N) over range k:
+//   TC(k, t[, pad])              first, on a kernel whose one Reduce sums A(M,K) * B(K,N) over range k:
 //                                tensor core t of the target computes it (apply_tc in opt.cpp):
-//                                a WARP range of its lanes, M, N, K divided by its m, n, k, the
-//                                product a Wmma of per-lane fragments, one store per C element
+//                                a WARP range of its lanes, M, N, K divided by its m, n, k (padded
+//                                to them with pad), the product a Wmma of per-lane fragments, one
+//                                store per C element
 //
 // Before any opt, a target with GLOBAL/LOCAL axes turns every LOOP range into a GLOBAL one (the
 // grid); on CPUs loops stay LOOP. The same start and the same opts give the same kernel.

@@ -95,7 +95,8 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
   // Tensor cores only as the first opt; a candidate whose kernel is not their matmul fails to lower.
   if (applied.empty())
     for (size_t t = 0; t < target.tensor_cores.size(); t++)
-      for (const UOp* r : reduces) out.push_back(Opt::tc(r->as<RangeArg>().id, int64_t(t)));
+      for (const UOp* r : reduces)
+        for (bool pad : {false, true}) out.push_back(Opt::tc(r->as<RangeArg>().id, int64_t(t), pad));
   return out;
 }
 

@@ -104,8 +104,8 @@ bool uses_tensor_cores(const std::string& source) {
 }
 
 // Matmuls of float16 and bfloat16 that the heuristic puts on tensor cores where the target has them:
-// plain, with a float32 output, with a bias and relu, batched, and one large enough for upcast
-// tiles and several warps per group.
+// plain, with a float32 output, with a bias and relu, batched, one large enough for upcast tiles and
+// several warps per group, and two padded to the tile (odd sizes; a convolution).
 std::vector<const UOp*> tensor_core_programs(Graph& g, const std::string& backend) {
   std::vector<const UOp*> outs;
   for (DType in : {dtypes::float16, dtypes::bfloat16}) {
@@ -116,6 +116,10 @@ std::vector<const UOp*> tensor_core_programs(Graph& g, const std::string& backen
     outs.push_back(relu(g, binary(g, Op::Add, matmul(g, a, b), input(g, in, {48}, backend))));
     outs.push_back(matmul(g, input(g, in, {3, 32, 64}, backend), input(g, in, {3, 64, 16}, backend)));
     outs.push_back(matmul(g, input(g, in, {512, 256}, backend), input(g, in, {256, 512}, backend)));
+    // padded to the tile: a matmul of odd sizes and a convolution (K = its input channels)
+    outs.push_back(matmul(g, input(g, in, {40, 24}, backend), input(g, in, {24, 20}, backend)));
+    outs.push_back(conv2d(g, input(g, in, {2, 16, 14, 14}, backend), input(g, in, {24, 16, 3, 3}, backend), nullptr,
+                          {1, 1}, {1, 1}));
   }
   return outs;
 }
@@ -211,7 +215,7 @@ void check_ptx(const std::string& arch) {
   }
   std::printf("CUDA %s: %zu kernels of %d programs compiled to PTX (%d with barriers, %d with mma.sync) in %.1f s\n",
               arch.c_str(), c.kernels.size(), c.programs, c.barriers, c.tensor_core_kernels, c.secs);
-  EXPECT_EQ(c.tensor_core_kernels, 10) << "each tensor-core matmul runs on mma.sync";
+  EXPECT_EQ(c.tensor_core_kernels, 14) << "each tensor-core matmul runs on mma.sync";
   std::string ptxas = find_tool("ptxas", {"/usr/local/cuda/bin"});
   if (ptxas.empty())
     GTEST_SKIP() << "ptxas not found (no CUDA toolkit on $PATH or in /usr/local/cuda/bin): PTX not assembled";
@@ -250,7 +254,7 @@ void check_code_objects(const std::string& arch) {
   std::printf(
       "AMD %s: %zu kernels of %d programs linked into code objects (%d with barriers, %d with MFMA/WMMA) in %.1f s\n",
       arch.c_str(), c.kernels.size(), c.programs, c.barriers, c.tensor_core_kernels, c.secs);
-  EXPECT_EQ(c.tensor_core_kernels, 10) << "each tensor-core matmul runs on MFMA or WMMA";
+  EXPECT_EQ(c.tensor_core_kernels, 14) << "each tensor-core matmul runs on MFMA or WMMA";
   std::string readobj = find_tool("llvm-readobj-19", {"/usr/lib/llvm-19/bin"});
   if (readobj.empty()) GTEST_SKIP() << "llvm-readobj-19 not found: kernel descriptors not read back";
   // One llvm-readobj per batch of files: "File: <path>" starts each file's listing.

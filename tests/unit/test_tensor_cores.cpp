@@ -106,6 +106,10 @@ TEST(TensorCores, TcOptPrintsAndParses) {
   ASSERT_TRUE(parse_opt("TC(2,1)", &o));
   EXPECT_EQ(o, Opt::tc(2, 1));
   EXPECT_EQ(opt_str(o), "TC(2,1)");
+  ASSERT_TRUE(parse_opt("TC(2,1,pad)", &o));
+  EXPECT_EQ(o, Opt::tc(2, 1, true));
+  EXPECT_EQ(opt_str(o), "TC(2,1,pad)");
+  EXPECT_FALSE(parse_opt("TC(2,1,top)", &o));
 }
 
 #if SN_BACKEND_CPU && SN_BACKEND_CL
@@ -185,7 +189,7 @@ class TensorCoreKernels : public OracleFixture<1661> {
   // Compiles `out` for the device (forced opts when given), runs it, and compares with the oracle;
   // returns the opts of its kernel that has a TC opt (none: empty).
   std::vector<Opt> check(const UOp* out, const std::string& what, const std::vector<Opt>* opts = nullptr,
-                         double rtol = -1) {
+                         double rtol = -1, double atol = -1) {
     CompileOptions o;
     std::vector<const UOp*> bufs;
     for (const auto& [buf, arr] : data) bufs.push_back(buf);
@@ -215,7 +219,7 @@ class TensorCoreKernels : public OracleFixture<1661> {
     Array got = from_buffer(*outs[0]);
     Array want = oracle::evaluate(std::vector<const UOp*>{out}, data).at(0);
     double rt = rtol >= 0 ? rtol : default_rtol(want.dtype);
-    EXPECT_EQ(mismatch(got, want, rt, rt), "") << what;
+    EXPECT_EQ(mismatch(got, want, rt, atol >= 0 ? atol : rt), "") << what;
     for (const Launch& l : p->launches)
       for (const Opt& x : l.kernel->opts)
         if (x.op == OptOp::TC) return l.kernel->opts;
@@ -269,6 +273,34 @@ TEST_F(TensorCoreKernels, EveryLayoutMatchesTheOracle) {
   }
 }
 
+// Shapes that are not multiples of the tile: TC pads M, N and K (gated loads and stores), for every
+// layout, and the heuristic does so for a matmul and a convolution (its input channels as K, its
+// output width as M) when no tile fits as it is.
+TEST_F(TensorCoreKernels, PaddedTilesMatchTheOracle) {
+  for (const char* name : {"m16n8k16_f16_f32", "mfma_16x16x16_bf16_f32", "wmma_16x16x16_f16_f32"}) {
+    int64_t t = shape_index(name);
+    DType in = dev->target().tensor_cores[size_t(t)].in == Scalar::Float16 ? dtypes::float16 : dtypes::bfloat16;
+    const UOp* c = matmul(g, cl_in(in, {40, 24}), cl_in(in, {24, 20}));
+    std::vector<Opt> opts{Opt::tc(reduce_axis(c), t, true)};
+    EXPECT_EQ(check(c, cat(name, " 40x24 @ 24x20, padded"), &opts), opts) << name;
+  }
+  const UOp* c = matmul(g, cl_in(dtypes::float16, {40, 24}), cl_in(dtypes::float16, {24, 20}));
+  std::vector<Opt> got = check(c, "heuristic 40x24 @ 24x20");
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(got[0].top) << opts_str(got);
+  // conv2d 2x16x14x14 with 24 3x3 filters, pad 1, in float16. A tensor core multiplies halves
+  // exactly where the oracle rounds each product to float16 (the spec's half Mul): over 144 terms
+  // that differs by up to ~0.01 near 0, hence the absolute tolerance.
+  const UOp* x = cl_in(dtypes::float16, {2, 16, 14, 14});
+  const UOp* w = cl_in(dtypes::float16, {24, 16, 3, 3});
+  const UOp* y = conv2d(g, x, w, nullptr, {1, 1}, {1, 1}, {1, 1});
+  got = check(y, "heuristic conv2d 2x16x14x14 * 24x16x3x3", nullptr, -1, 0.03);
+  EXPECT_FALSE(got.empty()) << "the convolution did not run on the (emulated) tensor cores";
+  // a tile that needs over 4x the work is not padded: a matrix-vector product keeps plain kernels
+  const UOp* mv = matmul(g, cl_in(dtypes::float16, {1, 64}), cl_in(dtypes::float16, {64, 32}));
+  EXPECT_TRUE(check(mv, "heuristic 1x64 @ 64x32").empty());
+}
+
 // Applying the recorded opts again gives the same kernel.
 TEST_F(TensorCoreKernels, RecordedOptsReplay) {
   const UOp* a = cl_in(dtypes::float16, {64, 64});
@@ -286,14 +318,15 @@ TEST_F(TensorCoreKernels, RecordedOptsReplay) {
 }
 
 // On a real GPU (skipped without one; SN_REQUIRE_CUDA=1 makes that a failure): the heuristic's
-// tensor-core kernels on NVIDIA's mma.sync, against the oracle.
+// tensor-core kernels on NVIDIA's mma.sync (one padded to the tile), against the oracle.
 TEST(TensorCoresOnGpu, CudaMatmulsMatchTheOracle) {
   SN_SKIP_WITHOUT_DEVICE("CUDA", cuda_required());
   auto dev = runtime().device("CUDA");
   if (dev->target().tensor_cores.empty()) GTEST_SKIP() << "the GPU (" << dev->target().arch << ") has no mma.sync";
   Rng rng(7);
   for (DType in : {dtypes::float16, dtypes::bfloat16})
-    for (auto [m, k, n] : {std::array<int64_t, 3>{64, 32, 48}, std::array<int64_t, 3>{512, 256, 512}}) {
+    for (auto [m, k, n] : {std::array<int64_t, 3>{64, 32, 48}, std::array<int64_t, 3>{512, 256, 512},
+                           std::array<int64_t, 3>{40, 24, 20}}) {  // the last one padded to the tile
       Graph g;
       oracle::BufferData data;
       auto make = [&](std::vector<int64_t> shape) {
