@@ -89,6 +89,76 @@ static void test_amd(sn_context *ctx) {
   sn_device_release(dev);
 }
 
+/* Tensor cores through the C API: a float16 matmul's kernel opts start with TC on sm_90 (mma.sync in
+   its PTX), and the same opts forced by text give a kernel with those opts and mma.sync again;
+   forcing them on sm_75, which has no tensor cores, is SN_E_INVALID_ARG saying so. */
+static sn_program *compile_half_matmul(sn_context *ctx, sn_device *dev, const char *const *opts, size_t nopts,
+                                       sn_error **e) {
+  sn_graph *g = sn_graph_create(ctx, e);
+  int64_t sa[2] = {64, 32}, sb[2] = {32, 48};
+  sn_uop *a = sn_tensor_input(g, SN_DTYPE_FLOAT16, sa, 2, "CUDA", e);
+  sn_uop *b = sn_tensor_input(g, SN_DTYPE_FLOAT16, sb, 2, "CUDA", e);
+  sn_uop *c = sn_tensor_matmul(g, a, b, e);
+  sn_compile_options o;
+  sn_program *p;
+  if (sn_compile_options_init(&o, sizeof o, e) != SN_OK) {
+    sn_graph_release(g);
+    return NULL;
+  }
+  o.kernel_opts = opts;
+  o.nkernel_opts = nopts;
+  p = sn_compile(g, &c, 1, dev, &o, e);
+  sn_graph_release(g);
+  return p;
+}
+
+static void test_tensor_cores(sn_context *ctx) {
+  sn_error *e = NULL;
+  sn_device *dev = sn_device_open_target(ctx, "CUDA", "sm_90", &e), *old;
+  sn_program *p, *again;
+  char *opts = NULL, *src, *src2;
+  size_t i, n, at = 0;
+  const char *forced[1];
+  expect_ok(&e, __LINE__);
+  p = compile_half_matmul(ctx, dev, NULL, 0, &e);
+  expect_ok(&e, __LINE__);
+  if (!p) return;
+  n = sn_program_num_kernels(p, &e);
+  for (i = 0; i < n; i++) { /* the kernel that multiplies (a large B may be repacked first) */
+    char *o = sn_program_kernel_opts(p, i, &e);
+    if (contains(o, ": TC(")) {
+      sn_string_free(opts);
+      opts = o, at = i;
+    } else {
+      sn_string_free(o);
+    }
+  }
+  CHECK(opts != NULL);
+  src = sn_program_kernel_source(p, at, &e);
+  CHECK(contains(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+  forced[0] = opts;
+  again = compile_half_matmul(ctx, dev, forced, 1, &e);
+  expect_ok(&e, __LINE__);
+  src2 = again ? sn_program_kernel_source(again, at, &e) : NULL;
+  CHECK(contains(src2, "mma.sync.aligned.m16n8k16"));
+  {
+    char *o2 = again ? sn_program_kernel_opts(again, at, &e) : NULL;
+    CHECK(o2 != NULL && strcmp(o2, opts) == 0);
+    sn_string_free(o2);
+  }
+  old = sn_device_open_target(ctx, "CUDA", "sm_75", &e);
+  expect_ok(&e, __LINE__);
+  CHECK(compile_half_matmul(ctx, old, forced, 1, &e) == NULL);
+  EXPECT_ERROR(e, SN_E_INVALID_ARG, "has 0 tensor cores");
+  sn_string_free(src);
+  sn_string_free(src2);
+  sn_string_free(opts);
+  sn_program_release(p);
+  sn_program_release(again);
+  sn_device_release(old);
+  sn_device_release(dev);
+}
+
 static void test_errors(sn_context *ctx) {
   sn_error *e = NULL;
   sn_device *cpu;
@@ -145,6 +215,7 @@ int main(void) {
   }
   test_cuda(ctx);
   test_amd(ctx);
+  test_tensor_cores(ctx);
   test_errors(ctx);
   sn_context_release(ctx);
   return sn_test_report();
