@@ -395,15 +395,16 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
   std::vector<const UOp*> stores;
   for (const UOp* s : sink->src()) {
     std::vector<const UOp*> up;
-    for (const UOp* r : ranges_of(s))
+    bool fragments = false;  // a tensor-core tile (TC made a WARP range): its values are a warp's fragments
+    for (const UOp* r : ranges_of(s)) {
       if (is_type(r, AxisType::Upcast)) up.push_back(r);
+      fragments = fragments || is_type(r, AxisType::Warp);
+    }
     // A reduction that loads along the first upcast range contiguously takes it as lanes even
     // where the store walks it with a stride: its results are stored lane by lane (a convolution
     // whose output channels are the lanes).
     // A tensor-core tile's values are fragments of a warp, not lanes: its upcasts are copies only.
     std::vector<const UOp*> parts;
-    bool fragments = false;
-    for (const UOp* x : toposort(s)) fragments = fragments || x->op == Op::Wmma;
     for (size_t i = 0; i < up.size() && !fragments; i++) {
       if (const UOp* vs = vectorize_store(g, s, up[i], gathers)) {
         parts = {vs};
