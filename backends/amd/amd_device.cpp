@@ -296,15 +296,13 @@ class AmdDevice final : public ComputeDevice {
   void launch(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
               const LaunchSize& size) override {
     const auto& k = static_cast<const AmdKernel&>(dk);
-    for (size_t d = 0; d < 3; d++)
-      if (size.global[d] <= 0) return;  // an empty grid: nothing to run
+    if (!launch_fits(k, size)) return;
     uint32_t grid[3], group[3];
     for (size_t d = 0; d < 3; d++) {
-      int64_t items = size.global[d] * size.local[d];
-      if (size.local[d] > target().max_local_size[d] || items > int64_t(UINT32_MAX))
-        fail(Code::InvalidArg, name(), ": ", k.name, " launches ", size.global[0], "x", size.global[1], "x",
-             size.global[2], " work-groups of ", size.local[0], "x", size.local[1], "x", size.local[2],
-             " work-items, over the device's limits");
+      int64_t items = size.global[d] * size.local[d];  // an AQL grid counts work-items, in 32 bits
+      if (items > int64_t(UINT32_MAX))
+        fail(Code::InvalidArg, name(), ": ", k.name, " launches ", items, " work-items along dimension ", d,
+             ", over the 2^32 of an AQL packet");
       grid[d] = uint32_t(items);
       group[d] = uint32_t(size.local[d]);
     }

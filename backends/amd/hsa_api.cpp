@@ -2,21 +2,15 @@
 #include "backends/amd/hsa_api.h"
 
 #include <cstdio>
-#include <mutex>
 
 #include "core/util/dynlib.h"
 
 namespace sn::hsa {
 
 const Api* load(std::string* why) {
-  static Api api;
-  static const Api* loaded = nullptr;
-  static std::string reason;
-  static std::once_flag once;
-  std::call_once(once, [] {
+  return load_once<Api>(why, [](Api& api) -> std::string {
     static DynLib lib("libhsa-runtime64.so.1");
     lib.sym(api.init, "hsa_init");
-    lib.sym(api.shut_down, "hsa_shut_down");
     lib.sym(api.status_string, "hsa_status_string");
     lib.sym(api.iterate_agents, "hsa_iterate_agents");
     lib.sym(api.agent_get_info, "hsa_agent_get_info");
@@ -30,7 +24,6 @@ const Api* load(std::string* why) {
     lib.sym(api.signal_destroy, "hsa_signal_destroy");
     lib.sym(api.signal_store_screlease, "hsa_signal_store_screlease");
     lib.sym(api.signal_add_relaxed, "hsa_signal_add_relaxed");
-    lib.sym(api.signal_load_scacquire, "hsa_signal_load_scacquire");
     lib.sym(api.signal_wait_scacquire, "hsa_signal_wait_scacquire");
     lib.sym(api.queue_create, "hsa_queue_create");
     lib.sym(api.queue_destroy, "hsa_queue_destroy");
@@ -44,29 +37,20 @@ const Api* load(std::string* why) {
     lib.sym(api.executable_get_symbol_by_name, "hsa_executable_get_symbol_by_name");
     lib.sym(api.executable_symbol_get_info, "hsa_executable_symbol_get_info");
     lib.sym(api.executable_destroy, "hsa_executable_destroy");
-    if (!lib.ok()) {
-      reason = cat(lib.error(), " (the ROCm runtime is not installed, e.g. Debian's libhsa-runtime64-1)");
-      return;
-    }
-    // Initialized for the whole process: the runtime counts hsa_init calls, and devices come and go.
-    if (Status s = api.init(); s != kSuccess) {
-      reason = cat("HSA runtime found no GPU agent: hsa_init failed: ", status_name(&api, s));
-      return;
-    }
-    loaded = &api;
+    if (!lib.ok()) return cat(lib.error(), " (the ROCm runtime is not installed, e.g. Debian's libhsa-runtime64-1)");
+    // Initialized for the whole process (never shut down: devices come and go, the runtime stays).
+    if (Status s = api.init(); s != kSuccess)
+      return cat("HSA runtime found no GPU agent: hsa_init failed: ", status_name(&api, s));
+    return "";
   });
-  if (!loaded && why) *why = reason;
-  return loaded;
 }
 
 std::string status_name(const Api* api, Status s) {
   const char* text = nullptr;
   if (api && api->status_string(s, &text) == kSuccess && text) return text;
-  return cat("HSA status 0x", [s] {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%x", unsigned(s));
-    return std::string(buf);
-  }());
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "HSA status 0x%x", unsigned(s));
+  return buf;
 }
 
 }  // namespace sn::hsa

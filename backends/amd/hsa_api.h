@@ -70,11 +70,9 @@ static_assert(sizeof(KernelDispatchPacket) == 64 && offsetof(KernelDispatchPacke
 
 // hsa_agent_info_t (and hsa_amd_agent_info_t)
 constexpr int kAgentInfoName = 0;                      // char[64]
-constexpr int kAgentInfoProfile = 4;                   // hsa_profile_t
 constexpr int kAgentInfoWavefrontSize = 6;             // uint32_t
 constexpr int kAgentInfoWorkgroupMaxDim = 7;           // uint16_t[3]
 constexpr int kAgentInfoWorkgroupMaxSize = 8;          // uint32_t
-constexpr int kAgentInfoGridMaxDim = 9;                // uint32_t[3]
 constexpr int kAgentInfoQueueMaxSize = 14;             // uint32_t
 constexpr int kAgentInfoDevice = 17;                   // hsa_device_type_t
 constexpr int kAmdAgentInfoComputeUnitCount = 0xA002;  // uint32_t
@@ -96,7 +94,6 @@ constexpr int kSymbolKernelObject = 22;              // uint64_t
 
 // AQL packet header fields and values
 constexpr int kPacketTypeKernelDispatch = 2;
-constexpr int kPacketTypeInvalid = 1;
 constexpr int kHeaderType = 0, kHeaderBarrier = 8, kHeaderAcquireScope = 9, kHeaderReleaseScope = 11;
 constexpr int kFenceScopeSystem = 2;
 constexpr int kSetupDimensions = 0;
@@ -104,12 +101,11 @@ constexpr int kSetupDimensions = 0;
 constexpr int kQueueTypeMulti = 0;
 constexpr int kSignalConditionEq = 0, kSignalConditionLt = 2;
 constexpr int kWaitStateBlocked = 0;
-constexpr int kProfileBase = 0, kProfileFull = 1;
+constexpr int kProfileFull = 1;
 constexpr int kRoundingDefault = 0;
 
 struct Api {
   Status (*init)();
-  Status (*shut_down)();
   Status (*status_string)(Status, const char**);
   Status (*iterate_agents)(Status (*)(Agent, void*), void*);
   Status (*agent_get_info)(Agent, int attribute, void* value);
@@ -124,7 +120,6 @@ struct Api {
   Status (*signal_destroy)(Signal);
   void (*signal_store_screlease)(Signal, int64_t);
   void (*signal_add_relaxed)(Signal, int64_t);
-  int64_t (*signal_load_scacquire)(Signal);
   int64_t (*signal_wait_scacquire)(Signal, int condition, int64_t compare, uint64_t timeout_hint, int wait_state);
   Status (*queue_create)(Agent, uint32_t size, int type, void (*callback)(Status, Queue*, void*), void* data,
                          uint32_t private_segment_size, uint32_t group_segment_size, Queue** queue);

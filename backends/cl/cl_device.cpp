@@ -174,9 +174,9 @@ class ClDevice final : public ComputeDevice {
   void launch(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
               const LaunchSize& size) override {
     const auto& k = static_cast<const ClKernel&>(dk);
+    if (!launch_fits(k, size)) return;
     size_t global[3], local[3];
     for (size_t d = 0; d < 3; d++) {
-      if (size.global[d] <= 0) return;  // an empty grid: nothing to run
       global[d] = size_t(size.global[d]) * size_t(size.local[d]);
       local[d] = size_t(size.local[d]);
     }

@@ -1,18 +1,12 @@
 // Loading the CUDA driver (backends/cuda/cuda_api.h).
 #include "backends/cuda/cuda_api.h"
 
-#include <mutex>
-
 #include "core/util/dynlib.h"
 
 namespace sn::cu {
 
 const Api* load(std::string* why) {
-  static Api api;
-  static const Api* loaded = nullptr;
-  static std::string reason;
-  static std::once_flag once;
-  std::call_once(once, [] {
+  return load_once<Api>(why, [](Api& api) -> std::string {
     static DynLib lib("libcuda.so.1");
     lib.sym(api.Init, "cuInit");
     lib.sym(api.GetErrorName, "cuGetErrorName");
@@ -49,18 +43,10 @@ const Api* load(std::string* why) {
     lib.optional_sym(api.GraphLaunch, "cuGraphLaunch");
     lib.optional_sym(api.GraphExecDestroy, "cuGraphExecDestroy");
     lib.optional_sym(api.GraphDestroy, "cuGraphDestroy");
-    if (!lib.ok()) {
-      reason = cat(lib.error(), " (the NVIDIA driver is not installed)");
-      return;
-    }
-    if (CUresult r = api.Init(0); r != CUDA_SUCCESS) {
-      reason = cat("cuInit failed: ", error_name(&api, r));
-      return;
-    }
-    loaded = &api;
+    if (!lib.ok()) return cat(lib.error(), " (the NVIDIA driver is not installed)");
+    if (CUresult r = api.Init(0); r != CUDA_SUCCESS) return cat("cuInit failed: ", error_name(&api, r));
+    return "";
   });
-  if (!loaded && why) *why = reason;
-  return loaded;
 }
 
 std::string error_name(const Api* api, CUresult r) {

@@ -304,13 +304,7 @@ class CudaDevice final : public ComputeDevice {
   void launch_locked(const DeviceKernel& dk, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
                      const LaunchSize& size) {
     const auto& k = static_cast<const CudaKernel&>(dk);
-    for (size_t d = 0; d < 3; d++)
-      if (size.global[d] <= 0) return;  // an empty grid: nothing to run
-    for (size_t d = 0; d < 3; d++)
-      if (size.global[d] > target().max_global_size[d] || size.local[d] > target().max_local_size[d])
-        fail(Code::InvalidArg, name(), ": ", k.name, " launches ", size.global[0], "x", size.global[1], "x",
-             size.global[2], " blocks of ", size.local[0], "x", size.local[1], "x", size.local[2],
-             " threads, over the device's limits");
+    if (!launch_fits(k, size)) return;
     // kernelParams: one pointer per argument, to its value (buffers' device addresses, then the
     // variables), in the order the kernel declares them.
     std::vector<uint64_t> values;

@@ -257,6 +257,12 @@ const UOp* reduce_identity(Graph& g, Op op, DType dt) {
   }
 }
 
+bool depends_on(const UOp* u, const UOp* x) {
+  for (const UOp* y : toposort(u))
+    if (y == x) return true;
+  return false;
+}
+
 const UOp* fragment_coord(Graph& g, const TcCoord& c, const UOp* lane, int64_t elem) {
   const UOp* e = nullptr;
   int64_t fixed = 0;

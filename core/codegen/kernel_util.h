@@ -60,6 +60,9 @@ bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, 
 const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets);
 const UOp* lane_index_base(const UOp* idx);
 
+// Whether the graph under u contains node x (u's value or address moves with x).
+bool depends_on(const UOp* u, const UOp* x);
+
 // All Range nodes under root, by loop id (RangeArg::id; the node id breaks ties).
 std::vector<const UOp*> ranges_of(const UOp* root);
 

@@ -34,13 +34,6 @@ std::vector<const UOp*> ranges_typed(const UOp* sink, AxisType t) {
   return out;
 }
 
-// Whether the node reads range r (its value or address moves with r).
-bool depends_on(const UOp* u, const UOp* r) {
-  for (const UOp* x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
-
 // Elements of local memory a group reduce of `group` work-items needs per Reduce it splits.
 int64_t local_bytes_for(const UOp* sink, const UOp* axis, int64_t group) {
   int64_t bytes = 0;

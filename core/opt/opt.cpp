@@ -277,13 +277,6 @@ const UOp* apply_swap(Graph& g, const OptState& k, const Opt& opt) {
 
 // ---- TC ----------------------------------------------------------------------------------------
 
-// Whether the node reads range r.
-bool reads(const UOp* u, const UOp* r) {
-  for (const UOp* x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
-
 // A matmul operand of the tensor core's input type: x itself, or what a Cast to the accumulator's
 // type widened (a product computed in float32 from half inputs).
 const UOp* tc_operand(const UOp* x, Scalar in) {
@@ -339,15 +332,18 @@ TcMatch match_tc(const UOp* sink, int64_t axis, const TensorCoreShape& tc, bool 
     no("the sum is ", t.red->dtype.name(), ", the tensor core accumulates ", scalar_name(tc.acc));
   int64_t kn = const_bound(t.kr);
   if (kn < 1 || (multiples && kn % tc.k != 0)) no("the reduce axis of ", kn, " is not a multiple of ", tc.k);
-  if (!reads(t.a, t.kr) || !reads(t.b, t.kr)) no("both operands must read the reduce axis");
+  // What each operand reads, walked once.
+  std::vector<const UOp*> under_a = toposort(t.a), under_b = toposort(t.b);
+  const std::unordered_set<const UOp*> in_a(under_a.begin(), under_a.end()), in_b(under_b.begin(), under_b.end());
+  if (!in_a.count(t.kr) || !in_b.count(t.kr)) no("both operands must read the reduce axis");
   // M and N: the innermost GLOBAL/LOOP ranges read by one operand only.
   for (const UOp* r : ranges_of(sink)) {
     AxisType type = r->as<RangeArg>().type;
     int64_t n = const_bound(r);
     if ((type != AxisType::Global && type != AxisType::Loop) || n <= 0) continue;
-    bool in_a = reads(t.a, r), in_b = reads(t.b, r);
-    if (in_a && !in_b && (!multiples || n % tc.m == 0)) t.mr = r;
-    if (in_b && !in_a && (!multiples || n % tc.n == 0)) t.nr = r;
+    bool reads_a = in_a.count(r) != 0, reads_b = in_b.count(r) != 0;
+    if (reads_a && !reads_b && (!multiples || n % tc.m == 0)) t.mr = r;
+    if (reads_b && !reads_a && (!multiples || n % tc.n == 0)) t.nr = r;
   }
   if (!t.mr || !t.nr)
     no("no output axis that only ", t.mr ? "B" : "A", " reads", multiples ? " with a bound that is a multiple of " : "",
@@ -355,7 +351,8 @@ TcMatch match_tc(const UOp* sink, int64_t axis, const TensorCoreShape& tc, bool 
   // Everything that reads M or N must be a store of the sum (no second output in the tile).
   for (const UOp* st : sink->src()) {
     if (st->op != Op::Store) no("the kernel's sink holds a ", op_name(st->op));
-    if ((reads(st, t.mr) || reads(st, t.nr)) && !reads(st, t.red)) no("a store reads the output axes but not the sum");
+    if ((depends_on(st, t.mr) || depends_on(st, t.nr)) && !depends_on(st, t.red))
+      no("a store reads the output axes but not the sum");
   }
   return t;
 }
@@ -428,7 +425,7 @@ const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& t
   // One store per element of the C fragment, at the element's row and column.
   std::vector<const UOp*> stores;
   for (const UOp* st : sink->src()) {
-    if (!reads(st, red)) {
+    if (!depends_on(st, red)) {
       stores.push_back(st);
       continue;
     }

@@ -29,6 +29,17 @@ std::string DeviceKernel::launch_shape() const {
              dims.local[0], "x", dims.local[1], "x", dims.local[2]);
 }
 
+bool ComputeDevice::launch_fits(const DeviceKernel& k, const LaunchSize& size) const {
+  for (size_t d = 0; d < 3; d++)
+    if (size.global[d] <= 0) return false;
+  for (size_t d = 0; d < 3; d++)
+    if (size.global[d] > target_.max_global_size[d] || size.local[d] > target_.max_local_size[d])
+      fail(Code::InvalidArg, name_, ": ", k.name, " launches ", size.global[0], "x", size.global[1], "x",
+           size.global[2], " work-groups of ", size.local[0], "x", size.local[1], "x", size.local[2],
+           " work-items, over the device's limits");
+  return true;
+}
+
 double ComputeDevice::time_launch(const DeviceKernel& k, std::span<const DevicePtr> bufs, std::span<const int64_t> vars,
                                   const LaunchSize& size) {
   auto t0 = std::chrono::steady_clock::now();

@@ -153,6 +153,11 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   };
   virtual Stats stats() const = 0;
 
+ protected:
+  // For launch(): false for an empty grid (nothing to run); Error(InvalidArg) naming the kernel when
+  // the grid or its work-groups are over the target's limits.
+  bool launch_fits(const DeviceKernel& k, const LaunchSize& size) const;
+
  private:
   std::string name_;
   Target target_;

@@ -3,6 +3,7 @@
 #pragma once
 #include <dlfcn.h>
 
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -42,5 +43,19 @@ class DynLib {
   std::string name_, error_;
   void* handle_ = nullptr;
 };
+
+// A driver's table of functions, loaded once per process: `init(api)` fills it (from a DynLib it
+// keeps loaded, then the driver's own initialization) and returns "" or why it cannot. Each call
+// returns the table, or nullptr with that reason in *why. (Each caller's `init` is its own lambda
+// type, so each driver gets its own table.)
+template <class Api, class Init>
+const Api* load_once(std::string* why, Init init) {
+  static Api api;
+  static std::string reason;
+  static std::once_flag once;
+  std::call_once(once, [&] { reason = init(api); });
+  if (!reason.empty() && why) *why = reason;
+  return reason.empty() ? &api : nullptr;
+}
 
 }  // namespace sn

@@ -98,6 +98,6 @@ int main() {
   SN_CHECK_CONSTANT(CU_STREAM_NON_BLOCKING)
   SN_CHECK_CONSTANT(CU_EVENT_DEFAULT)
   SN_CHECK_CONSTANT(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-  std::printf("%d declarations of backends/cuda/cuda_api.h match %s\n", checked, SN_CUDA_HEADER);
+  std::printf("%d declarations of backends/cuda/cuda_api.h match %s\n", checked, SN_DECLS_HEADER);
   return checked == 55 ? 0 : 1;
 }

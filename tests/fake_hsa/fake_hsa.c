@@ -102,11 +102,6 @@ hsa_status_t hsa_init(void) {
   initialized++;
   return OK;
 }
-hsa_status_t hsa_shut_down(void) {
-  if (!initialized) return NOT_INITIALIZED;
-  initialized--;
-  return OK;
-}
 hsa_status_t hsa_status_string(hsa_status_t s, const char **text) {
   switch (s) {
     case OUT_OF_RESOURCES:
