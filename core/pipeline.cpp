@@ -425,7 +425,12 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   std::vector<bool> cached(nk, false);  // found compiled: no stage ran for it here
   std::vector<std::shared_ptr<const DeviceKernel>> kernels(nk);
   std::vector<std::optional<LoweredKernel>> pending(nk);
+  std::vector<std::exception_ptr> errors(nk);
+  std::map<uint64_t, size_t> first_of_key;  // a kernel that appears twice compiles once
   std::set<uint64_t> forced_used;
+  // compile: the backend's render + compile of each new kernel starts as soon as it is lowered,
+  // on the other cores while this thread lowers the next (finish() joins in)
+  TaskQueue compiles(/*hold=*/beam > 0);
   for (size_t k = 0; k < nk; k++) {
     const ScheduledKernel& sk = s.kernels[k];
     const uint64_t id = sk.ast->content_hash();
@@ -454,28 +459,23 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       fail(Code::InvalidArg, "compile: the opts given for kernel ", kernel_id_str(id), " (", kernel_name(sk.ast), ") [",
            opts_str(forced->second), "] do not apply: ", e.message());
     }
-  }
-
-  // compile: the backend's render + compile of every new kernel, on all cores at once (a kernel
-  // that appears twice compiles once)
-  {
-    std::vector<size_t> todo;
-    std::map<uint64_t, size_t> first_of_key;
-    for (size_t k = 0; k < nk; k++)
-      if (pending[k] && first_of_key.emplace(pending[k]->key, k).second) todo.push_back(k);
-    std::vector<std::exception_ptr> errors(nk);
-    on_all_cores(todo.size(), [&](size_t i) {
+    if (!first_of_key.emplace(pending[k]->key, k).second) continue;
+    // The compile thread reads this kernel's nodes while this one builds more in the same graph:
+    // what it would derive lazily is derived here first.
+    pending[k]->linear->derive_for_readers();
+    compiles.push([&, k] {
       try {
-        kernels[todo[i]] = device->compile(*pending[todo[i]]);
+        kernels[k] = device->compile(*pending[k]);
       } catch (...) {
-        errors[todo[i]] = std::current_exception();
+        errors[k] = std::current_exception();
       }
     });
-    for (size_t k = 0; k < nk; k++)
-      if (errors[k]) std::rethrow_exception(errors[k]);
-    for (size_t k = 0; k < nk; k++)
-      if (pending[k] && !kernels[k]) kernels[k] = kernels[first_of_key.at(pending[k]->key)];
   }
+  compiles.finish();
+  for (size_t k = 0; k < nk; k++)
+    if (errors[k]) std::rethrow_exception(errors[k]);
+  for (size_t k = 0; k < nk; k++)
+    if (pending[k] && !kernels[k]) kernels[k] = kernels[first_of_key.at(pending[k]->key)];
 
   for (size_t k = 0; k < nk; k++) {
     const ScheduledKernel& sk = s.kernels[k];

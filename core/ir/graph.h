@@ -2,7 +2,8 @@
 // same pointer (keyed by op, dtype, arg, tag and the child pointers). Nodes live until the
 // graph is destroyed. One thread at a time per graph: building nodes, and also the first read
 // of a lazily derived property (minmax, device, axis, content_hash), write to the graph.
-// Structure (op, dtype, src, arg, shape) of built nodes may be read concurrently.
+// Structure (op, dtype, src, arg, shape) of built nodes may be read concurrently, and so may
+// properties already derived (UOp::derive_for_readers), while the owning thread builds more.
 #pragma once
 #include <deque>
 #include <initializer_list>

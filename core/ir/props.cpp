@@ -14,19 +14,20 @@ enum : uint8_t { kMinMax = 1, kDevice = 2, kAxis = 4, kHash = 8 };
 
 // Computes `compute(node)` for u and every source lacking `bit`, children first.
 template <class F>
-void ensure(const UOp* u, uint8_t& (*flags)(const UOp*), uint8_t bit, F compute) {
-  if (flags(u) & bit) return;
+void ensure(const UOp* u, std::atomic<uint8_t>& (*flags)(const UOp*), uint8_t bit, F compute) {
+  auto has = [&](const UOp* n) { return (flags(n).load(std::memory_order_acquire) & bit) != 0; };
+  if (has(u)) return;
   std::vector<std::pair<const UOp*, size_t>> stack{{u, 0}};
   while (!stack.empty()) {
     auto& [n, i] = stack.back();
     if (i < n->nsrc()) {
       const UOp* s = n->src(i++);
-      if (!(flags(s) & bit)) stack.push_back({s, 0});
+      if (!has(s)) stack.push_back({s, 0});
       continue;
     }
-    if (!(flags(n) & bit)) {  // a shared child may have been finished through another path
+    if (!has(n)) {  // a shared child may have been finished through another path
       compute(n);
-      flags(n) |= bit;
+      flags(n).fetch_or(bit, std::memory_order_release);
     }
     stack.pop_back();
   }
@@ -426,7 +427,7 @@ uint64_t compute_hash(const UOp* u) {
 }  // namespace
 
 struct PropsAccess {
-  static uint8_t& flags(const UOp* u) { return u->lazy_; }
+  static std::atomic<uint8_t>& flags(const UOp* u) { return u->lazy_; }
   static MinMax& minmax(const UOp* u) { return u->minmax_; }
   static const Device*& device(const UOp* u) { return u->device_; }
   static int& axis(const UOp* u) { return u->axis_; }
@@ -448,6 +449,10 @@ int UOp::axis() const {
 uint64_t UOp::content_hash() const {
   ensure(this, &PropsAccess::flags, kHash, [](const UOp* n) { PropsAccess::hash(n) = compute_hash(n); });
   return content_hash_;
+}
+void UOp::derive_for_readers() const {
+  (void)minmax();
+  (void)content_hash();
 }
 
 }  // namespace sn

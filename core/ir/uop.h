@@ -1,6 +1,7 @@
 // The UOp: (op, dtype, src, arg, tag), immutable and hash-consed by its Graph, plus the typed
 // args and the derived-property types (shape, device, min/max).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -125,6 +126,9 @@ class UOp {
   const Device& device() const;
   int axis() const;               // sharding axis, -1 = null
   uint64_t content_hash() const;  // stable across processes: op, dtype, arg, children's hashes
+  // Derives minmax and content_hash of this node and everything under it, so that other threads
+  // may then read them (a kernel renders on a compile thread while this one lowers the next).
+  void derive_for_readers() const;
 
   // typed arg access
   template <class T>
@@ -151,7 +155,9 @@ class UOp {
   uint64_t hash_ = 0;  // intern hash (pointer-based, not stable across processes)
   bool has_shape_ = false;
   Shape shape_;
-  mutable uint8_t lazy_ = 0;  // bit set = property computed
+  // Bit set = property computed. Set (release) after the value is written, so a thread that sees
+  // the bit (acquire) sees the value; a property is computed by one thread at a time (graph.h).
+  mutable std::atomic<uint8_t> lazy_{0};
   mutable int axis_ = -1;
   mutable uint64_t content_hash_ = 0;
   mutable MinMax minmax_;

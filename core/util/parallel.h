@@ -3,7 +3,11 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -23,5 +27,75 @@ void on_all_cores(size_t n, const Fn& fn) {
   work();
   for (std::thread& t : threads) t.join();
 }
+
+// Tasks handed over while the caller goes on making more (a program's kernels compile while the
+// next ones lower): up to cores - 1 helper threads take them as they come, and finish() has the
+// caller take what is left and waits for all. With `hold`, helpers start only at finish() (BEAM
+// times kernels while the program lowers: compiles beside it would disturb the timing). Tasks
+// must not throw: they keep their own errors. The destructor (an error on the caller's side)
+// drops the tasks no thread took yet and waits for the others.
+class TaskQueue {
+ public:
+  explicit TaskQueue(bool hold = false)
+      : hold_(hold), helpers_(std::max(1u, std::thread::hardware_concurrency()) - 1) {}
+  ~TaskQueue() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      tasks_.clear();
+    }
+    finish();
+  }
+  TaskQueue(const TaskQueue&) = delete;
+  TaskQueue& operator=(const TaskQueue&) = delete;
+
+  void push(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    if (!hold_ && threads_.size() < helpers_) threads_.emplace_back([this] { work(); });
+    ready_.notify_one();
+  }
+
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (closed_) return;
+      closed_ = true;
+    }
+    ready_.notify_all();
+    size_t queued = [&] {
+      std::lock_guard<std::mutex> lk(mu_);
+      return tasks_.size();
+    }();
+    while (threads_.size() < std::min(helpers_, queued)) threads_.emplace_back([this] { work(); });
+    work();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        ready_.wait(lk, [&] { return !tasks_.empty() || closed_; });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  const bool hold_;
+  const size_t helpers_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool closed_ = false;
+  std::vector<std::thread> threads_;  // touched by the owning thread only
+};
 
 }  // namespace sn

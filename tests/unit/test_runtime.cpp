@@ -2,13 +2,18 @@
 // programs run concurrently.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "core/pipeline.h"
 #include "core/runtime/runtime.h"
 #include "core/tensor/compose.h"
+#include "core/util/parallel.h"
 
 #if SN_BACKEND_CPU
 #include "tests/unit/test_pipeline_util.h"
@@ -293,3 +298,48 @@ TEST(Runtime, ProgramsRunConcurrently) {
 
 }  // namespace
 }  // namespace sn
+
+// ---- TaskQueue (a program's kernels compile while the next ones lower) -----------------------
+
+TEST(TaskQueue, RunsEveryTaskOnceWhileTheCallerKeepsPushing) {
+  std::vector<std::atomic<int>> runs(200);
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  {
+    sn::TaskQueue q;
+    for (size_t i = 0; i < runs.size(); i++) {
+      q.push([&, i] {
+        runs[i]++;
+        std::lock_guard<std::mutex> lk(mu);
+        threads.insert(std::this_thread::get_id());
+      });
+      if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the caller lowering
+    }
+    q.finish();
+    for (size_t i = 0; i < runs.size(); i++) ASSERT_EQ(runs[i].load(), 1) << "task " << i;
+    q.finish();  // a second finish does nothing
+  }
+  for (size_t i = 0; i < runs.size(); i++) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
+  // helpers took tasks before finish() on a machine with more than one core
+  if (std::thread::hardware_concurrency() > 1) {
+    EXPECT_GE(threads.size(), 2u);
+  }
+}
+
+TEST(TaskQueue, HeldTasksWaitForFinishAndAreDroppedOnError) {
+  std::atomic<int> ran{0};
+  {
+    sn::TaskQueue q(/*hold=*/true);
+    for (int i = 0; i < 8; i++) q.push([&] { ran++; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(ran.load(), 0);  // no thread started: BEAM is timing kernels
+    q.finish();
+    EXPECT_EQ(ran.load(), 8);
+  }
+  ran = 0;
+  {
+    sn::TaskQueue q(/*hold=*/true);
+    for (int i = 0; i < 8; i++) q.push([&] { ran++; });
+  }  // destroyed without finish (the caller threw): what no thread took is dropped
+  EXPECT_EQ(ran.load(), 0);
+}
