@@ -149,6 +149,29 @@ TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
   }
 }
 
+// A 2x2 max pool over relu(conv + bias) is its own kernel (the conv is stored: the pool's window
+// slides over its rows). Its bias is read inside the window but not per window tap: copies along
+// the output axes would share nothing, so the pool gets its vector lanes and no register tile.
+TEST(Opts, APoolKernelGetsNoRegisterTileForItsBias) {
+  Graph g;
+  const UOp *x = input(g, dtypes::float32, {8, 16, 32, 32}), *w = input(g, dtypes::float32, {16, 16, 3, 3});
+  const UOp* b = input(g, dtypes::float32, {16});
+  std::vector<const UOp*> outs{max_pool2d(g, relu(g, conv2d(g, x, w, b, {1, 1}, {1, 1})), {2, 2}, {2, 2})};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  const ScheduledKernel* pool = nullptr;
+  for (const ScheduledKernel& k : s.kernels)
+    if (kernel_name(k.ast).find("_3_3") == std::string::npos) pool = &k;
+  ASSERT_NE(pool, nullptr);
+  LoweredKernel k = lower_kernel(g, pool->ast, cpu_like());
+  int upcasts = 0, unrolls = 0;
+  for (const Opt& o : k.opts)
+    if (o.op == OptOp::Split && o.type != AxisType::Thread) (o.type == AxisType::Unroll ? unrolls : upcasts)++;
+  EXPECT_EQ(upcasts, 1) << opts_str(k.opts);  // the lanes
+  EXPECT_EQ(unrolls, 0) << opts_str(k.opts);
+  EXPECT_EQ(expect_replays(g, outs, cpu_like(), "conv+bias+relu, pool"), 2);
+}
+
 TEST(Opts, RulesNameTheProblem) {
   Graph g;
   const UOp *a = input(g, dtypes::float32, {12, 8}), *b = input(g, dtypes::float32, {8, 10});
