@@ -39,6 +39,13 @@ namespace sn {
 
 namespace {
 
+// A kernel of at least kAloneInstructions (linearized) compiles on its own: the LLVM fixed cost
+// per module (~5 ms) is then at most half of its compile. Smaller ones (elementwise kernels,
+// weight packing, pools: 24-67 instructions in ResNet-18) are batched up to kBatchInstructions,
+// about 25 ms of LLVM time, so that batches still spread over the cores.
+constexpr size_t kAloneInstructions = 128;
+constexpr size_t kBatchInstructions = 512;
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -429,8 +436,25 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   std::map<uint64_t, size_t> first_of_key;  // a kernel that appears twice compiles once
   std::set<uint64_t> forced_used;
   // compile: the backend's render + compile of each new kernel starts as soon as it is lowered,
-  // on the other cores while this thread lowers the next (finish() joins in)
+  // on the other cores while this thread lowers the next (finish() joins in). Small kernels wait
+  // to compile together, as one batch (the CPU: one LLVM module, whose fixed cost dominates an
+  // elementwise kernel's compile), until the batch holds kBatchInstructions; a kernel of
+  // kAloneInstructions or more starts alone at once.
   TaskQueue compiles(/*hold=*/beam > 0);
+  auto submit = [&](std::vector<size_t> ids) {
+    compiles.push([&, ids = std::move(ids)] {
+      std::vector<const LoweredKernel*> batch;
+      for (size_t k : ids) batch.push_back(&*pending[k]);
+      try {
+        std::vector<std::shared_ptr<const DeviceKernel>> got = device->compile_together(batch);
+        for (size_t j = 0; j < ids.size(); j++) kernels[ids[j]] = got[j];
+      } catch (...) {
+        errors[ids[0]] = std::current_exception();
+      }
+    });
+  };
+  std::vector<size_t> batch;
+  size_t batch_instructions = 0;
   for (size_t k = 0; k < nk; k++) {
     const ScheduledKernel& sk = s.kernels[k];
     const uint64_t id = sk.ast->content_hash();
@@ -463,14 +487,20 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     // The compile thread reads this kernel's nodes while this one builds more in the same graph:
     // what it would derive lazily is derived here first.
     pending[k]->linear->derive_for_readers();
-    compiles.push([&, k] {
-      try {
-        kernels[k] = device->compile(*pending[k]);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
+    const size_t instructions = pending[k]->linear->nsrc();
+    if (instructions >= kAloneInstructions) {
+      submit({k});
+      continue;
+    }
+    batch.push_back(k);
+    batch_instructions += instructions;
+    if (batch_instructions >= kBatchInstructions) {
+      submit(std::move(batch));
+      batch = {};
+      batch_instructions = 0;
+    }
   }
+  if (!batch.empty()) submit(std::move(batch));
   compiles.finish();
   for (size_t k = 0; k < nk; k++)
     if (errors[k]) std::rethrow_exception(errors[k]);

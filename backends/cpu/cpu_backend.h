@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ class CpuCompiler {
   const Target& target() const;
 
   std::shared_ptr<const CpuKernel> compile(const LoweredKernel& k);
+  // Compiles kernels as one LLVM module (what is cached already comes from the cache); result i is
+  // ks[i]'s. Thread-safe like compile. Each kernel is stored on disk with the whole object file.
+  std::vector<std::shared_ptr<const CpuKernel>> compile_together(std::span<const LoweredKernel* const> ks);
   // Compiles a kernel to time and throw away (a BEAM candidate): not cached anywhere, its code
   // removed from the JIT when the kernel is freed. Thread-safe and parallel: each call has its own
   // LLVM context and target machine; only adding the object to the JIT is serialized.

@@ -38,6 +38,10 @@ class CpuDevice final : public ComputeDevice {
 
   std::shared_ptr<const DeviceKernel> find(uint64_t key) const override { return compiler_->find(key); }
   std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) override { return compiler_->compile(k); }
+  std::vector<std::shared_ptr<const DeviceKernel>> compile_together(std::span<const LoweredKernel* const> ks) override {
+    auto compiled = compiler_->compile_together(ks);
+    return {compiled.begin(), compiled.end()};
+  }
   std::shared_ptr<const DeviceKernel> compile_scratch(const LoweredKernel& k) override {
     return compiler_->compile_scratch(k);
   }

@@ -40,11 +40,14 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #pragma GCC diagnostic pop
@@ -373,10 +376,11 @@ struct CpuCompiler::Impl {
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
   uint64_t counter = 0;
-  std::shared_ptr<DiskCache> disk;           // the process's cache, as the environment said when made
-  std::string target_key;                    // target.key()
-  std::unordered_set<std::string> symbols;   // entry points added to the JIT (or tried)
-  std::unordered_set<uint64_t> disk_missed;  // keys not usable on disk: find() then compile() ask once
+  std::shared_ptr<DiskCache> disk;              // the process's cache, as the environment said when made
+  std::string target_key;                       // target.key()
+  std::unordered_set<std::string> symbols;      // entry points added to the JIT (or tried)
+  std::unordered_set<uint64_t> linked_objects;  // hashes of the object files added to the JIT
+  std::unordered_set<uint64_t> disk_missed;     // keys not usable on disk: find() then compile() ask once
 
   explicit Impl(int threads) : pool(threads), disk(disk_cache()) {
     init_llvm();
@@ -431,13 +435,39 @@ struct CpuCompiler::Impl {
     return std::string(buf.data(), buf.size());
   }
 
-  // Adds an object file to the JIT and returns its entry point `symbol`; throws Error(Compile).
+  // Adds an object file to the JIT, once (kernels compiled together share one, and a kernel loaded
+  // from disk brings the others of its object along), and returns its entry point `symbol`. An
+  // object that would define a symbol the JIT has from elsewhere is refused. Throws Error(Compile).
   CpuKernel::Fn link(std::string_view object, const std::string& symbol) {
-    symbols.insert(symbol);
-    auto mb = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol);
-    if (auto err = jit->addObjectFile(std::move(mb)))
-      fail(Code::Compile, "llvm: cannot add kernel ", symbol, ": ", llvm_message(std::move(err)));
+    const uint64_t id = llvm::xxh3_64bits(llvm::StringRef(object.data(), object.size()));
+    if (!linked_objects.count(id)) {
+      std::vector<std::string> defined = defined_symbols(object, symbol);
+      for (const std::string& d : defined)
+        if (symbols.count(d)) fail(Code::Compile, "llvm: cannot add kernel ", symbol, ": ", d, " is defined already");
+      symbols.insert(defined.begin(), defined.end());  // tried: a compile after a failure takes new names
+      auto mb = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol);
+      if (auto err = jit->addObjectFile(std::move(mb)))
+        fail(Code::Compile, "llvm: cannot add kernel ", symbol, ": ", llvm_message(std::move(err)));
+      linked_objects.insert(id);
+    }
     return unwrap(jit->lookup(symbol), "look up the kernel").toPtr<CpuKernel::Fn>();
+  }
+
+  // The global symbols an object file defines (its kernels' entry points).
+  static std::vector<std::string> defined_symbols(std::string_view object, const std::string& what) {
+    auto file = llvm::object::ObjectFile::createObjectFile(
+        llvm::MemoryBufferRef(llvm::StringRef(object.data(), object.size()), what));
+    if (!file) fail(Code::Compile, "llvm: kernel ", what, ": not an object file: ", llvm_message(file.takeError()));
+    std::vector<std::string> out;
+    for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
+      llvm::Expected<uint32_t> flags = sym.getFlags();
+      if (!flags) fail(Code::Compile, "llvm: kernel ", what, ": ", llvm_message(flags.takeError()));
+      if (!(*flags & llvm::object::SymbolRef::SF_Global) || (*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
+      llvm::Expected<llvm::StringRef> name = sym.getName();
+      if (!name) fail(Code::Compile, "llvm: kernel ", what, ": ", llvm_message(name.takeError()));
+      out.push_back(name->str());
+    }
+    return out;
   }
 
   // The kernel stored on disk under lowered-kernel key `key`, linked and cached in memory, or
@@ -503,7 +533,6 @@ struct CpuCompiler::Impl {
       return nullptr;
     }
     auto ck = std::make_shared<CpuKernel>(std::move(decoded->first));
-    if (symbols.count(ck->symbol)) return nullptr;
     try {
       ck->fn = link(decoded->second, ck->symbol);
     } catch (const Error& e) {
@@ -567,36 +596,60 @@ std::shared_ptr<const CpuKernel> CpuCompiler::find(uint64_t key) const {
 }
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
-  Impl& I = *impl_;
-  {
-    std::lock_guard<std::mutex> lk(I.mu);
-    if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
-      I.stats.cache_hits++;
-      return it->second;
-    }
-    if (auto disk_hit = I.load(k.key)) return disk_hit;
-  }
-  // The symbol is not part of the text used as the source cache key.
-  const std::string placeholder = "__sn_kernel__";
-  std::string text = render_llvm_ir(k, placeholder);
-  auto ck = std::make_shared<CpuKernel>();
-  ck->describe(k);
-  {
-    std::lock_guard<std::mutex> lk(I.mu);
-    if (auto alias = I.alias_locked(k, text)) return alias;
-    // Deterministic, so that the object file links in another process; unique per content.
-    ck->symbol = cat(sanitize(k.name), "_", hex64(k.key));
-    if (I.symbols.count(ck->symbol) || I.compiling.count(ck->symbol)) ck->symbol += cat("_", I.counter++);
-    I.compiling.insert(ck->symbol);
-  }
-  ck->source = text;
-  for (size_t pos = 0; (pos = ck->source.find(placeholder, pos)) != std::string::npos; pos += ck->symbol.size())
-    ck->source.replace(pos, placeholder.size(), ck->symbol);
+  const LoweredKernel* one[] = {&k};
+  return compile_together(one)[0];
+}
 
-  // Parse, optimize and emit outside the lock (each call its own LLVM context and target machine),
-  // so that a program's kernels compile on all cores at once; only linking into the JIT is serialized.
+std::vector<std::shared_ptr<const CpuKernel>> CpuCompiler::compile_together(std::span<const LoweredKernel* const> ks) {
+  Impl& I = *impl_;
+  std::vector<std::shared_ptr<const CpuKernel>> out(ks.size());
+  struct Fresh {
+    size_t index;
+    std::shared_ptr<CpuKernel> ck;
+    std::string text;  // the IR with a placeholder symbol: the source cache key
+  };
+  std::vector<Fresh> fresh;
+  const std::string placeholder = "__sn_kernel__";
+  for (size_t i = 0; i < ks.size(); i++) {
+    const LoweredKernel& k = *ks[i];
+    {
+      std::lock_guard<std::mutex> lk(I.mu);
+      if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
+        I.stats.cache_hits++;
+        out[i] = it->second;
+        continue;
+      }
+      if ((out[i] = I.load(k.key))) continue;
+    }
+    std::string text = render_llvm_ir(k, placeholder);
+    auto ck = std::make_shared<CpuKernel>();
+    ck->describe(k);
+    {
+      std::lock_guard<std::mutex> lk(I.mu);
+      if ((out[i] = I.alias_locked(k, text))) continue;
+      // Deterministic, so that the object file links in another process; unique per content.
+      ck->symbol = cat(sanitize(k.name), "_", hex64(k.key));
+      if (I.symbols.count(ck->symbol) || I.compiling.count(ck->symbol)) ck->symbol += cat("_", I.counter++);
+      I.compiling.insert(ck->symbol);
+    }
+    ck->source = text;
+    for (size_t pos = 0; (pos = ck->source.find(placeholder, pos)) != std::string::npos; pos += ck->symbol.size())
+      ck->source.replace(pos, placeholder.size(), ck->symbol);
+    fresh.push_back(Fresh{i, std::move(ck), std::move(text)});
+  }
+  if (fresh.empty()) return out;
+  auto unreserve = [&] {
+    std::lock_guard<std::mutex> lk(I.mu);
+    for (const Fresh& f : fresh) I.compiling.erase(f.ck->symbol);
+  };
+
+  // One module for all of them: LLVM's fixed cost per module (pass managers, a codegen run; an
+  // elementwise kernel's 5 ms of codegen are mostly that) is paid once. Parsed, optimized and
+  // emitted outside the lock (each call its own LLVM context and target machine), so that
+  // groups compile on all cores at once; only linking into the JIT is serialized.
   auto t0 = std::chrono::steady_clock::now();
   std::string object;
+  double opt_ms = 0;
   {
     struct Release {
       Impl& I;
@@ -604,32 +657,43 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile(const LoweredKernel& k) {
       ~Release() { I.release_machine(std::move(tm)); }
     } machine{I, I.acquire_machine()};
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    std::unique_ptr<llvm::Module> m;
     try {
-      m = I.parse(ck->source, *ctx, ck->symbol);
+      std::unique_ptr<llvm::Module> m = I.parse(fresh[0].ck->source, *ctx, fresh[0].ck->symbol);
+      for (size_t j = 1; j < fresh.size(); j++)
+        if (llvm::Linker::linkModules(*m, I.parse(fresh[j].ck->source, *ctx, fresh[j].ck->symbol)))
+          fail(Code::Internal, "llvm: cannot join kernel ", fresh[j].ck->symbol, " to ", fresh[0].ck->symbol);
       auto t1 = std::chrono::steady_clock::now();
       I.optimize(*m, *machine.tm);
-      ck->opt_ms = ms_since(t1);
+      opt_ms = ms_since(t1);
       object = I.emit_object(*m, *machine.tm);
     } catch (...) {
-      std::lock_guard<std::mutex> lk(I.mu);
-      I.compiling.erase(ck->symbol);
+      unreserve();
       throw;
     }
   }
+  unreserve();
   std::lock_guard<std::mutex> lk(I.mu);
-  I.compiling.erase(ck->symbol);
-  // Another thread may have finished the same kernel meanwhile: keep the first.
-  if (auto it = I.by_key.find(k.key); it != I.by_key.end()) return it->second;
-  if (auto alias = I.alias_locked(k, text)) return alias;
-  ck->fn = I.link(object, ck->symbol);
-  ck->compile_ms = ms_since(t0);
-  I.stats.compiled++;
-  I.stats.compile_ms += ck->compile_ms;
-  I.by_key[k.key] = ck;
-  I.by_source.emplace(std::move(text), ck);
-  I.store(k.key, *ck, object);
-  return ck;
+  // Kernels compiled together share the time equally.
+  const double share = ms_since(t0) / double(fresh.size());
+  for (Fresh& f : fresh) {
+    const LoweredKernel& k = *ks[f.index];
+    // Another thread may have finished the same kernel meanwhile: keep the first.
+    if (auto it = I.by_key.find(k.key); it != I.by_key.end()) {
+      out[f.index] = it->second;
+      continue;
+    }
+    if ((out[f.index] = I.alias_locked(k, f.text))) continue;
+    f.ck->fn = I.link(object, f.ck->symbol);
+    f.ck->compile_ms = share;
+    f.ck->opt_ms = opt_ms / double(fresh.size());
+    I.stats.compiled++;
+    I.stats.compile_ms += f.ck->compile_ms;
+    I.by_key[k.key] = f.ck;
+    I.by_source.emplace(std::move(f.text), f.ck);
+    I.store(k.key, *f.ck, object);
+    out[f.index] = f.ck;
+  }
+  return out;
 }
 
 std::shared_ptr<const CpuKernel> CpuCompiler::compile_scratch(const LoweredKernel& k) {

@@ -105,6 +105,13 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
   virtual std::shared_ptr<const DeviceKernel> find(uint64_t key) const = 0;
   // Renders and compiles a lowered kernel (cached by content: the same kernel compiles once).
   virtual std::shared_ptr<const DeviceKernel> compile(const LoweredKernel& k) = 0;
+  // Compiles several kernels at once, where the backend gains by it (the CPU: one LLVM module, one
+  // fixed cost); result i is ks[i]'s. The default compiles them one by one.
+  virtual std::vector<std::shared_ptr<const DeviceKernel>> compile_together(std::span<const LoweredKernel* const> ks) {
+    std::vector<std::shared_ptr<const DeviceKernel>> out;
+    for (const LoweredKernel* k : ks) out.push_back(compile(*k));
+    return out;
+  }
   // Compiles a kernel to be timed and thrown away (a BEAM candidate): not cached, in memory or on
   // disk, and safe to call from several threads at once; its code is freed with the kernel where
   // the backend can. The default is compile().

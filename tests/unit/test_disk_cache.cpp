@@ -287,6 +287,63 @@ TEST(DiskCache, ContextSwitchOffWritesNothing) {
   EXPECT_EQ(entries(cd.db()), 1);
 }
 
+// (d) Small kernels compile together into one object file, stored with each of them. A fresh
+// runtime that needs only some of them links the object once and finds the others in it; one
+// whose object would define an entry point the JIT already has from another compile (the cache
+// was off for that one) compiles again under a new name.
+TEST(DiskCache, KernelsCompiledTogetherShareTheirObject) {
+  CacheDir cd("together");
+  Graph g;
+  const UOp *x = input(g, dtypes::float32, {64}), *y = input(g, dtypes::float32, {64});
+  const UOp *sum_xy = add(g, x, y), *prod_xy = mul(g, x, y), *diff_xy = sub(g, x, y);
+  std::vector<float> xv(64), yv(64);
+  for (size_t i = 0; i < 64; i++) xv[i] = float(i) * 0.5f - 3.0f, yv[i] = 2.0f - float(i % 7);
+  // Compiles `outs` on a device of `rt` and checks every output against `expect` at every element.
+  auto run = [&](Runtime& rt, std::vector<const UOp*> outs, std::vector<float (*)(float, float)> expect) {
+    CompileOptions o;
+    o.inputs = {x, y};
+    auto p = compile_program(rt, g, outs, nullptr, o);
+    auto bx = Buffer::allocate(p->device, dtypes::float32, p->inputs[0].shape);
+    auto by = Buffer::allocate(p->device, dtypes::float32, p->inputs[1].shape);
+    bx->copy_in(xv.data(), 64 * sizeof(float));
+    by->copy_in(yv.data(), 64 * sizeof(float));
+    std::vector<std::shared_ptr<Buffer>> outbufs;
+    for (size_t i = 0; i < p->outputs.size(); i++) outbufs.push_back(p->allocate_output(i));
+    std::vector<std::shared_ptr<Buffer>> ins{bx, by};
+    p->run(ins, outbufs);
+    for (size_t i = 0; i < outs.size(); i++) {
+      std::vector<float> got(64);
+      outbufs[i]->copy_out(got.data(), 64 * sizeof(float));
+      for (size_t j = 0; j < 64; j++) ASSERT_EQ(got[j], expect[i](xv[j], yv[j])) << "output " << i << " at " << j;
+    }
+  };
+  auto f_add = +[](float a, float b) { return a + b; };
+  auto f_mul = +[](float a, float b) { return a * b; };
+  auto f_sub = +[](float a, float b) { return a - b; };
+  {
+    Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+    run(rt, {sum_xy, prod_xy, diff_xy}, {f_add, f_mul, f_sub});
+    EXPECT_EQ(rt.device("CPU")->stats().compiled, 3u);
+    EXPECT_EQ(entries(cd.db()), 3);
+  }
+  {  // one of them: its entry brings the object; the second is found in the object already linked
+    Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+    run(rt, {prod_xy}, {f_mul});
+    run(rt, {diff_xy}, {f_sub});
+    EXPECT_EQ(rt.device("CPU")->stats().compiled, 0u);
+    EXPECT_EQ(rt.device("CPU")->stats().disk_hits, 2u);
+  }
+  {  // the sum compiled with the cache off holds its entry point: the product's object is refused
+    Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+    rt.devices().set_disk_cache(false);
+    run(rt, {sum_xy}, {f_add});
+    rt.devices().set_disk_cache(true);
+    run(rt, {prod_xy}, {f_mul});
+    EXPECT_EQ(rt.device("CPU")->stats().compiled, 2u);
+    EXPECT_EQ(rt.device("CPU")->stats().disk_hits, 0u);
+  }
+}
+
 // Outputs as float32 within a relative 1e-4: BEAM may choose other opts when it searches again
 // (timings differ), and another reduction order rounds differently.
 bool floats_near(const std::vector<std::vector<uint8_t>>& a, const std::vector<std::vector<uint8_t>>& b) {
