@@ -370,8 +370,9 @@ struct CpuCompiler::Impl {
   mutable std::mutex mu;  // guards everything below; compiles are serialized
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
-  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // makes the target machines of concurrent compiles
-  std::unordered_set<std::string> compiling;               // symbols of compiles in flight
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;      // makes the target machines of concurrent compiles
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;  // idle ones
+  std::unordered_set<std::string> compiling;                   // symbols of compiles in flight
   std::unordered_map<uint64_t, std::shared_ptr<const CpuKernel>> by_key;
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
@@ -489,25 +490,13 @@ struct CpuCompiler::Impl {
     return alias;
   }
 
-  // Target machines for compiles outside the lock: one per concurrent compile, kept for the
-  // process (every compiler targets the host). A machine's first compile sets up its subtarget
-  // and target info (an elementwise add's first compile: 3.3 ms to optimize and 7.5 ms to emit,
-  // later ones 1.3 and 5), so a new runtime reuses the machines earlier ones warmed.
-  struct MachinePool {
-    std::mutex mu;
-    std::vector<std::unique_ptr<llvm::TargetMachine>> idle;
-  };
-  static MachinePool& machine_pool() {
-    static MachinePool* pool = new MachinePool;  // never destroyed: compiles may outlive static destructors
-    return *pool;
-  }
+  // Target machines for compiles outside the lock (one per concurrent compile, reused).
   std::unique_ptr<llvm::TargetMachine> acquire_machine() {
-    MachinePool& pool = machine_pool();
     {
-      std::lock_guard<std::mutex> lk(pool.mu);
-      if (!pool.idle.empty()) {
-        auto m = std::move(pool.idle.back());
-        pool.idle.pop_back();
+      std::lock_guard<std::mutex> lk(mu);
+      if (!machines.empty()) {
+        auto m = std::move(machines.back());
+        machines.pop_back();
         return m;
       }
     }
@@ -518,9 +507,8 @@ struct CpuCompiler::Impl {
     return unwrap(b.createTargetMachine(), "create target machine");
   }
   void release_machine(std::unique_ptr<llvm::TargetMachine> m) {
-    MachinePool& pool = machine_pool();
-    std::lock_guard<std::mutex> lk(pool.mu);
-    pool.idle.push_back(std::move(m));
+    std::lock_guard<std::mutex> lk(mu);
+    machines.push_back(std::move(m));
   }
 
   std::shared_ptr<const CpuKernel> load(uint64_t key) {
