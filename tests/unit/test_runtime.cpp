@@ -320,9 +320,10 @@ TEST(TaskQueue, RunsEveryTaskOnceWhileTheCallerKeepsPushing) {
     q.finish();  // a second finish does nothing
   }
   for (size_t i = 0; i < runs.size(); i++) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
-  // helpers took tasks before finish() on a machine with more than one core
+  // a helper took tasks (on a machine with more than one core): they ran beside the caller
+  threads.erase(std::this_thread::get_id());
   if (std::thread::hardware_concurrency() > 1) {
-    EXPECT_GE(threads.size(), 2u);
+    EXPECT_GE(threads.size(), 1u);
   }
 }
 
