@@ -90,6 +90,51 @@ static sn_program *compile_affine(sn_graph *g, sn_error **e) {
   return sn_compile(g, outs, 2, g_cpu, NULL, e);
 }
 
+/* A program whose first kernel (a 64x64 matmul: large enough to compile on its own) compiles on a
+ * helper thread while this one lowers the next kernels (softmax of its rows, then a matmul of that)
+ * in the same graph: under ThreadSanitizer this checks the hand-over (UOp::derive_for_readers).
+ * With x all ones and w all twos, x @ w is 128 everywhere, its softmax is 1/64 everywhere, and
+ * softmax @ w is 2 everywhere. */
+static int overlapped_compile(void) {
+  sn_error *e = NULL;
+  int64_t shape[2] = {64, 64};
+  float in[64 * 64], twos[64 * 64], out[64 * 64];
+  int i, ok = 1;
+  sn_graph *g = sn_graph_create(g_ctx, &e);
+  sn_uop *x = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  sn_uop *w = sn_tensor_input(g, SN_DTYPE_FLOAT32, shape, 2, NULL, &e);
+  sn_uop *y = sn_tensor_matmul(g, sn_tensor_softmax(g, sn_tensor_matmul(g, x, w, &e), -1, &e), w, &e);
+  sn_program *p = sn_compile(g, &y, 1, g_cpu, NULL, &e);
+  sn_buffer *bx = sn_buffer_alloc(g_cpu, SN_DTYPE_FLOAT32, shape, 2, &e);
+  sn_buffer *bw = sn_buffer_alloc(g_cpu, SN_DTYPE_FLOAT32, shape, 2, &e);
+  sn_buffer *by = p != NULL ? sn_program_alloc_output(p, 0, &e) : NULL;
+  for (i = 0; i < 64 * 64; i++) in[i] = 1.0f, twos[i] = 2.0f;
+  if (e == NULL && sn_buffer_copy_in(bx, in, sizeof in, &e) == SN_OK &&
+      sn_buffer_copy_in(bw, twos, sizeof twos, &e) == SN_OK) {
+    sn_buffer *ins[2];
+    ins[0] = bx;
+    ins[1] = bw;
+    if (sn_program_run(p, ins, 2, &by, 1, &e) == SN_OK && sn_buffer_copy_out(by, out, sizeof out, &e) == SN_OK)
+      for (i = 0; i < 64 * 64; i++)
+        if (out[i] < 1.999f || out[i] > 2.001f) {
+          printf("FAIL: overlapped compile: element %d is %g, not 2\n", i, out[i]);
+          ok = 0;
+          break;
+        }
+  }
+  if (e != NULL) {
+    printf("FAIL: overlapped compile: %s\n", sn_error_message(e));
+    sn_error_free(e);
+    ok = 0;
+  }
+  sn_buffer_release(bx);
+  sn_buffer_release(bw);
+  sn_buffer_release(by);
+  sn_program_release(p);
+  sn_graph_release(g);
+  return ok;
+}
+
 /* Runs `p` NRUNS times on this thread's own buffers, each time with other data, and checks the results. */
 static void run_affine(struct result *r, sn_program *p, int seed) {
   sn_error *e = NULL;
@@ -233,6 +278,10 @@ int main(void) {
              !run_threads(compiler, "compile on every thread", &passed, &failed)) {
     failed++;
   }
+  if (overlapped_compile())
+    passed++;
+  else
+    failed++;
   sn_program_release(g_program);
   sn_device_release(g_cpu);
 
