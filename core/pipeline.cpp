@@ -7,7 +7,10 @@
 //                                                                      optimize (core/opt), expand, simplify,
 //                                                                      reduce, parallel, isel, linearize
 //                                                                      (core/codegen; opt builds on codegen)
-//   compile      Linear              compiled kernel                   the device's backend (render + compile)
+//   compile      Linear              compiled kernel                   the device's backend (render + compile),
+//                                                                      overlapping lower: a kernel starts on
+//                                                                      another core once lowered; small ones
+//                                                                      batch (compile_together)
 //   precompute   launch list         input-independent launches run    core/runtime/precompute.cpp
 //                                    once; what they wrote = constants
 //   plan         launch list         intermediate arena offsets        plan_arena (core/runtime/program.cpp)
