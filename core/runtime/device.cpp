@@ -80,12 +80,14 @@ std::shared_ptr<const DeviceKernel> KernelCache::find(uint64_t key) const {
 }
 
 std::shared_ptr<const DeviceKernel> KernelCache::get(const LoweredKernel& k, const Compiler& compile) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (auto it = kernels_.find(k.key); it != kernels_.end()) {
+  std::lock_guard<std::mutex> one_compile(compile_mu_);
+  if (auto hit = find(k.key)) {
+    std::lock_guard<std::mutex> lk(mu_);
     stats_.cache_hits++;
-    return it->second;
+    return hit;
   }
   std::shared_ptr<const DeviceKernel> kernel = compile(k);
+  std::lock_guard<std::mutex> lk(mu_);
   stats_.compiled++;
   stats_.compile_ms += kernel->compile_ms;
   kernels_.emplace(k.key, kernel);

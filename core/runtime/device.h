@@ -175,7 +175,9 @@ class ComputeDevice : public std::enable_shared_from_this<ComputeDevice> {
 void copy_buffer(Buffer& dst, const Buffer& src);
 
 // Compiled kernels by lowered-kernel key, with the counts of ComputeDevice::stats(): the cache a
-// backend's find() and compile() share. Compiles are serialized.
+// backend's find() and compile() share. Compiles are serialized (drivers' compilers need not be
+// thread-safe), but find() never waits for one: the pipeline looks kernels up while an earlier one
+// compiles.
 class KernelCache {
  public:
   using Compiler = std::function<std::shared_ptr<const DeviceKernel>(const LoweredKernel&)>;
@@ -185,7 +187,8 @@ class KernelCache {
   ComputeDevice::Stats stats() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // kernels_ and stats_
+  std::mutex compile_mu_;  // one compile at a time
   std::map<uint64_t, std::shared_ptr<const DeviceKernel>> kernels_;
   ComputeDevice::Stats stats_;
 };
