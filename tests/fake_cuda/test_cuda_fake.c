@@ -110,6 +110,26 @@ int main(void) {
     expect_ok(&e, __LINE__);
   }
 
+  /* the same program compiled first for a compile-only sm_90 target (same backend name and arch as
+     the GPU) stays that target's: it cannot run, and the GPU's compile below gets its own program
+     (the program cache once handed the compile-only one out for the GPU; seen on an H200) */
+  {
+    sn_device *target = sn_device_open_target(ctx, "cuda", "sm_90", &e);
+    sn_program *tp = compile_add(ctx, target, &e);
+    sn_buffer *in[2], *out;
+    expect_ok(&e, __LINE__);
+    in[0] = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, shape, 1, &e);
+    in[1] = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, shape, 1, &e);
+    out = sn_buffer_alloc(dev, SN_DTYPE_FLOAT32, shape, 1, &e);
+    CHECK(sn_program_run(tp, in, 2, &out, 1, &e) != SN_OK);
+    EXPECT_ERROR(e, SN_E_DEVICE, "cannot run kernels");
+    sn_buffer_release(in[0]);
+    sn_buffer_release(in[1]);
+    sn_buffer_release(out);
+    sn_program_release(tp);
+    sn_device_release(target);
+  }
+
   /* a program: its PTX loads, and the launch passes three live device pointers */
   p = compile_add(ctx, dev, &e);
   expect_ok(&e, __LINE__);
