@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -334,12 +335,38 @@ TEST(TensorCoresOnGpu, CudaMatmulsMatchTheOracle) {
         data[buffer_of(t)] = random_array(rng, in, {numel(shape)}, -2, 2);
         return t;
       };
-      const UOp* y = relu(g, binary(g, Op::Add, matmul(g, make({m, k}), make({k, n})), make({n})));
+      const UOp* a = make({m, k});
+      const UOp* b = make({k, n});
+      const UOp* mm = matmul(g, a, b);
+      const UOp* y = relu(g, binary(g, Op::Add, mm, make({n})));
       std::shared_ptr<const Program> p;
       std::vector<Array> got = compile_and_run(g, {y}, data, {}, &p, "CUDA");
-      Array want = oracle::evaluate(std::vector<const UOp*>{y}, data).at(0);
-      EXPECT_EQ(mismatch(got.at(0), want, default_rtol(want.dtype), default_rtol(want.dtype)), "")
-          << in.name() << " " << m << "x" << k << "x" << n;
+      std::vector<Array> want = oracle::evaluate(std::vector<const UOp*>{y, mm}, data);
+      // The tolerance of each element follows from how the two compute it. The oracle rounds each
+      // product a*b to the input type before a float32 sum (the spec's multiply, then sum); the
+      // tensor cores multiply exactly. Each rounding is off by at most u*|a*b| (u: the type's unit
+      // roundoff), so the sums differ by at most u*sum|a*b|. Then both round the sum to the input
+      // type, which may land one unit in the last place of it apart, before the bias is added. A
+      // wrong fragment layout errs by the size of the elements themselves, far beyond this.
+      const double u = in == dtypes::bfloat16 ? 0x1p-8 : 0x1p-11;
+      const Array &av = data.at(buffer_of(a)), &bv = data.at(buffer_of(b));
+      std::vector<double> ad(size_t(m * k)), bd(size_t(k * n));
+      for (size_t i = 0; i < ad.size(); i++) ad[i] = std::fabs(av.value_at(i));
+      for (size_t i = 0; i < bd.size(); i++) bd[i] = std::fabs(bv.value_at(i));
+      const double rtol = default_rtol(want[0].dtype);
+      size_t bad = 0;
+      std::string first;
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+          double abs_sum = 0;  // sum over k of |a*b|
+          for (int64_t x = 0; x < k; x++) abs_sum += ad[size_t(r * k + x)] * bd[size_t(x * n + c)];
+          const size_t i = size_t(r * n + c);
+          const double gv = got.at(0).value_at(i), wv = want[0].value_at(i), pv = want[1].value_at(i);
+          const double tol = u * abs_sum + 4 * u * std::fabs(pv) + rtol * (std::fabs(wv) + 0.1);
+          if (std::fabs(gv - wv) <= tol) continue;
+          if (bad++ < 5) first += cat(" [", i, "] got ", gv, " want ", wv, " (product ", pv, ", tolerance ", tol, ")");
+        }
+      EXPECT_EQ(bad, 0u) << in.name() << " " << m << "x" << k << "x" << n << ":" << first;
       bool mma = false;
       for (const Launch& l : p->launches) mma = mma || l.kernel->source.find("mma.sync") != std::string::npos;
       EXPECT_TRUE(mma) << "no kernel ran on the tensor cores";
