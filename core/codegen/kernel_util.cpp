@@ -6,25 +6,26 @@
 namespace sn {
 
 const UOp* Rebuilder::get(const UOp* root) {
-  if (auto it = done_.find(root); it != done_.end()) return it->second;
+  if (root->id < keep_below_) return root;
+  if (const UOp* known = done_.get(root)) return known;
   std::vector<std::pair<const UOp*, size_t>> stack{{root, 0}};
+  std::vector<const UOp*> srcs;
   while (!stack.empty()) {
     auto [u, i] = stack.back();
     if (i < u->nsrc()) {
       stack.back().second++;
       const UOp* s = u->src(i);
-      if (!done_.count(s)) stack.push_back({s, 0});
+      if (s->id >= keep_below_ && !done_.get(s)) stack.push_back({s, 0});
       continue;
     }
     stack.pop_back();
-    if (done_.count(u)) continue;  // a shared node finished through another path
-    std::vector<const UOp*> srcs;  // local: fn_ may call get() again
-    srcs.reserve(u->nsrc());
-    for (const UOp* s : u->src()) srcs.push_back(done_.at(s));
-    const UOp* r = fn_(u, srcs);
-    done_[u] = r;
+    if (done_.get(u)) continue;  // a shared node finished through another path
+    srcs.clear();
+    for (const UOp* s : u->src()) srcs.push_back(s->id < keep_below_ ? s : done_.get(s));
+    const UOp* r = fn_(u, srcs);  // a get() from inside fn_ has its own srcs
+    done_.set(u, r);
   }
-  return done_.at(root);
+  return done_.get(root);
 }
 
 const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
@@ -40,6 +41,11 @@ const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<
     }
     return g.replace_src(u, srcs);
   });
+  // Only a key or a node newer than it can change (expand substitutes lanes of a range in many
+  // small expressions over a large kernel: most of what they reach predates the range).
+  uint32_t oldest = ~0u;
+  for (const auto& [from, to] : map) oldest = std::min(oldest, from->id);
+  rb.keep_below(oldest);
   return rb.get(root);
 }
 
@@ -49,40 +55,51 @@ std::span<const UOp* const> closed_ranges(const UOp* u) {
 }
 
 OpenRanges::OpenRanges(std::span<const UOp* const> order) {
-  uint32_t max_id = 0;
-  for (const UOp* u : order) max_id = std::max(max_id, u->id);
-  slot_.assign(size_t(max_id) + 1, -1);
-  sets_.reserve(order.size());
+  sets_.reserve(order.size() + 1);  // at most one new set per node: references stay valid
+  sets_.emplace_back();             // set 0: the empty set
   auto by_id = [](const UOp* a, const UOp* b) { return a->id < b->id; };
-  std::vector<const UOp*> merged;
+  std::vector<const UOp*> work;
   for (const UOp* u : order) {
-    std::vector<const UOp*> set;
+    // Most nodes are inside exactly the ranges of one of their sources: they share its set.
+    int32_t cur = 0;
+    bool own = false;  // `work` holds the set (it differs from every source's)
     for (const UOp* s : u->src()) {
-      int32_t k = s->id < slot_.size() ? slot_[s->id] : -1;
-      if (k < 0) continue;
+      int32_t k = slot_.get(s) - 1;
+      if (k <= 0 || k == cur) continue;
       const auto& other = sets_[size_t(k)];
-      if (other.empty() || other == set) continue;
-      if (set.empty()) {
-        set = other;
+      const auto& mine = own ? work : sets_[size_t(cur)];
+      if (other == mine) continue;
+      if (!own && cur == 0) {
+        cur = k;
         continue;
       }
-      merged.clear();
-      std::set_union(set.begin(), set.end(), other.begin(), other.end(), std::back_inserter(merged), by_id);
-      set.swap(merged);
+      std::vector<const UOp*> merged;
+      std::set_union(mine.begin(), mine.end(), other.begin(), other.end(), std::back_inserter(merged), by_id);
+      work.swap(merged);
+      own = true;
     }
-    if (u->op == Op::Range) {
-      auto pos = std::lower_bound(set.begin(), set.end(), u, by_id);
-      if (pos == set.end() || *pos != u) set.insert(pos, u);
+    const bool is_range = u->op == Op::Range;
+    std::span<const UOp* const> closed = closed_ranges(u);
+    if (is_range || !closed.empty()) {
+      if (!own) work = sets_[size_t(cur)], own = true;
+      if (is_range) {
+        auto pos = std::lower_bound(work.begin(), work.end(), u, by_id);
+        if (pos == work.end() || *pos != u) work.insert(pos, u);
+      }
+      for (const UOp* c : closed) work.erase(std::remove(work.begin(), work.end(), c), work.end());
     }
-    for (const UOp* c : closed_ranges(u)) set.erase(std::remove(set.begin(), set.end(), c), set.end());
-    slot_[u->id] = int32_t(sets_.size());
-    sets_.push_back(std::move(set));
+    if (own) {
+      cur = work.empty() ? 0 : int32_t(sets_.size());
+      if (cur) sets_.push_back(std::move(work));
+      work.clear();
+    }
+    slot_.set(u, cur + 1);
   }
 }
 
 const std::vector<const UOp*>& OpenRanges::of(const UOp* u) const {
   static const std::vector<const UOp*> kEmpty;
-  int32_t k = u->id < slot_.size() ? slot_[u->id] : -1;
+  int32_t k = slot_.get(u) - 1;
   return k < 0 ? kEmpty : sets_[size_t(k)];
 }
 

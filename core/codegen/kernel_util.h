@@ -8,6 +8,7 @@
 
 #include "core/codegen/target.h"
 #include "core/ir/graph.h"
+#include "core/ir/node_map.h"
 
 namespace sn {
 
@@ -21,11 +22,15 @@ class Rebuilder {
   Rebuilder(Graph& g, Fn fn) : g_(g), fn_(std::move(fn)) {}
   const UOp* get(const UOp* u);
   Graph& graph() { return g_; }
+  // Nodes older than `id` stay as they are, unvisited: for an fn that changes only nodes at or
+  // above some id, and their users (a node is always newer than its sources).
+  void keep_below(uint32_t id) { keep_below_ = id; }
 
  private:
   Graph& g_;
   Fn fn_;
-  std::unordered_map<const UOp*, const UOp*> done_;
+  uint32_t keep_below_ = 0;
+  NodeMap<const UOp*> done_;
 };
 
 // Replaces nodes by a map in the graph under root; Reduce range lists follow (a Range that
@@ -42,8 +47,8 @@ class OpenRanges {
   bool contains(const UOp* u, const UOp* range) const;
 
  private:
-  std::vector<int32_t> slot_;  // by node id; -1: not in order
-  std::vector<std::vector<const UOp*>> sets_;
+  NodeMap<int32_t> slot_;                      // node -> its set's index + 1; 0: not in order
+  std::vector<std::vector<const UOp*>> sets_;  // 0: empty; a node shares a source's set where they are equal
 };
 
 // The ranges a Reduce or End closes (its sources after the first).

@@ -18,6 +18,7 @@
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
+#include "core/ir/node_map.h"
 
 namespace sn {
 
@@ -26,16 +27,13 @@ namespace {
 class Linearizer {
  public:
   Linearizer(Graph& g, const UOp* sink) : g_(g), topo_(needed_nodes(sink)), open_(topo_) {
-    uint32_t max_id = 0;
-    for (const UOp* u : topo_) max_id = std::max(max_id, u->id);
-    size_t n = size_t(max_id) + 1;
-    pos_.assign(n, kNone);
+    size_t n = topo_.size();
     depth_.assign(n, 0);
     level_.assign(n, 0);
     parent_.assign(n, nullptr);
     block_.assign(n, nullptr);
-    placed_.assign(n, false);
-    for (size_t i = 0; i < topo_.size(); i++) pos_[topo_[i]->id] = uint32_t(i);
+    item_index_.assign(n, 0);
+    for (size_t i = 0; i < n; i++) pos_.set(topo_[i], uint32_t(i + 1));
   }
 
   const UOp* run() {
@@ -54,27 +52,31 @@ class Linearizer {
   }
 
  private:
-  static constexpr uint32_t kNone = ~0u;
-
   // The toposort without the shape operands of Params (metadata, not instructions).
   static std::vector<const UOp*> needed_nodes(const UOp* sink) {
     std::vector<const UOp*> all = toposort(sink);
-    std::unordered_set<const UOp*> needed{sink};
+    uint32_t max_id = 0;
+    for (const UOp* u : all) max_id = std::max(max_id, u->id);
+    std::vector<bool> needed(size_t(max_id) + 1, false);
+    needed[sink->id] = true;
     for (size_t i = all.size(); i-- > 0;) {
       const UOp* u = all[i];
-      if (!needed.count(u) || u->op == Op::Param) continue;
-      for (const UOp* s : u->src()) needed.insert(s);
+      if (!needed[u->id] || u->op == Op::Param) continue;
+      for (const UOp* s : u->src()) needed[s->id] = true;
     }
     std::vector<const UOp*> out;
     for (const UOp* u : all)
-      if (needed.count(u)) out.push_back(u);
+      if (needed[u->id]) out.push_back(u);
     return out;
   }
 
-  bool known(const UOp* u) const { return u->id < pos_.size() && pos_[u->id] != kNone; }
+  bool known(const UOp* u) const { return pos_.get(u) != 0; }
+  // u's position in topo_, which indexes the per-node tables (node ids can be far apart: the
+  // kernel lives in a graph that holds every stage's nodes).
+  size_t at(const UOp* u) const { return pos_.get(u) - 1; }
 
   bool before(const UOp* a, const UOp* b) const {  // range order: depth, then id
-    int da = depth_[a->id], db = depth_[b->id];
+    int da = depth_[at(a)], db = depth_[at(b)];
     if (da != db) return da < db;
     int64_t ia = a->as<RangeArg>().id, ib = b->as<RangeArg>().id;
     if (ia != ib) return ia < ib;
@@ -90,8 +92,8 @@ class Linearizer {
         if (u->op != Op::End) continue;
         const UOp* r = u->src(1);
         for (const UOp* q : open_.of(u)) {
-          if (depth_[q->id] + 1 > depth_[r->id]) {
-            depth_[r->id] = depth_[q->id] + 1;
+          if (depth_[at(q)] + 1 > depth_[at(r)]) {
+            depth_[at(r)] = depth_[at(q)] + 1;
             changed = true;
           }
         }
@@ -123,9 +125,9 @@ class Linearizer {
       if (it != earlier.end())
         for (const UOp* q : it->second)
           if (!parent || before(parent, q)) parent = q;
-      parent_[r->id] = parent;
+      parent_[at(r)] = parent;
       children_[parent].push_back(r);
-      level_[r->id] = parent ? level_[parent->id] + 1 : 1;
+      level_[at(r)] = parent ? level_[at(parent)] + 1 : 1;
       if (it == earlier.end()) continue;
       for (const UOp* q : it->second)
         if (!is_ancestor_or_self(q, parent))
@@ -135,7 +137,7 @@ class Linearizer {
   }
 
   bool is_ancestor_or_self(const UOp* a, const UOp* b) const {
-    for (const UOp* x = b; x; x = parent_[x->id])
+    for (const UOp* x = b; x; x = parent_[at(x)])
       if (x == a) return true;
     return false;
   }
@@ -148,40 +150,39 @@ class Linearizer {
       } else {
         const auto& open = open_.of(u);
         for (const UOp* r : open)
-          if (!b || level_[r->id] > level_[b->id]) b = r;
+          if (!b || level_[at(r)] > level_[at(b)]) b = r;
         for (const UOp* r : open)
           if (!is_ancestor_or_self(r, b))
             fail(Code::Internal, "linearize: ", op_name(u->op), " reads ranges ", r->as<RangeArg>().id, " and ",
                  b->as<RangeArg>().id, " of sibling loops");
       }
-      block_[u->id] = b;
+      block_[at(u)] = b;
       members_[b].push_back(u);
     }
-    // Every block's members with those of its sub-blocks, deepest blocks first.
-    std::vector<const UOp*> blocks = ranges_;
-    std::sort(blocks.begin(), blocks.end(), [&](const UOp* a, const UOp* b) { return level_[a->id] > level_[b->id]; });
-    for (const UOp* r : blocks) {
-      auto& all = subtree_[r];
-      if (auto it = members_.find(r); it != members_.end()) all = it->second;
-      if (auto it = children_.find(r); it != children_.end())
-        for (const UOp* c : it->second) all.insert(all.end(), subtree_[c].begin(), subtree_[c].end());
-    }
+    for (const UOp* u : topo_)
+      for (const UOp* src : u->src()) add_dependency(u, src);
   }
 
-  // The item of block B that `s` belongs to, or nullptr if s lives outside B's subtree.
-  const UOp* item_of(const UOp* s, const UOp* B, bool* is_loop) const {
-    if (!known(s)) return nullptr;  // not an instruction (a Param's shape)
-    const UOp* b = block_[s->id];
-    if (b == B) {
-      *is_loop = false;
-      return s;
+  int level_of(const UOp* block) const { return block ? level_[at(block)] : 0; }
+
+  // The edge u -> s orders two items of exactly one block: the deepest loop whose subtree holds
+  // both, where each is either the node itself (in that block) or the child loop holding it. In
+  // the blocks above, both are inside one item; in those below, s is outside the subtree.
+  void add_dependency(const UOp* u, const UOp* s) {
+    if (!known(s)) return;  // not an instruction (a Param's shape)
+    const UOp *a = block_[at(u)], *b = block_[at(s)];
+    const UOp *item_u = u, *item_s = s;
+    bool loop_u = false, loop_s = false;
+    while (level_of(a) > level_of(b)) item_u = a, loop_u = true, a = parent_[at(a)];
+    while (level_of(b) > level_of(a)) item_s = b, loop_s = true, b = parent_[at(b)];
+    while (a != b) {
+      item_u = a, loop_u = true, a = parent_[at(a)];
+      item_s = b, loop_s = true, b = parent_[at(b)];
     }
-    for (const UOp* x = b; x; x = parent_[x->id])
-      if (parent_[x->id] == B) {
-        *is_loop = true;
-        return x;
-      }
-    return nullptr;
+    // The block's own Range and the End closing it are no items of it.
+    auto outside = [&](const UOp* x, bool loop) { return !loop && (x == a || (x->op == Op::End && x->src(1) == a)); };
+    if (item_u == item_s || outside(item_u, loop_u) || outside(item_s, loop_s)) return;
+    deps_[a].push_back({item_u, item_s});
   }
 
   static bool emitted_kind(const UOp* u) { return u->op != Op::Group && u->op != Op::Sink && u->op != Op::Stack; }
@@ -193,47 +194,35 @@ class Linearizer {
       bool loop;
     };
     std::vector<Item> items;
-    std::unordered_map<const UOp*, size_t> index;  // node or child Range -> item
     if (auto it = members_.find(B); it != members_.end())
       for (const UOp* u : it->second) {
         if (u == B || (u->op == Op::End && u->src(1) == B)) continue;
-        index[u] = items.size();
+        item_index_[at(u)] = uint32_t(items.size());
         items.push_back({u, false});
       }
     if (auto it = children_.find(B); it != children_.end())
       for (const UOp* c : it->second) {
-        index[c] = items.size();
+        item_index_[at(c)] = uint32_t(items.size());
         items.push_back({c, true});
       }
-    // Dependencies between items.
+    // Dependencies between items (add_dependency found them), each pair once.
     std::vector<std::vector<size_t>> users(items.size());
     std::vector<size_t> pending(items.size(), 0);
-    std::vector<size_t> deps;
-    for (size_t i = 0; i < items.size(); i++) {
-      deps.clear();
-      auto add_deps = [&](const UOp* u) {
-        for (const UOp* s : u->src()) {
-          bool loop = false;
-          const UOp* it = item_of(s, B, &loop);
-          if (!it) continue;
-          if (!loop && (it == B || (it->op == Op::End && it->src(1) == B))) continue;
-          size_t j = index.at(it);
-          if (j != i) deps.push_back(j);
-        }
-      };
-      if (items[i].loop)
-        for (const UOp* u : subtree_[items[i].node]) add_deps(u);
-      else
-        add_deps(items[i].node);
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      for (size_t j : deps) users[j].push_back(i);
-      pending[i] = deps.size();
+    if (auto it = deps_.find(B); it != deps_.end()) {
+      std::vector<std::pair<size_t, size_t>> pairs;  // (user, dependency)
+      pairs.reserve(it->second.size());
+      for (const auto& [u, s] : it->second) pairs.push_back({item_index_[at(u)], item_index_[at(s)]});
+      std::sort(pairs.begin(), pairs.end());
+      pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+      for (const auto& [i, j] : pairs) {
+        users[j].push_back(i);
+        pending[i]++;
+      }
     }
     using Entry = std::pair<uint32_t, size_t>;  // (toposort position, item)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
     for (size_t i = 0; i < items.size(); i++)
-      if (pending[i] == 0) ready.push({pos_[items[i].node->id], i});
+      if (pending[i] == 0) ready.push({uint32_t(at(items[i].node)), i});
     size_t done = 0;
     while (!ready.empty()) {
       size_t i = ready.top().second;
@@ -248,7 +237,7 @@ class Linearizer {
         out_.push_back(it.node);
       }
       for (size_t j : users[i])
-        if (--pending[j] == 0) ready.push({pos_[items[j].node->id], j});
+        if (--pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
     }
     if (done != items.size()) fail(Code::Internal, "linearize: dependency cycle between the items of a loop");
   }
@@ -259,9 +248,10 @@ class Linearizer {
     for (const UOp* u : members_[r])
       if (u->op == Op::End && u->src(1) == r) return u;
     std::vector<const UOp*> stores;
-    for (const UOp* u : subtree_[r])
-      if (u->op == Op::Store) stores.push_back(u);
-    std::sort(stores.begin(), stores.end(), [&](const UOp* a, const UOp* b) { return pos_[a->id] < pos_[b->id]; });
+    for (const UOp* u : topo_)
+      if (u->op == Op::Store && is_ancestor_or_self(r, block_[at(u)])) stores.push_back(u);
+    std::sort(stores.begin(), stores.end(),
+              [&](const UOp* a, const UOp* b) { return uint32_t(at(a)) < uint32_t(at(b)); });
     const UOp* body = stores.empty() ? r : stores.size() == 1 ? stores[0] : g_.make(Op::Group, dtypes::void_, stores);
     return g_.make(Op::End, dtypes::void_, {body, r});
   }
@@ -294,26 +284,31 @@ class Linearizer {
   }
 
   void check_order() const {
-    std::unordered_set<const UOp*> seen;
+    uint32_t max_id = 0;
+    for (const UOp* u : out_) max_id = std::max(max_id, u->id);
+    std::vector<bool> seen(size_t(max_id) + 1, false);
     for (const UOp* u : out_) {
       if (u->op != Op::End)
         for (const UOp* s : u->src())
-          if (emitted_kind(s) && u->op != Op::Param && !seen.count(s))
+          if (emitted_kind(s) && u->op != Op::Param && (s->id > max_id || !seen[s->id]))
             fail(Code::Internal, "linearize: ", op_name(u->op), " is emitted before its source ", op_name(s->op));
-      if (!seen.insert(u).second) fail(Code::Internal, "linearize: ", op_name(u->op), " emitted twice");
+      if (seen[u->id]) fail(Code::Internal, "linearize: ", op_name(u->op), " emitted twice");
+      seen[u->id] = true;
     }
   }
 
   Graph& g_;
   std::vector<const UOp*> topo_;
   OpenRanges open_;
-  // by node id
-  std::vector<uint32_t> pos_;
+  NodeMap<uint32_t> pos_;  // node -> its position in topo_ + 1
+  // by position in topo_
+
   std::vector<int> depth_, level_;
   std::vector<const UOp*> parent_, block_;
-  std::vector<bool> placed_;
   std::vector<const UOp*> ranges_;
-  std::unordered_map<const UOp*, std::vector<const UOp*>> children_, members_, subtree_;
+  std::vector<uint32_t> item_index_;  // a node's or child loop's index among its block's items
+  std::unordered_map<const UOp*, std::vector<const UOp*>> children_, members_;
+  std::unordered_map<const UOp*, std::vector<std::pair<const UOp*, const UOp*>>> deps_;  // block -> (user, dependency)
   std::vector<const UOp*> out_;
 };
 

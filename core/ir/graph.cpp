@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/ir/node_map.h"
+
 namespace sn {
 
 namespace {
@@ -152,24 +154,25 @@ Shape as_shape(const UOp* u) {
 std::vector<const UOp*> toposort(std::span<const UOp* const> roots) {
   std::vector<const UOp*> out;
   if (roots.empty()) return out;
-  Graph* g = roots[0]->graph();
-  std::vector<uint8_t> state(g->size(), 0);  // 0 new, 1 on stack, 2 done
+  // Visited marks by node id, paged: a toposort of a small expression inside a large graph
+  // touches only the pages of the ids it reaches (a mark per node of the graph cost more than the
+  // traversal itself during lowering, which sorts many small expressions).
+  NodeMap<uint8_t> seen;
   std::vector<std::pair<const UOp*, size_t>> stack;
   for (auto* r : roots) {
-    if (state[r->id]) continue;
+    if (seen.get(r)) continue;
     stack.push_back({r, 0});
-    state[r->id] = 1;
+    seen.set(r, 1);
     while (!stack.empty()) {
       auto& [u, i] = stack.back();
       if (i < u->nsrc()) {
         const UOp* s = u->src(i++);
-        if (!state[s->id]) {
-          state[s->id] = 1;
+        if (!seen.get(s)) {
+          seen.set(s, 1);
           stack.push_back({s, 0});
         }
         continue;
       }
-      state[u->id] = 2;
       out.push_back(u);
       stack.pop_back();
     }

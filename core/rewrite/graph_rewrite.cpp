@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/ir/node_map.h"
 #include "core/rewrite/pattern.h"
 
 namespace sn {
@@ -22,62 +23,6 @@ constexpr size_t kMaxStack = size_t{1} << 24;
 // Marks a node whose rewrite has started but not finished. Never dereferenced.
 const char kBusyTag = 0;
 const UOp* const kBusy = reinterpret_cast<const UOp*>(&kBusyTag);
-
-// Map from node to node. graph_rewrite is the hot loop of compile time, and is called both on
-// whole graphs and, very often, on small expressions inside large graphs. Small maps are a
-// short array searched linearly (no allocation to speak of). Large ones switch to a table
-// indexed by node id (dense per graph): neighbouring nodes tend to have neighbouring ids, so
-// this beats hashing, which scatters every access. The table is paged so that rewriting part
-// of a huge graph only touches the pages of the ids it visits.
-class NodeMap {
- public:
-  // The value for k, or nullptr when k is absent.
-  const UOp* get(const UOp* k) const {
-    if (small_n_ <= kSmall) {
-      for (size_t i = 0; i < small_n_; ++i)
-        if (small_[i].first == k) return small_[i].second;
-      return nullptr;
-    }
-    size_t p = k->id >> kPageBits;
-    if (p >= pages_.size() || !pages_[p]) return nullptr;
-    return pages_[p][k->id & kPageMask];
-  }
-
-  void set(const UOp* k, const UOp* v) {
-    if (small_n_ <= kSmall) {
-      for (size_t i = 0; i < small_n_; ++i) {
-        if (small_[i].first == k) {
-          small_[i].second = v;
-          return;
-        }
-      }
-      if (small_n_ < kSmall) {
-        small_[small_n_++] = {k, v};
-        return;
-      }
-      small_n_ = kSmall + 1;  // from now on: paged
-      for (const auto& [key, value] : small_) set_paged(key, value);
-    }
-    set_paged(k, v);
-  }
-
- private:
-  static constexpr size_t kSmall = 32;
-  static constexpr unsigned kPageBits = 10;
-  static constexpr size_t kPageSize = size_t{1} << kPageBits;
-  static constexpr size_t kPageMask = kPageSize - 1;
-
-  void set_paged(const UOp* k, const UOp* v) {
-    size_t p = k->id >> kPageBits;
-    if (p >= pages_.size()) pages_.resize(p + 1);
-    if (!pages_[p]) pages_[p] = std::make_unique<const UOp*[]>(kPageSize);  // value-initialized: all null
-    pages_[p][k->id & kPageMask] = v;
-  }
-
-  std::array<std::pair<const UOp*, const UOp*>, kSmall> small_{};
-  size_t small_n_ = 0;  // > kSmall: the paged table is in use
-  std::vector<std::unique_ptr<const UOp*[]>> pages_;
-};
 
 // One unit of pending work. `stage` says what is left to do for `n`; `a`, `b` carry the
 // intermediate nodes of that work; `chain` counts successive rewrites leading to `n`.
@@ -112,7 +57,7 @@ class Rewriter {
   const UOp* children_first(const UOp* root);
   const UOp* parent_first(const UOp* root);
   const UOp* substitute(const UOp* root);
-  NodeMap& memo() { return memo_; }
+  NodeMap<const UOp*>& memo() { return memo_; }
 
  private:
   void push(const UOp* n, const UOp* a, const UOp* b, uint32_t stage, uint32_t chain) {
@@ -175,7 +120,7 @@ class Rewriter {
   const PatternMatcher& pm_;
   void* ctx_;
   RewriteStats* stats_;
-  NodeMap memo_;  // node -> its final rewrite (kBusy while in progress)
+  NodeMap<const UOp*> memo_;  // node -> its final rewrite (kBusy while in progress)
   std::vector<Frame> stack_;
   std::vector<const UOp*> srcbuf_;
 };
