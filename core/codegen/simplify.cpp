@@ -38,8 +38,9 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
 
   // Rebuild with the simplified expressions; a gated load's address also uses what its gate
   // proves about the index (a pad's i - 2 is non-negative where the load happens).
+  std::vector<const UOp*> s;  // fn never re-enters rb: one buffer serves every node
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
-    std::vector<const UOp*> s(srcs.begin(), srcs.end());
+    s.assign(srcs.begin(), srcs.end());
     auto remap = [&](size_t i) {
       auto it = map.find(u->src(i));
       if (it != map.end()) s[i] = it->second;
@@ -65,7 +66,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
       if (u->op == Op::Load) return open ? g.make(Op::Load, u->dtype, {s[0]}, u->arg, u->tag) : s[1];
       if (open) return g.make(Op::Store, u->dtype, {s[0], s[1]}, u->arg, u->tag);
     }
-    return g.make(u->op, u->dtype, s, u->arg, u->tag);
+    return g.replace_src(u, s);  // no lookup where nothing changed
   });
   return rb.get(sink);
 }
