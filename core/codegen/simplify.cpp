@@ -1,6 +1,7 @@
 // Index simplification: the symbolic engine folds the index math the scheduler and the expand
 // stage produce ((r*16 + 3) // 16 -> r, divisions by a gate's tightened range, ...) before isel
 // turns floor division into the C kind, so fewer sign corrections reach the renderer.
+#include <map>
 #include <unordered_map>
 
 #include "core/codegen/codegen.h"
@@ -38,6 +39,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
 
   // Rebuild with the simplified expressions; a gated load's address also uses what its gate
   // proves about the index (a pad's i - 2 is non-negative where the load happens).
+  std::map<std::pair<const UOp*, const UOp*>, const UOp*> given_valid;
   std::vector<const UOp*> s;  // fn never re-enters rb: one buffer serves every node
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
     s.assign(srcs.begin(), srcs.end());
@@ -57,7 +59,10 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     if (u->op == Op::Range || u->op == Op::Special) remap(0);
     if (u->op == Op::Load && u->nsrc() == 3 && s[0]->op == Op::Index && s[2]->op != Op::Const &&
         s[2]->dtype.lanes == 1) {
-      const UOp* idx = simplify_given_valid(g, s[2], s[0]->src(1));
+      // Loads of one kernel share few (gate, index) pairs: the unrolled copies of a padded
+      // window read the same address under the same gate (24 loads, 10 pairs in a 3x3 conv).
+      const UOp*& idx = given_valid[{s[2], s[0]->src(1)}];
+      if (!idx) idx = simplify_given_valid(g, s[2], s[0]->src(1));
       if (idx != s[0]->src(1)) s[0] = g.make(Op::Index, s[0]->dtype, {s[0]->src(0), idx}, s[0]->arg, s[0]->tag);
     }
     // A gate that is always true disappears; an always-false load is its alt value.
