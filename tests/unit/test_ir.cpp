@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "core/ir/graph.h"
+#include "core/ir/node_map.h"
 #include "tests/util/test_helpers.h"
 
 namespace sn {
@@ -89,6 +91,38 @@ TEST(Graph, ContentHashIsStructural) {
   const UOp* b = build(g2);
   EXPECT_EQ(a->content_hash(), b->content_hash());
   EXPECT_NE(a->content_hash(), a->src(0)->content_hash());
+}
+
+// NodeMap: the same answers as a plain map, below its linear-search size, across the switch to
+// pages, and for ids thousands apart (pages appear only where ids fall); V{} means absent.
+TEST(Graph, NodeMapAgreesWithAMapThroughItsSwitchToPages) {
+  Graph g;
+  std::vector<const UOp*> nodes;
+  for (int64_t i = 0; i < 5000; i++) nodes.push_back(g.cint(i));
+  NodeMap<const UOp*> m;
+  NodeMap<uint32_t> count;
+  std::map<const UOp*, const UOp*> want;
+  // every 7th node from the end (ids far apart), then a few near the start again
+  std::vector<const UOp*> keys;
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (i % 7 == 0) keys.push_back(nodes[i]);
+  keys.insert(keys.end(), nodes.begin(), nodes.begin() + 5);
+  for (size_t k = 0; k < keys.size(); k++) {
+    const UOp* v = nodes[(k * 13) % nodes.size()];
+    m.set(keys[k], v);
+    want[keys[k]] = v;
+    count.set(keys[k], count.get(keys[k]) + 1);
+    if (k == 20 || k == 40 || k + 1 == keys.size())  // before, just after and long after 32 entries
+      for (const UOp* n : nodes) {
+        auto it = want.find(n);
+        ASSERT_EQ(m.get(n), it == want.end() ? nullptr : it->second) << "after " << k + 1 << " entries, id " << n->id;
+      }
+  }
+  m.set(keys[3], nodes[1]);  // overwrite in the paged table
+  EXPECT_EQ(m.get(keys[3]), nodes[1]);
+  EXPECT_EQ(count.get(nodes[0]), 2u);  // node 0 is both a multiple of 7 and among the first five
+  EXPECT_EQ(count.get(nodes[1]), 1u);
+  EXPECT_EQ(count.get(nodes[2000]), 0u);
 }
 
 TEST(Verify, ArityAndDtypes) {
