@@ -288,10 +288,10 @@ std::string schedule_text(const Schedule& s) {
 
 // A cached Program belongs to the device object it was compiled for, not to its name or target: a
 // compile-only target ("CUDA", sm_90) and the GPU it describes share both, yet only one of them runs.
-// The address is a safe identity: the cached Program holds its device, so it cannot be reused.
+// The address is a safe identity: the cached Program holds its device, so it cannot be reused. (The
+// device's target follows from it.)
 uint64_t program_key(uint64_t schedule_hash, const ComputeDevice& device, const CompileOptions& o, int beam) {
   uint64_t h = hash_combine(schedule_hash, uint64_t(reinterpret_cast<uintptr_t>(&device)));
-  h = hash_combine(h, hash_arg(Arg{device.target().key()}));
   h = hash_combine(h, uint64_t(o.optimize) | uint64_t(o.allow_threads) << 1 | uint64_t(beam) << 2);
   for (const auto& [id, opts] : o.kernel_opts) h = hash_combine(hash_combine(h, id), hash_arg(Arg{opts_str(opts)}));
   return h;

@@ -158,6 +158,7 @@ class Linearizer {
       }
       block_[at(u)] = b;
       members_[b].push_back(u);
+      if (u->op == Op::Store) stores_.push_back(u);
     }
     for (const UOp* u : topo_)
       for (const UOp* src : u->src()) add_dependency(u, src);
@@ -247,11 +248,9 @@ class Linearizer {
   const UOp* end_of(const UOp* r) {
     for (const UOp* u : members_[r])
       if (u->op == Op::End && u->src(1) == r) return u;
-    std::vector<const UOp*> stores;
-    for (const UOp* u : topo_)
-      if (u->op == Op::Store && is_ancestor_or_self(r, block_[at(u)])) stores.push_back(u);
-    std::sort(stores.begin(), stores.end(),
-              [&](const UOp* a, const UOp* b) { return uint32_t(at(a)) < uint32_t(at(b)); });
+    std::vector<const UOp*> stores;  // in toposort order, as stores_ is
+    for (const UOp* u : stores_)
+      if (is_ancestor_or_self(r, block_[at(u)])) stores.push_back(u);
     const UOp* body = stores.empty() ? r : stores.size() == 1 ? stores[0] : g_.make(Op::Group, dtypes::void_, stores);
     return g_.make(Op::End, dtypes::void_, {body, r});
   }
@@ -305,7 +304,7 @@ class Linearizer {
 
   std::vector<int> depth_, level_;
   std::vector<const UOp*> parent_, block_;
-  std::vector<const UOp*> ranges_;
+  std::vector<const UOp*> ranges_, stores_;
   std::vector<uint32_t> item_index_;  // a node's or child loop's index among its block's items
   std::unordered_map<const UOp*, std::vector<const UOp*>> children_, members_;
   std::unordered_map<const UOp*, std::vector<std::pair<const UOp*, const UOp*>>> deps_;  // block -> (user, dependency)

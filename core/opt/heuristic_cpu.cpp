@@ -187,10 +187,14 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
     int64_t vw = std::max<int64_t>(4, target.vector_bits / elem_bits);  // lanes per vector register
     // An index that changes with the reduce (a load of every reduce step, not one per output).
-    auto per_step = [](const UOp* idx) {
-      for (const UOp* x : toposort(idx))
-        if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce) return true;
-      return false;
+    // Asked for each load and candidate axis: memoized (a node's answer never changes).
+    std::unordered_map<const UOp*, bool> step_index;
+    auto per_step = [&](const UOp* idx) {
+      auto [it, fresh] = step_index.emplace(idx, false);
+      if (fresh)
+        for (const UOp* x : toposort(idx))
+          if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce) it->second = true;
+      return it->second;
     };
     // 2a. vector lanes along the innermost axis, when a load walks it contiguously or with
     //     stride 2 (a stride-2 convolution's input: lanes from two vector loads' worth of lines

@@ -7,14 +7,13 @@
 //      the work-items of a group (GROUPTOP: each work-item reduces a contiguous chunk), the
 //      partials combined through local memory; an axis that no group size divides is padded
 //   2. UPCAST: register tiles where loads are reused across an output axis (a load that does not
-//      move along it): up to two such axes by 4 (a 4x4 matmul tile); a plain elementwise kernel
-//      upcasts its innermost axis by 4 where the target has vector registers
+//      move along it): up to two such axes by 4 (a 4x4 matmul tile)
 //   3. UNROLL the innermost reduce axis of an ungrouped reduce (fully when short, else by 4)
 //   4. LOCAL: up to three output axes, innermost first, split into the work-group (at most 128
 //      work-items, fewer when a group reduce already uses some; at most 32 on an axis with an
 //      outer axis after it); an axis that no local size divides is padded to a multiple of 8 when
 //      that costs at most a quarter more work
-//   5. UPCAST by 4 what stays global of a plain elementwise kernel's innermost axis, in scalar code
+//   5. UPCAST by 4 what stays global of a plain elementwise kernel's innermost axis
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -148,17 +147,6 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       upcast *= 4;
     }
   }
-  // A plain elementwise kernel gets 4 consecutive elements per work-item only where they become one
-  // vector load (vector_bits > 0). In scalar code the 4 loads of a warp each touch every 4th element
-  // of 4x the span, and an H200 ran a 2^28-element add at 0.61x of its copy bandwidth so.
-  if (upcast == 1 && reduces.empty() && outputs >= 1024 && target.vector_bits >= 128) {
-    std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
-    if (!globals.empty() && const_bound(globals.back()) % 4 == 0 && const_bound(globals.back()) >= 8) {
-      apply(Opt::upcast(id_of(globals.back()), 4));
-      upcast = 4;
-    }
-  }
-
   // 3. UNROLL the innermost reduce axis of reduces that were not grouped.
   {
     std::vector<const UOp*> rs = ranges_typed(k.sink, AxisType::Reduce);
@@ -208,13 +196,12 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
   }
 
-  // 5. Scalar code (no vector registers): a plain elementwise kernel's work-item takes 4 elements a
-  // work-group apart (UPCAST of what stays global of its innermost axis, after LOCAL took its
-  // inner part). Each load of a warp stays contiguous, and there are a quarter as many work-groups:
-  // one element per work-item ran a 2^28-element add on an H200 at 0.6x of its copy bandwidth,
-  // bound by launching 2M work-groups rather than by memory.
-  if (target.vector_bits < 128 && upcast == 1 && reduces.empty() && outputs >= 4096 &&
-      !ranges_typed(k.sink, AxisType::Local).empty()) {
+  // 5. A plain elementwise kernel's work-item takes 4 elements a work-group apart: UPCAST of what
+  // stays global of its innermost axis, after LOCAL took its inner part. Each load of a warp stays
+  // contiguous (4 adjacent elements per work-item made every load touch every 4th element of 4x
+  // the span), and there are a quarter as many work-groups: one element per work-item ran a
+  // 2^28-element add on an H200 at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
+  if (reduces.empty() && outputs >= 4096 && !ranges_typed(k.sink, AxisType::Local).empty()) {
     std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
     if (!globals.empty() && const_bound(globals.back()) % 4 == 0 && const_bound(globals.back()) >= 16)
       try_apply(Opt::upcast(id_of(globals.back()), 4));
