@@ -330,7 +330,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   stage("optimized", o.sink);
   k.opts = o.applied;
   k.name = kernel_name(o.sink);
-  const UOp* s = expand_kernel(g, o.sink, target.has_gather_scatter);
+  const UOp* s = expand_kernel(g, o.sink, LaneAccess::of(target));
   stage("expanded", s);
   if (opts.simplify) {
     s = simplify_indices(g, s);

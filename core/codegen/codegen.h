@@ -105,12 +105,19 @@ std::string linear_str(const UOp* linear);
 // Throws Error(InvalidArg) when `ast` breaks the kernel IR contract of core/schedule/schedule.h.
 void check_kernel_ast(const UOp* ast);
 // Each takes and returns a Sink.
-// UPCAST/UNROLL copies and vector lanes; with `gathers` (Target::has_gather_scatter) an access that walks
-// the lanes with a constant stride is one gather or scatter (an Index with a k-lane index).
-const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers = false);
+// What expand may emit for an access that walks the vector lanes with a constant stride.
+struct LaneAccess {
+  bool gathers = false;  // one gather or scatter (an Index with a k-lane index): Target::has_gather_scatter
+  bool strided = false;  // a load with stride 2 to 4 as one contiguous load that many times wider, masked to
+                         // the lanes it keeps, and a shuffle: targets with vector registers (Target::vector_bits)
+  static LaneAccess of(const Target& t) { return {t.has_gather_scatter, t.vector_bits >= 128}; }
+};
+// UPCAST/UNROLL copies and vector lanes; an access that walks the lanes with a constant stride as
+// `access` allows, else one scalar access per lane.
+const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access = {});
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
-const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, bool gathers = false);
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access = {});
 const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
 const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulators (+ local memory)
 

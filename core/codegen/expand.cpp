@@ -1,8 +1,9 @@
 // Expand: UPCAST and UNROLL ranges become unrolled code.
 //  - One UPCAST range per store along which the store is contiguous becomes vector lanes: every
 //    node that depends on it gets a vector dtype (<k x T>); loads along it become vector loads
-//    (masked where a pad's gate differs per lane), other loads one scalar load per lane, or one
-//    gather where they walk the lanes with a constant stride on targets with gathers. A
+//    (masked where a pad's gate differs per lane); loads with a stride of 2 to 4 one contiguous
+//    load that much wider and a shuffle (on targets with vector registers), other loads one gather
+//    where they walk the lanes with a constant stride on targets with gathers, else one scalar load per lane. A
 //    reduction that loads contiguously along the first UPCAST range takes it as lanes even where
 //    its store walks it with a stride, and stores lane by lane or as one scatter (a convolution's
 //    output channels).
@@ -82,11 +83,11 @@ const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
 // Rebuilds a store with range u (bound k) as vector lanes.
 class Vectorizer {
  public:
-  // gathers: the target loads and stores a vector's lanes at k addresses at once (Target::has_gather_scatter):
-  // an access that walks the lanes with a constant stride is one gather or scatter (masked by its
-  // gate), not k scalar accesses (whose k copies cost more to lower and compile than the rest).
-  Vectorizer(Graph& g, const UOp* u, int k, bool gathers = false)
-      : g_(g), u_(u), k_(k), gathers_(gathers), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
+  // access.gathers: the target loads and stores a vector's lanes at k addresses at once: an access
+  // that walks the lanes with a constant stride is one gather or scatter (masked by its gate), not
+  // k scalar accesses (whose k copies cost more to lower and compile than the rest).
+  Vectorizer(Graph& g, const UOp* u, int k, LaneAccess access = {})
+      : g_(g), u_(u), k_(k), access_(access), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
           return rebuild(x, s);
         }) {}
 
@@ -103,7 +104,7 @@ class Vectorizer {
   // per lane at the address with u = c (the store walks u with a stride).
   std::vector<const UOp*> scatter(const UOp* s) {
     const UOp* v = rb_.get(s->src(1));
-    if (gathers_)  // one scatter; a gate that varies with the lanes masks them (a padded copy's)
+    if (access_.gathers)  // one scatter; a gate that varies with the lanes masks them (a padded copy's)
       if (const UOp* addr = lane_address(s->src(0))) {
         std::vector<const UOp*> src{addr, bcast(s->src(1), v)};
         if (s->nsrc() == 3) src.push_back(rb_.get(s->src(2)));
@@ -219,6 +220,41 @@ class Vectorizer {
     for (int c = 0; c < k_; c++) lanes.push_back(lane(x, c));
     return varies(x, g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes));
   }
+  // A load that walks the lanes with stride 2 to 4 (a stride-2 convolution's input row): one
+  // contiguous load of k*stride lanes from lane 0's address, masked to every stride-th lane (and
+  // there by the gate of the lane it becomes), then a shuffle that keeps those lanes. It reads the
+  // addresses a gather would and no others, as two to four vector loads and a permute: a gather of
+  // 16 lanes is 16 loads (ResNet-18's 7x7 stem ran its inner loop on four 8-lane gathers), scalar
+  // loads are 16 copies. nullptr for another stride or more than 64 lanes.
+  const UOp* strided_load(const UOp* x, std::span<const UOp* const> s) {
+    const UOp* index = x->src(0);
+    std::optional<int64_t> stride = coefficient(index->src(1));
+    if (!stride || *stride < 2 || *stride > 4 || k_ * *stride > 64) return nullptr;
+    const int64_t st = *stride;
+    const auto wide = uint16_t(k_ * st);
+    DType p = index->dtype;
+    const UOp* addr =
+        g_.make(Op::Index, p.base().vec(wide).as_ptr(p.addrspace), {index->src(0), lane(index->src(1), 0)});
+    // lane j of the wide load stands for lane j / st of this one where st divides j
+    std::vector<int64_t> from;
+    std::vector<const UOp*> kept;
+    for (int64_t j = 0; j < wide; j++) {
+      from.push_back(j / st);
+      kept.push_back(g_.cbool(j % st == 0));
+    }
+    auto spread = [&](const UOp* orig, const UOp* rebuilt) {  // k lanes (or a scalar) to the wide lanes
+      if (!vec(orig)) return g_.make(Op::Vectorize, rebuilt->dtype.vec(wide), std::vector<const UOp*>(wide, rebuilt));
+      return g_.make(Op::Gep, rebuilt->dtype.base().vec(wide), {rebuilt}, from);
+    };
+    const UOp* mask = g_.make(Op::Vectorize, dtypes::bool_.vec(wide), kept);
+    const UOp* alt = x->dtype.is_float() ? g_.cfloat(0, x->dtype) : g_.cint(0, x->dtype);  // never kept
+    if (x->nsrc() == 3) mask = g_.alu(Op::And, spread(x->src(2), s[2]), mask);
+    const UOp* altw = x->nsrc() == 3 ? spread(x->src(1), s[1]) : spread(alt, alt);
+    const UOp* load = g_.make(Op::Load, x->dtype.vec(wide), {addr, altw, mask}, x->arg, x->tag);
+    std::vector<int64_t> pick;
+    for (int64_t c = 0; c < k_; c++) pick.push_back(c * st);
+    return g_.make(Op::Gep, x->dtype.vec(uint16_t(k_)), {load}, pick);
+  }
   // The k addresses of index's lanes as one k-lane index (lane 0's plus constant offsets), or
   // nullptr when an offset is not a constant or two lanes share an address.
   const UOp* lane_address(const UOp* index) {
@@ -263,7 +299,9 @@ class Vectorizer {
         const UOp* addr = x->src(0);
         bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
         bool contig = addr_vec && contiguous(addr->src(1));
-        if (addr_vec && gathers_ && !contig)
+        if (addr_vec && !contig && access_.strided)
+          if (const UOp* w = strided_load(x, s)) return varies(x, w);
+        if (addr_vec && access_.gathers && !contig)
           if (const UOp* a = lane_address(addr)) {  // one gather; a gate masks it as it would a vector load
             std::vector<const UOp*> src{a};
             if (x->nsrc() == 3) src.push_back(bcast(x->src(1), s[1])), src.push_back(s[2]);
@@ -301,7 +339,7 @@ class Vectorizer {
   Graph& g_;
   const UOp* u_;
   int k_;
-  bool gathers_;
+  LaneAccess access_;
   Rebuilder rb_;
   std::unordered_map<const UOp*, bool> depends_;  // whether a node depends on u
   std::unordered_set<const UOp*> varying_;        // original nodes
@@ -350,13 +388,13 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
 
 }  // namespace
 
-const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, bool gathers) {
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access) {
   int64_t k = const_bound(range);
   if (k < 2 || k > 64) return nullptr;
-  return Vectorizer(g, range, int(k), gathers).store(store);
+  return Vectorizer(g, range, int(k), access).store(store);
 }
 
-const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
+const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -382,7 +420,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
       vals.push_back(widen ? g.cast(v, dtypes::float32.vec(v->dtype.lanes)) : v);
     }
     kept[0] = fold(g, op, vals);
-    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), gathers).value(kept[0]);
+    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), access).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
     if (lanes) red = fold_lanes(g, op, red);
     return widen ? g.cast(red, u->dtype) : red;
@@ -406,11 +444,11 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, bool gathers) {
     // A tensor-core tile's values are fragments of a warp, not lanes: its upcasts are copies only.
     std::vector<const UOp*> parts;
     for (size_t i = 0; i < up.size() && !fragments; i++) {
-      if (const UOp* vs = vectorize_store(g, s, up[i], gathers)) {
+      if (const UOp* vs = vectorize_store(g, s, up[i], access)) {
         parts = {vs};
       } else if (i == 0 && reduces_along(g, s, up[i])) {
         int64_t k = const_bound(up[i]);
-        parts = Vectorizer(g, up[i], int(k), gathers).scatter(s);
+        parts = Vectorizer(g, up[i], int(k), access).scatter(s);
       } else {
         continue;
       }

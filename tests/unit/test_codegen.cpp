@@ -132,6 +132,12 @@ struct Interp {
         for (const UOp* x : u->src()) out.push_back(s(x));
         return out;
       }
+      case Op::Gep: {  // one lane, or a list of lanes (a shuffle)
+        std::vector<double> v = val(u->src(0)), out;
+        if (u->holds<int64_t>()) return {v.at(size_t(u->as<int64_t>()))};
+        for (int64_t i : u->as<std::vector<int64_t>>()) out.push_back(v.at(size_t(i)));
+        return out;
+      }
       default:
         break;
     }
@@ -323,38 +329,51 @@ TEST(Codegen, ForcedOptsUnrollAndUpcast) {
 }
 
 TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
-  // out[i, j] = sum_k (pad(a)[i, j + k - 1] + b[j * 3 + k]) with j upcast to 8 lanes: the padded
-  // load becomes a masked vector load, the strided one a load per lane.
+  // out[i, j] = sum_k (pad(a)[i, 2j + k - 1] + b[j * 3 + k] + c[j * 5 + k]) with j upcast to 8 lanes:
+  // the padded stride-2 load and the stride-3 load become contiguous loads 16 and 24 lanes wide,
+  // masked to the lanes they keep (by the pad's gate too), and shuffles; the stride-5 one a load
+  // per lane.
   Graph g;
   KernelBuilder b{g};
-  const int64_t I = 3, J = 16, K = 3;
-  auto *A = b.param(0, dtypes::float32, I * J), *B = b.param(1, dtypes::float32, J * 3 + K),
-       *O = b.param(2, dtypes::float32, I * J);
+  const int64_t I = 3, J = 16, K = 3, W = 2 * J;
+  const int64_t NB = 3 * (J - 1) + K, NC = 5 * (J - 1) + K;  // each ends at the last lane's last element
+  auto *A = b.param(0, dtypes::float32, I * W), *B = b.param(1, dtypes::float32, NB),
+       *C = b.param(3, dtypes::float32, NC), *O = b.param(2, dtypes::float32, I * J);
   auto *i = b.range(I, 0), *j = b.range(J, 1), *k = b.range(K, 2, AxisType::Reduce);
-  auto* x = b.add(j, b.add(k, b.c(-1)));
-  auto* valid = g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), x), g.alu(Op::CmpLt, x, b.c(J)));
-  auto* v = b.add(b.load(A, b.add(b.mul(i, b.c(J)), x), g.cfloat(0.0), valid), b.load(B, b.add(b.mul(j, b.c(3)), k)));
+  auto* x = b.add(b.mul(j, b.c(2)), b.add(k, b.c(-1)));
+  auto* valid = g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), x), g.alu(Op::CmpLt, x, b.c(W)));
+  auto* v =
+      b.add(b.add(b.load(A, b.add(b.mul(i, b.c(W)), x), g.cfloat(0.0), valid), b.load(B, b.add(b.mul(j, b.c(3)), k))),
+            b.load(C, b.add(b.mul(j, b.c(5)), k)));
   auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Add, v, {k}))});
   LowerOptions o;
   o.opts = std::vector<Opt>{Opt::upcast(1, 8)};
   LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
-  size_t masked = 0, lane_loads = 0;
+  size_t wide = 0, lane_loads = 0, shuffles = 0;
   for (const UOp* u : lk.linear->src()) {
-    if (u->op == Op::Load && u->nsrc() == 3 && u->src(2)->dtype.lanes == 8) masked++;
+    if (u->op == Op::Load && u->nsrc() == 3 && (u->dtype.lanes == 16 || u->dtype.lanes == 24) &&
+        u->src(2)->dtype.lanes == u->dtype.lanes)
+      wide++;
+    if (u->op == Op::Gep && u->src(0)->op == Op::Load && u->dtype.lanes == 8) shuffles++;
     if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
   }
-  EXPECT_EQ(masked, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(wide, 2u) << linear_str(lk.linear);
+  EXPECT_EQ(shuffles, 2u) << linear_str(lk.linear);
   EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
-  std::vector<double> a(size_t(I * J)), bb(size_t(J * 3 + K)), out(size_t(I * J));
+  // The interpreter fails an access out of bounds: the last lane's element is the last of each
+  // buffer, so a wide load that read past its kept lanes would be caught.
+  std::vector<double> a(static_cast<size_t>(I * W)), bb(static_cast<size_t>(NB)), cc(static_cast<size_t>(NC)),
+      out(static_cast<size_t>(I * J));
   for (size_t q = 0; q < a.size(); q++) a[q] = double(q % 7) + 1;
   for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 10;
-  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
+  for (size_t q = 0; q < cc.size(); q++) cc[q] = double(q) * 1000;
+  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}, {3, &cc}});
   for (int64_t y = 0; y < I; y++)
     for (int64_t xx = 0; xx < J; xx++) {
       double w = 0;
       for (int64_t z = 0; z < K; z++) {
-        int64_t col = xx + z - 1;
-        w += (col >= 0 && col < J ? a[size_t(y * J + col)] : 0) + bb[size_t(xx * 3 + z)];
+        int64_t col = 2 * xx + z - 1;
+        w += (col >= 0 && col < W ? a[size_t(y * W + col)] : 0) + bb[size_t(xx * 3 + z)] + cc[size_t(xx * 5 + z)];
       }
       EXPECT_EQ(out[size_t(y * J + xx)], w) << y << "," << xx;
     }
