@@ -151,7 +151,8 @@ TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
 
 // A 2x2 max pool over relu(conv + bias) is its own kernel (the conv is stored: the pool's window
 // slides over its rows). Its bias is read inside the window but not per window tap: copies along
-// the output axes would share nothing, so the pool gets its vector lanes and no register tile.
+// the output axes would share nothing, so the pool gets its vector lanes and no register tile;
+// its window is unrolled whole (2 x 2 steps: constant offsets, no loops of 2).
 TEST(Opts, APoolKernelGetsNoRegisterTileForItsBias) {
   Graph g;
   const UOp *x = input(g, dtypes::float32, {8, 16, 32, 32}), *w = input(g, dtypes::float32, {16, 16, 3, 3});
@@ -166,9 +167,17 @@ TEST(Opts, APoolKernelGetsNoRegisterTileForItsBias) {
   LoweredKernel k = lower_kernel(g, pool->ast, cpu_like());
   int upcasts = 0, unrolls = 0;
   for (const Opt& o : k.opts)
-    if (o.op == OptOp::Split && o.type != AxisType::Thread) (o.type == AxisType::Unroll ? unrolls : upcasts)++;
+    if (o.op == OptOp::Split && o.type != AxisType::Thread) {
+      (o.type == AxisType::Unroll ? unrolls : upcasts)++;
+      if (o.type == AxisType::Unroll) {
+        EXPECT_EQ(o.amount, 2) << opts_str(k.opts);
+      }
+    }
   EXPECT_EQ(upcasts, 1) << opts_str(k.opts);  // the lanes
-  EXPECT_EQ(unrolls, 0) << opts_str(k.opts);
+  EXPECT_EQ(unrolls, 2) << opts_str(k.opts);  // the window's two axes, whole
+  size_t window_loops = 0;                    // no loop of the window is left
+  for (const UOp* u : k.linear->src()) window_loops += u->op == Op::Range && u->as<RangeArg>().type == AxisType::Reduce;
+  EXPECT_EQ(window_loops, 0u) << linear_str(k.linear);
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "conv+bias+relu, pool"), 2);
 }
 
