@@ -278,8 +278,19 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     A constant axis that only 2 divides, or nothing (a 14x14 or 7x7 feature map's rows), is
     //     padded to 8 copies when that wastes at most an eighth of them: the padding copies load
     //     nothing and store nothing (ResNet-18's 512x7x7 convolution with output channels as lanes: 13.6 -> 2.8 ms).
+    //     A filter 5 to 8 wide (a 7x7 stem's) is unrolled whole below (2d); its copies of the
+    //     input vector take registers, so the tile is one output axis of up to 16 copies, the whole
+    //     accumulator budget, and no second axis (ResNet-18's 7x7 stride-2 stem: 8 channels x 2
+    //     rows with a loop over the filter width 2.2-2.9 ms, 16 channels x 1 row with the width
+    //     unrolled 1.5-1.6 ms; 8 x 2 unrolled spilled: 2.3-2.7 ms).
+    bool wide_filter = false;
+    for (const UOp* u : topo)
+      if (u->op == Op::Reduce && !contains_reduce(u->src(0)))
+        if (const UOp* f = innermost_reduce_axis(u); f && const_bound(f) >= 5 && const_bound(f) <= 8)
+          wide_filter = true;
     auto copies_for = [&](const UOp* r) -> int64_t {
       int64_t n = const_bound(r);
+      if (wide_filter && 16 <= limit && n >= 16 && n % 16 == 0) return 16;
       for (int64_t c : {8, 4})
         if (c <= limit && (n < 0 || (n >= c && n % c == 0))) return c;
       if (n > 0 && limit >= 8 && n >= 7 && 8 * ((n + 7) / 8 * 8 - n) <= (n + 7) / 8 * 8) return 8;
@@ -322,7 +333,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       const int64_t room = amt ? limit / amt : 0;
       const UOp* second = nullptr;
       int64_t second_amt = 0, second_score = 0;
-      for (int64_t pos = nloops - 1; pos >= 0 && room >= 2 && vec_axis && vregs == 1; pos--) {
+      for (int64_t pos = nloops - 1; pos >= 0 && room >= 2 && vec_axis && vregs == 1 && !wide_filter; pos--) {
         const UOp* r = loop_at(pos);
         int64_t n = r ? const_bound(r) : 0;
         if (!r || pos == vec_pos || pos == best_pos || n < 2) continue;
@@ -338,27 +349,29 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //      matmul's B panel, K x lanes), which then stay in cache across its iterations while
       //      the small per-copy loads (A's rows) stream; the other order streams the whole of B
       //      for every tile row.
+      //      Not with a wide filter: its tile's copies share the input rows, not a panel, and
+      //      the stem ran 1.8-2.0 ms with its channel loop innermost, 1.3-1.5 ms outermost.
       // (A loop upcast whole is gone: only the ranges still there take part.)
-      if (amt && vec_axis && best_pos != nloops - 1 && vec_pos == nloops - 1 && loop_at(best_pos)) {
+      if (amt && vec_axis && best_pos != nloops - 1 && vec_pos == nloops - 1 && loop_at(best_pos) && !wide_filter) {
         std::vector<int64_t> tile_order;
         for (int64_t pos = 0; pos < nloops; pos++)
           if (pos != best_pos && loop_at(pos)) tile_order.push_back(loop_ids[size_t(pos)]);
         tile_order.push_back(loop_ids[size_t(best_pos)]);
         reorder_ranges(g, k, tile_order, target);
       }
-      // 2d. The tile's innermost reduce axis, when it is short (a convolution's filter width),
-      //     is unrolled: each copy's gate masks and address offsets are then constants that LLVM
-      //     hoists out of the reduce loops, and the copies' products go into the accumulators as
-      //     one chain of FMAs (lower_reduces). As a loop of 3 it recomputed the masks of its
-      //     padded input every step, on the ports the FMAs need (ResNet-18's 256x14x14
-      //     convolution: 1.78 -> 1.04 ms; the small CNN's two: 53 -> 46 and 115 -> 97 us).
-      //     (The innermost Reduce's axis: a max pool around the convolution keeps its loop.)
+      // 2d. The tile's innermost reduce axis, when it is short (a convolution's filter width:
+      //     up to 4, or 8 where the tile above left registers for it), is unrolled: each copy's gate masks and address
+      //     offsets are then constants that LLVM hoists out of the reduce loops, and the copies' products go into the
+      //     accumulators as one chain of FMAs (lower_reduces). As a loop of 3 it recomputed the masks of its padded
+      //     input every step, on the ports the FMAs need (ResNet-18's 256x14x14 convolution: 1.78 -> 1.04 ms; the small
+      //     CNN's two: 53 -> 46 and 115 -> 97 us). (The innermost Reduce's axis: a max pool around the convolution
+      //     keeps its loop.)
       std::vector<Opt> short_axes;
       for (const UOp* red : toposort(k.sink)) {  // (the tile's opts rebuilt the Reduces)
         if (red->op != Op::Reduce) continue;
         const UOp* inner = innermost_reduce_axis(red);
         int64_t n = inner ? const_bound(inner) : 0;
-        if (n < 2 || n > 4 || contains_reduce(red->src(0))) continue;
+        if (n < 2 || n > (wide_filter ? 8 : 4) || contains_reduce(red->src(0))) continue;
         Opt o = Opt::unroll(id_of(inner), n);
         if (std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end()) short_axes.push_back(o);
       }
@@ -426,13 +439,13 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (u->op != Op::Reduce || u->nsrc() < 2 || contains_reduce(u->src(0))) continue;
       std::vector<Opt> axes;
       int64_t steps = 1;
-      for (size_t i = 1; i < u->nsrc(); i++) {
+      for (size_t i = 1; i < u->nsrc(); i++) {  // (axes unrolled already count: they are copies)
         const UOp* r = u->src(i);
-        if (r->op != Op::Range || r->as<RangeArg>().type != AxisType::Reduce) continue;
-        int64_t n = const_bound(r);
-        if (n < 1 || n > 4) steps = 1 << 20;
+        const bool reduce = r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce;
+        int64_t n = r->op == Op::Range ? const_bound(r) : -1;
+        if (n < 1 || (reduce && n > 4)) steps = 1 << 20;
         steps *= std::max<int64_t>(1, n);
-        if (n > 1) axes.push_back(Opt::unroll(id_of(r), n));
+        if (reduce && n > 1) axes.push_back(Opt::unroll(id_of(r), n));
       }
       if (steps > 16) continue;
       for (const Opt& o : axes)

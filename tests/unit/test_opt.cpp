@@ -149,6 +149,30 @@ TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
   }
 }
 
+// A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
+// vector take the registers a second tile axis would: the tile is the lanes and one axis of copies.
+TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {
+  Graph g;
+  const UOp *x = input(g, dtypes::float32, {1, 3, 64, 64}), *w = input(g, dtypes::float32, {64, 3, 7, 7});
+  std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {2, 2}, {3, 3})};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  for (int registers : {32, 16}) {
+    Target t = cpu_like();
+    t.vector_registers = registers;
+    LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
+    std::vector<int64_t> unrolled;
+    int upcasts = 0;
+    for (const Opt& o : k.opts) {
+      if (o.op == OptOp::Split && o.type == AxisType::Unroll) unrolled.push_back(o.amount);
+      upcasts += o.op == OptOp::Split && o.type == AxisType::Upcast;
+    }
+    EXPECT_EQ(unrolled, std::vector<int64_t>{7}) << registers << ": " << opts_str(k.opts);
+    EXPECT_EQ(upcasts, 2) << registers << ": " << opts_str(k.opts);  // the lanes and the copies
+  }
+  EXPECT_EQ(expect_replays(g, outs, cpu_like(), "7x7 stem"), 1);
+}
+
 // A 2x2 max pool over relu(conv + bias) is its own kernel (the conv is stored: the pool's window
 // slides over its rows). Its bias is read inside the window but not per window tap: copies along
 // the output axes would share nothing, so the pool gets its vector lanes and no register tile;

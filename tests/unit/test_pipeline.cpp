@@ -323,6 +323,13 @@ TEST_F(PipelineTest, ConvolutionAndPooling) {
   check({avg_pool2d(g, x, {3, 2}, {1, 2}, {1, 0})}, "avg_pool2d", 1e-5, 1e-5);
   check({max_pool2d(g, in(dtypes::int32, {1, 2, 5, 5}, -50, 50), {2, 2}, {1, 1}, {1, 1})},
         "int max_pool pads with min");
+  // Sizes that take the CPU heuristic's register tiles: a stem (7x7, stride 2, pad 3: its padded
+  // stride-2 input rows as wide masked loads and shuffles, its filter width unrolled, 16 output
+  // channels a tile) and a 3x3/2 max pool with pad 1 over relu(conv + bias) (its window unrolled).
+  const UOp* img = in(dtypes::float32, {1, 3, 64, 64});
+  const UOp* stem = conv2d(g, img, in(dtypes::float32, {32, 3, 7, 7}), in(dtypes::float32, {32}), {2, 2}, {3, 3});
+  check({stem}, "conv2d 7x7 stride 2 pad 3", 1e-5, 1e-4);
+  check({max_pool2d(g, relu(g, stem), {3, 3}, {2, 2}, {1, 1})}, "stem + relu + max_pool2d 3x3/2 pad 1", 1e-5, 1e-4);
 }
 
 TEST_F(PipelineTest, ActivationsAndNormalizations) {
