@@ -439,12 +439,11 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (u->op != Op::Reduce || u->nsrc() < 2 || contains_reduce(u->src(0))) continue;
       std::vector<Opt> axes;
       int64_t steps = 1;
-      for (size_t i = 1; i < u->nsrc(); i++) {  // (axes unrolled already count: they are copies)
+      for (size_t i = 1; i < u->nsrc() && steps <= 16; i++) {  // (axes unrolled already count: they are copies)
         const UOp* r = u->src(i);
         const bool reduce = r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce;
-        int64_t n = r->op == Op::Range ? const_bound(r) : -1;
-        if (n < 1 || (reduce && n > 4)) steps = 1 << 20;
-        steps *= std::max<int64_t>(1, n);
+        const int64_t n = r->op == Op::Range ? const_bound(r) : -1;
+        steps = n < 1 || (reduce && n > 4) ? 17 : steps * n;
         if (reduce && n > 1) axes.push_back(Opt::unroll(id_of(r), n));
       }
       if (steps > 16) continue;
