@@ -13,6 +13,7 @@
 // alike).
 #include "backends/llvm/llvm_ir.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -111,6 +112,8 @@ class IrWriter {
     }
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
     for (const std::string& d : decls_) os << d << "\n";
+    if (zero_bytes_ > 0)
+      os << "@" << sym_ << ".zeros = internal constant [" << zero_bytes_ << " x i8] zeroinitializer, align 64\n";
     for (const std::string& m : tile_loops_) os << m;
     if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
     os << "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n";
@@ -624,6 +627,15 @@ class IrWriter {
                     splat(ptr.elem().scalar == Scalar::Bool ? dtypes::int8.vec(ptr.lanes) : ptr.elem(), "0")));
   }
 
+  // Whether x is a zero constant (+0.0, integer 0, false) or a vector of them: what zero bytes read as.
+  static bool is_zero(const UOp* x) {
+    if (x->op == Op::Vectorize)
+      return std::all_of(x->src().begin(), x->src().end(), [](const UOp* s) { return is_zero(s); });
+    if (x->op != Op::Const) return false;
+    if (x->holds<double>()) return x->as<double>() == 0 && !std::signbit(x->as<double>());
+    return x->holds<int64_t>() && x->as<int64_t>() == 0;
+  }
+
   void load(const UOp* u) {
     const UOp* addr = u->src(0);
     DType p = addr->dtype;
@@ -659,6 +671,20 @@ class IrWriter {
           call(mt, name, str(pt, ", i32, ", reg_type(gate->dtype), ", ", mt),
                str(pt, " ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
       val_[u] = from_mem(x, u->dtype, p);
+      return;
+    }
+    // A scalar gate on the CPU: the load reads a block of zeros where the gate is off (a select of
+    // the address, no branch), then takes the alt value there (nothing to do for a zero alt). A
+    // convolution's padded input, one gated scalar per output column, was a compare and a branch
+    // per value, loaded into a register and broadcast on the shuffle port; unconditional, the
+    // loads broadcast from memory on the load ports.
+    if (!gpu() && !is_scatter_address(addr)) {
+      zero_bytes_ = std::max<int64_t>(zero_bytes_, int64_t(p.lanes) * std::max(1, p.base().itemsize()));
+      std::string safe = emit(str("select i1 ", v(gate), ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
+      std::string x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
+      std::string rt = reg_type(u->dtype);
+      val_[u] =
+          is_zero(u->src(1)) ? x : emit(str("select i1 ", v(gate), ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
       return;
     }
     int n = nlabel_++;
@@ -1051,6 +1077,7 @@ class IrWriter {
   std::vector<StreamingStore> nt_stores_;
   std::map<int64_t, int64_t> nt_align_;
   std::vector<std::string> globals_;  // module-level definitions (GPU local memory)
+  int64_t zero_bytes_ = 0;            // size of the zeros a gated scalar load reads where its gate is off (CPU)
   std::set<std::string> decls_;
   std::unordered_map<const UOp*, std::string> val_;
   std::unordered_map<std::string, size_t> var_index_;

@@ -967,6 +967,34 @@ TEST(CpuBackend, PrintsLlvmIrOfAKernel) {
   for (int64_t r = 0; r < R; r++) EXPECT_EQ(o[r], *std::max_element(a.begin() + r * C, a.begin() + (r + 1) * C));
 }
 
+// A load with a scalar gate reads a block of zeros where its gate is off (a select of the address,
+// no branch) and takes its alt value there: out[i] = pad(a, zeros)[i - 2] + pad(a, -7)[i + 3].
+TEST(CpuBackend, ScalarGatedLoadsSelectTheirAddress) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t N = 20;
+  auto *A = b.param(0, dtypes::float32, N), *O = b.param(1, dtypes::float32, N);
+  auto* i = b.range(N, 0);
+  auto in = [&](const UOp* x) { return g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), x), g.alu(Op::CmpLt, x, b.c(N))); };
+  const UOp *lo = b.add(i, b.c(-2)), *hi = b.add(i, b.c(3));
+  auto* v = b.add(b.load(A, lo, g.cfloat(0.0), in(lo)), b.load(A, hi, g.cfloat(-7.0), in(hi)));
+  auto* sink = b.sink({b.store(O, i, v)}, "gated");
+  LowerOptions no_opts;
+  no_opts.optimize = false;  // scalar loads, one per gate
+  LoweredKernel lk = lower_kernel(g, sink, jit().target(), no_opts);
+  auto ck = jit().compile(lk);
+  EXPECT_EQ(ck->source.find("label %ld"), std::string::npos) << ck->source;  // no branch around a load
+  EXPECT_NE(ck->source.find(".zeros = internal constant"), std::string::npos) << ck->source;
+  std::vector<float> a(N), o(N);
+  for (int64_t x = 0; x < N; x++) a[size_t(x)] = float(x + 1);
+  void* bufs[2] = {a.data(), o.data()};
+  jit().run(*ck, bufs);
+  for (int64_t x = 0; x < N; x++) {
+    float want = (x - 2 >= 0 ? a[size_t(x - 2)] : 0.0f) + (x + 3 < N ? a[size_t(x + 3)] : -7.0f);
+    EXPECT_EQ(o[size_t(x)], want) << x;
+  }
+}
+
 }  // namespace
 }  // namespace sn
 #endif
