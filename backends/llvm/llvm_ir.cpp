@@ -627,6 +627,20 @@ class IrWriter {
                     splat(ptr.elem().scalar == Scalar::Bool ? dtypes::int8.vec(ptr.lanes) : ptr.elem(), "0")));
   }
 
+  // A vector gate as a conjunction of scalar bits splat across the lanes (`uniform`: the scalars)
+  // and per-lane parts (`lanes`).
+  static void split_gate(const UOp* gate, std::vector<const UOp*>* uniform, std::vector<const UOp*>* lanes) {
+    if (gate->op == Op::And) {
+      for (const UOp* s : gate->src()) split_gate(s, uniform, lanes);
+      return;
+    }
+    const bool splat =
+        gate->op == Op::Vectorize && gate->nsrc() > 0 && gate->src(0)->dtype.lanes == 1 &&
+        std::all_of(gate->src().begin(), gate->src().end(), [&](const UOp* s) { return s == gate->src(0); });
+    if (splat) return uniform->push_back(gate->src(0));
+    lanes->push_back(gate);
+  }
+
   // Whether x is a zero constant (+0.0, integer 0, false) or a vector of them: what zero bytes read as.
   static bool is_zero(const UOp* x) {
     if (x->op == Op::Vectorize)
@@ -664,6 +678,38 @@ class IrWriter {
       return;
     }
     const UOp* gate = u->src(2);
+    // On the CPU a per-lane gate's uniform part (a padded row's validity, splat across the lanes
+    // of a row) selects the address, and only the rest masks the load: the rest (which columns are
+    // inside) stays the same across a convolution's reduce loops and is hoisted, where the whole
+    // gate was rebuilt per step from a splat of the row's bit on the shuffle port.
+    if (gate->dtype.lanes > 1 && !gpu() && !is_scatter_address(addr)) {
+      std::vector<const UOp*> uniform, lanes;
+      split_gate(gate, &uniform, &lanes);
+      if (!uniform.empty()) {
+        auto all = [&](const std::vector<const UOp*>& parts, const std::string& type) {
+          std::string x = v(parts[0]);
+          for (size_t i = 1; i < parts.size(); i++) x = emit(str("and ", type, " ", x, ", ", v(parts[i])));
+          return x;
+        };
+        const std::string on = all(uniform, "i1");
+        zero_bytes_ = std::max<int64_t>(zero_bytes_, int64_t(p.lanes) * std::max(1, p.base().itemsize()));
+        const std::string safe = emit(str("select i1 ", on, ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
+        std::string x;
+        if (lanes.empty()) {
+          x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
+        } else {
+          const std::string mk = reg_type(gate->dtype),
+                            name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
+          x = from_mem(call(mt, name, str(pt, ", i32, ", mk, ", ", mt),
+                            str(pt, " ", safe, ", i32 ", align, ", ", mk, " ", all(lanes, mk), ", ", mt, " ",
+                                to_mem(v(u->src(1)), u->dtype, p))),
+                       u->dtype, p);
+        }
+        const std::string rt = reg_type(u->dtype);
+        val_[u] = is_zero(u->src(1)) ? x : emit(str("select i1 ", on, ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
+        return;
+      }
+    }
     if (gate->dtype.lanes > 1) {  // per-lane gate: a masked load, masked-off lanes are not touched
       std::string alt = to_mem(v(u->src(1)), u->dtype, p);
       std::string name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));

@@ -995,6 +995,38 @@ TEST(CpuBackend, ScalarGatedLoadsSelectTheirAddress) {
   }
 }
 
+// A vector load whose gate is a row's validity (one bit splat across the lanes) and the columns'
+// (per lane): the row's bit selects the address, only the columns mask the load. out[r, c] =
+// pad(a)[r - 1, c + 1] with c as 8 vector lanes.
+TEST(CpuBackend, AVectorLoadsUniformGatePartSelectsItsAddress) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 5, C = 16;
+  auto *A = b.param(0, dtypes::float32, R * C), *O = b.param(1, dtypes::float32, R * C);
+  auto *r = b.range(R, 0), *c = b.range(C, 1);
+  const UOp *y = b.add(r, b.c(-1)), *x = b.add(c, b.c(1));
+  auto in = [&](const UOp* v, int64_t n) {
+    return g.alu(Op::And, g.alu(Op::CmpLt, b.c(-1), v), g.alu(Op::CmpLt, v, b.c(n)));
+  };
+  auto* v = b.load(A, b.add(b.mul(y, b.c(C)), x), g.cfloat(0.0), g.alu(Op::And, in(y, R), in(x, C)));
+  auto* sink = b.sink({b.store(O, b.flat({r, c}, {R, C}), v)}, "shifted");
+  LowerOptions o;
+  o.opts = std::vector<Opt>{Opt::upcast(1, 8)};
+  LoweredKernel lk = lower_kernel(g, sink, jit().target(), o);
+  auto ck = jit().compile(lk);
+  EXPECT_NE(ck->source.find(".zeros\n"), std::string::npos) << ck->source;  // an address select
+  EXPECT_NE(ck->source.find("llvm.masked.load"), std::string::npos) << ck->source;
+  std::vector<float> a(R * C), out(R * C, -1.0f);
+  for (int64_t q = 0; q < R * C; q++) a[size_t(q)] = float(q + 1);
+  void* bufs[2] = {a.data(), out.data()};
+  jit().run(*ck, bufs);
+  for (int64_t yy = 0; yy < R; yy++)
+    for (int64_t xx = 0; xx < C; xx++) {
+      bool inside = yy >= 1 && xx + 1 < C;
+      EXPECT_EQ(out[size_t(yy * C + xx)], inside ? a[size_t((yy - 1) * C + xx + 1)] : 0.0f) << yy << "," << xx;
+    }
+}
+
 }  // namespace
 }  // namespace sn
 #endif
