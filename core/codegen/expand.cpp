@@ -10,6 +10,8 @@
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -242,14 +244,20 @@ class Vectorizer {
       from.push_back(j / st);
       kept.push_back(g_.cbool(j % st == 0));
     }
-    auto spread = [&](const UOp* orig, const UOp* rebuilt) {  // k lanes (or a scalar) to the wide lanes
-      if (!vec(orig)) return g_.make(Op::Vectorize, rebuilt->dtype.vec(wide), std::vector<const UOp*>(wide, rebuilt));
-      return g_.make(Op::Gep, rebuilt->dtype.base().vec(wide), {rebuilt}, from);
+    // k lanes (or a scalar) to the wide lanes; a conjunction part by part, so that a bit splat across
+    // the lanes (a padded row's validity) stays a splat the renderer can tell from per-lane parts
+    std::function<const UOp*(const UOp*)> spread = [&](const UOp* v) -> const UOp* {
+      if (v->dtype.lanes == 1) return g_.make(Op::Vectorize, v->dtype.vec(wide), std::vector<const UOp*>(wide, v));
+      if (v->op == Op::And) return g_.alu(Op::And, spread(v->src(0)), spread(v->src(1)));
+      if (v->op == Op::Vectorize &&
+          std::all_of(v->src().begin(), v->src().end(), [&](const UOp* x) { return x == v->src(0); }))
+        return spread(v->src(0));
+      return g_.make(Op::Gep, v->dtype.base().vec(wide), {v}, from);
     };
     const UOp* mask = g_.make(Op::Vectorize, dtypes::bool_.vec(wide), kept);
     const UOp* alt = x->dtype.is_float() ? g_.cfloat(0, x->dtype) : g_.cint(0, x->dtype);  // never kept
-    if (x->nsrc() == 3) mask = g_.alu(Op::And, spread(x->src(2), s[2]), mask);
-    const UOp* altw = x->nsrc() == 3 ? spread(x->src(1), s[1]) : spread(alt, alt);
+    if (x->nsrc() == 3) mask = g_.alu(Op::And, spread(s[2]), mask);
+    const UOp* altw = spread(x->nsrc() == 3 ? s[1] : alt);
     const UOp* load = g_.make(Op::Load, x->dtype.vec(wide), {addr, altw, mask}, x->arg, x->tag);
     std::vector<int64_t> pick;
     for (int64_t c = 0; c < k_; c++) pick.push_back(c * st);
