@@ -627,6 +627,13 @@ class IrWriter {
                     splat(ptr.elem().scalar == Scalar::Bool ? dtypes::int8.vec(ptr.lanes) : ptr.elem(), "0")));
   }
 
+  // Whether a gated load may select its address (the zeros block where the gate is off): on the
+  // CPU, from a buffer in memory (not a register buffer, which a select of its address would keep
+  // from being promoted to registers), one address per load (not a gather).
+  bool selects_address(const UOp* addr) const {
+    return !gpu() && !is_scatter_address(addr) && addr->dtype.addrspace == AddrSpace::Global;
+  }
+
   // A vector gate as a conjunction of scalar bits splat across the lanes (`uniform`: the scalars)
   // and per-lane parts (`lanes`).
   static void split_gate(const UOp* gate, std::vector<const UOp*>* uniform, std::vector<const UOp*>* lanes) {
@@ -682,7 +689,7 @@ class IrWriter {
     // of a row) selects the address, and only the rest masks the load: the rest (which columns are
     // inside) stays the same across a convolution's reduce loops and is hoisted, where the whole
     // gate was rebuilt per step from a splat of the row's bit on the shuffle port.
-    if (gate->dtype.lanes > 1 && !gpu() && !is_scatter_address(addr)) {
+    if (gate->dtype.lanes > 1 && selects_address(addr)) {
       std::vector<const UOp*> uniform, lanes;
       split_gate(gate, &uniform, &lanes);
       if (!uniform.empty()) {
@@ -724,7 +731,7 @@ class IrWriter {
     // convolution's padded input, one gated scalar per output column, was a compare and a branch
     // per value, loaded into a register and broadcast on the shuffle port; unconditional, the
     // loads broadcast from memory on the load ports.
-    if (!gpu() && !is_scatter_address(addr)) {
+    if (selects_address(addr)) {
       zero_bytes_ = std::max<int64_t>(zero_bytes_, int64_t(p.lanes) * std::max(1, p.base().itemsize()));
       std::string safe = emit(str("select i1 ", v(gate), ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
       std::string x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
