@@ -594,17 +594,14 @@ class IrWriter {
   std::string vectorize(const UOp* u) {
     DType d = u->dtype;
     std::string t = reg_type(d), st = reg_type(d.base());
-    bool all_const = true, all_same = true;
-    for (const UOp* s : u->src()) {
-      all_const = all_const && s->op == Op::Const;
-      all_same = all_same && s == u->src(0);
-    }
+    bool all_const = true;
+    for (const UOp* s : u->src()) all_const = all_const && s->op == Op::Const;
     if (all_const) {
       std::string out = "<";
       for (size_t i = 0; i < u->nsrc(); i++) out += str(i ? ", " : "", st, " ", v(u->src(i)));
       return out + ">";
     }
-    if (all_same) {
+    if (splat_source(u)) {
       std::string one = emit(str("insertelement ", t, " poison, ", st, " ", v(u->src(0)), ", i64 0"));
       return emit(str("shufflevector ", t, " ", one, ", ", t, " poison, <", d.lanes, " x i32> zeroinitializer"));
     }
@@ -634,27 +631,24 @@ class IrWriter {
     return !gpu() && !is_scatter_address(addr) && addr->dtype.addrspace == AddrSpace::Global;
   }
 
-  // A vector gate as a conjunction of scalar bits splat across the lanes (`uniform`: the scalars)
-  // and per-lane parts (`lanes`).
+  // A gate as a conjunction of uniform bits (`uniform`: scalars, or scalars splat across the
+  // lanes: a padded row's validity) and per-lane parts (`lanes`).
   static void split_gate(const UOp* gate, std::vector<const UOp*>* uniform, std::vector<const UOp*>* lanes) {
-    if (gate->op == Op::And) {
+    if (gate->dtype.lanes == 1) {
+      uniform->push_back(gate);
+    } else if (gate->op == Op::And) {
       for (const UOp* s : gate->src()) split_gate(s, uniform, lanes);
-      return;
+    } else if (const UOp* one = splat_source(gate)) {
+      uniform->push_back(one);
+    } else {
+      lanes->push_back(gate);
     }
-    const bool splat =
-        gate->op == Op::Vectorize && gate->nsrc() > 0 && gate->src(0)->dtype.lanes == 1 &&
-        std::all_of(gate->src().begin(), gate->src().end(), [&](const UOp* s) { return s == gate->src(0); });
-    if (splat) return uniform->push_back(gate->src(0));
-    lanes->push_back(gate);
   }
 
-  // Whether x is a zero constant (+0.0, integer 0, false) or a vector of them: what zero bytes read as.
+  // Whether x reads as zero bytes: +0.0, integer 0 or false, or a splat of one.
   static bool is_zero(const UOp* x) {
-    if (x->op == Op::Vectorize)
-      return std::all_of(x->src().begin(), x->src().end(), [](const UOp* s) { return is_zero(s); });
-    if (x->op != Op::Const) return false;
-    if (x->holds<double>()) return x->as<double>() == 0 && !std::signbit(x->as<double>());
-    return x->holds<int64_t>() && x->as<int64_t>() == 0;
+    if (const UOp* one = splat_source(x)) x = one;
+    return x->is_const_value(0) && !(x->holds<double>() && std::signbit(x->as<double>()));
   }
 
   void load(const UOp* u) {
@@ -685,61 +679,44 @@ class IrWriter {
       return;
     }
     const UOp* gate = u->src(2);
-    // On the CPU a per-lane gate's uniform part (a padded row's validity, splat across the lanes
-    // of a row) selects the address, and only the rest masks the load: the rest (which columns are
-    // inside) stays the same across a convolution's reduce loops and is hoisted, where the whole
-    // gate was rebuilt per step from a splat of the row's bit on the shuffle port.
-    if (gate->dtype.lanes > 1 && selects_address(addr)) {
-      std::vector<const UOp*> uniform, lanes;
-      split_gate(gate, &uniform, &lanes);
-      if (!uniform.empty()) {
-        auto all = [&](const std::vector<const UOp*>& parts, const std::string& type) {
-          std::string x = v(parts[0]);
-          for (size_t i = 1; i < parts.size(); i++) x = emit(str("and ", type, " ", x, ", ", v(parts[i])));
-          return x;
-        };
-        const std::string on = all(uniform, "i1");
-        zero_bytes_ = std::max<int64_t>(zero_bytes_, int64_t(p.lanes) * std::max(1, p.base().itemsize()));
-        const std::string safe = emit(str("select i1 ", on, ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
-        std::string x;
-        if (lanes.empty()) {
-          x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
-        } else {
-          const std::string mk = reg_type(gate->dtype),
-                            name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
-          x = from_mem(call(mt, name, str(pt, ", i32, ", mk, ", ", mt),
-                            str(pt, " ", safe, ", i32 ", align, ", ", mk, " ", all(lanes, mk), ", ", mt, " ",
-                                to_mem(v(u->src(1)), u->dtype, p))),
-                       u->dtype, p);
-        }
-        const std::string rt = reg_type(u->dtype);
-        val_[u] = is_zero(u->src(1)) ? x : emit(str("select i1 ", on, ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
-        return;
-      }
-    }
-    if (gate->dtype.lanes > 1) {  // per-lane gate: a masked load, masked-off lanes are not touched
-      std::string alt = to_mem(v(u->src(1)), u->dtype, p);
-      std::string name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
-      std::string x =
-          call(mt, name, str(pt, ", i32, ", reg_type(gate->dtype), ", ", mt),
-               str(pt, " ", v(addr), ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ", ", mt, " ", alt));
-      val_[u] = from_mem(x, u->dtype, p);
-      return;
-    }
-    // A scalar gate on the CPU: the load reads a block of zeros where the gate is off (a select of
-    // the address, no branch), then takes the alt value there (nothing to do for a zero alt). A
-    // convolution's padded input, one gated scalar per output column, was a compare and a branch
-    // per value, loaded into a register and broadcast on the shuffle port; unconditional, the
-    // loads broadcast from memory on the load ports.
-    if (selects_address(addr)) {
+    auto masked = [&](const std::string& ptr, const std::string& mask) {  // masked-off lanes are not touched
+      const std::string mk = reg_type(gate->dtype), name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
+      return from_mem(call(mt, name, str(pt, ", i32, ", mk, ", ", mt),
+                           str(pt, " ", ptr, ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ",
+                               to_mem(v(u->src(1)), u->dtype, p))),
+                      u->dtype, p);
+    };
+    // On the CPU the gate's uniform part selects the address (the kernel's block of zeros where it
+    // is off), only the per-lane rest masks the load, and the alt value is taken where the uniform
+    // part is off (nothing to do for a zero alt). No branch: a convolution's padded input, one gated
+    // scalar per output column, was a compare and a branch per value, loaded into a register and
+    // broadcast on the shuffle port; unconditional, the loads broadcast from memory on the load
+    // ports. And a row's validity, splat across the lanes of its masked vector loads, no longer
+    // rebuilds their masks every step: the per-lane rest (which columns are inside) is hoisted.
+    std::vector<const UOp*> uniform, lanes;
+    if (selects_address(addr)) split_gate(gate, &uniform, &lanes);
+    if (!uniform.empty()) {
+      auto all = [&](const std::vector<const UOp*>& parts, const std::string& type) {
+        std::string x = v(parts[0]);
+        for (size_t i = 1; i < parts.size(); i++) x = emit(str("and ", type, " ", x, ", ", v(parts[i])));
+        return x;
+      };
+      const std::string on = all(uniform, "i1");
       zero_bytes_ = std::max<int64_t>(zero_bytes_, int64_t(p.lanes) * std::max(1, p.base().itemsize()));
-      std::string safe = emit(str("select i1 ", v(gate), ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
-      std::string x = from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p);
-      std::string rt = reg_type(u->dtype);
-      val_[u] =
-          is_zero(u->src(1)) ? x : emit(str("select i1 ", v(gate), ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
+      const std::string safe = emit(str("select i1 ", on, ", ptr ", v(addr), ", ptr @", sym_, ".zeros"));
+      const std::string x = lanes.empty()
+                                ? from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p)
+                                : masked(safe, all(lanes, reg_type(gate->dtype)));
+      const std::string rt = reg_type(u->dtype);
+      val_[u] = is_zero(u->src(1)) ? x : emit(str("select i1 ", on, ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
       return;
     }
+    if (gate->dtype.lanes > 1) {
+      val_[u] = masked(v(addr), v(gate));
+      return;
+    }
+    // A scalar gate elsewhere (GPUs, register buffers: a select of their address would keep them
+    // from being promoted to registers) branches around the load.
     int n = nlabel_++;
     std::string from = block_;
     line(str("br i1 ", v(gate), ", label %ld", n, ", label %ld", n, ".j"));

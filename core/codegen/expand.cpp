@@ -10,7 +10,6 @@
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
-#include <algorithm>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -249,9 +248,7 @@ class Vectorizer {
     std::function<const UOp*(const UOp*)> spread = [&](const UOp* v) -> const UOp* {
       if (v->dtype.lanes == 1) return g_.make(Op::Vectorize, v->dtype.vec(wide), std::vector<const UOp*>(wide, v));
       if (v->op == Op::And) return g_.alu(Op::And, spread(v->src(0)), spread(v->src(1)));
-      if (v->op == Op::Vectorize &&
-          std::all_of(v->src().begin(), v->src().end(), [&](const UOp* x) { return x == v->src(0); }))
-        return spread(v->src(0));
+      if (const UOp* one = splat_source(v)) return spread(one);
       return g_.make(Op::Gep, v->dtype.base().vec(wide), {v}, from);
     };
     const UOp* mask = g_.make(Op::Vectorize, dtypes::bool_.vec(wide), kept);

@@ -184,4 +184,11 @@ bool UOp::is_const_value(double v) const {
   return false;
 }
 
+const UOp* splat_source(const UOp* u) {
+  if (u->op != Op::Vectorize || u->nsrc() == 0 || u->src(0)->dtype.lanes != 1) return nullptr;
+  for (const UOp* s : u->src())
+    if (s != u->src(0)) return nullptr;
+  return u->src(0);
+}
+
 }  // namespace sn

@@ -164,4 +164,7 @@ class UOp {
   mutable const Device* device_ = nullptr;
 };
 
+// The scalar a Vectorize repeats in every lane (a splat), or nullptr.
+const UOp* splat_source(const UOp* u);
+
 }  // namespace sn
