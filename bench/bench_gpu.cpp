@@ -13,8 +13,12 @@
 //                                               "70% of cuBLAS"
 // Results are checked against the baseline's (the add exactly; GEMMs within the dtype's tolerance).
 // cuBLAS is dlopen'ed (libcublas.so.13, .12, or libcublas.so from the toolkit); without it the GEMM
-// rows print n/a. Without a CUDA device the program says so and exits 0.
+// rows print n/a. Without a CUDA device the program says so and exits 0. Each GEMM row ends with
+// the opts its kernel got (as sn_program_kernel_opts prints them).
 //   bench_gpu [filter]    runs only the rows whose name contains `filter`
+//   SN_BENCH_GEMM_OPTS="<opts>;<opts>..."   also times each GEMM with these opts forced on its
+//                         kernel, a row each ("gemm_f32_4096#1", ...): for trying tiles by hand
+//                         (an opts list that does not apply prints why and is skipped)
 #include <cstdio>
 
 #if SN_BACKEND_CUDA
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -31,6 +36,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_api.h"
+#include "core/ir/opt_op.h"
 #include "core/pipeline.h"
 #include "core/runtime/buffer.h"
 #include "core/runtime/runtime.h"
@@ -164,77 +170,103 @@ int main(int argc, char** argv) {
     row("add_2^28", ours, copy, ours_gbs / copy_gbs, cat(int(ours_gbs), " GB/s vs copy ", int(copy_gbs), " GB/s"), ok);
   }
 
-  for (DType dt : {dtypes::float32, dtypes::bfloat16}) {
-    const char* name = dt == dtypes::float32 ? "gemm_f32_4096" : "gemm_bf16_4096";
-    if (!wanted(name)) continue;
-    const int64_t n = 4096;
-    Graph g;
-    const UOp* a = input(g, dt, {n, n}, "CUDA");
-    const UOp* b = input(g, dt, {n, n}, "CUDA");
-    auto p = compile_program(rt, g, std::vector<const UOp*>{matmul(g, a, b)}, dev);
-    std::vector<float> fa = random_floats(size_t(n * n), 3), fb = random_floats(size_t(n * n), 4);
-    auto ba = Buffer::allocate(dev, dt, {n, n}), bb = Buffer::allocate(dev, dt, {n, n});
-    if (dt == dtypes::float32) {
-      ba->copy_in(fa.data(), fa.size() * 4);
-      bb->copy_in(fb.data(), fb.size() * 4);
-    } else {
-      std::vector<uint16_t> ha(fa.size()), hb(fb.size());
-      std::transform(fa.begin(), fa.end(), ha.begin(), to_bf16);
-      std::transform(fb.begin(), fb.end(), hb.begin(), to_bf16);
-      ba->copy_in(ha.data(), ha.size() * 2);
-      bb->copy_in(hb.data(), hb.size() * 2);
+  // "" (the heuristic's opts) and then each forced list of $SN_BENCH_GEMM_OPTS.
+  std::vector<std::string> variants{""};
+  if (const char* e = std::getenv("SN_BENCH_GEMM_OPTS"))
+    for (std::string_view rest = e; !rest.empty();) {
+      size_t semi = std::min(rest.find(';'), rest.size());
+      if (semi > 0) variants.emplace_back(rest.substr(0, semi));
+      rest.remove_prefix(std::min(semi + 1, rest.size()));
     }
-    std::vector<std::shared_ptr<Buffer>> ins{ba, bb}, outs{p->allocate_output(0)};
-    double ours = time_min([&] { p->run(ins, outs); }, wait_dev);
-    double tflops = 2.0 * double(n) * n * n / (ours * 1e9);
-    bool tc = false;
-    for (const Launch& l : p->launches) tc = tc || l.kernel->source.find("mma.sync") != std::string::npos;
-    std::string extra = cat(int(tflops * 10) / 10.0, " TFLOP/s", tc ? " (mma.sync)" : "");
-    if (!have_blas) {
-      row(name, ours, 0, 0, extra, true);
-      continue;
-    }
-    // Row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS gets B first.
-    auto bc = Buffer::allocate(dev, dt, {n, n});
-    const float one = 1, zero = 0;
-    const int m = int(n);
-    auto* A = reinterpret_cast<const void*>(uintptr_t(address(*ba)));
-    auto* B = reinterpret_cast<const void*>(uintptr_t(address(*bb)));
-    auto* C = reinterpret_cast<void*>(uintptr_t(address(*bc)));
-    std::function<void()> call;
-    if (dt == dtypes::float32)
-      call = [&] {
-        blas.sgemm(blas.handle, Cublas::kOpN, Cublas::kOpN, m, m, m, &one, static_cast<const float*>(B), m,
-                   static_cast<const float*>(A), m, &zero, static_cast<float*>(C), m);
-      };
-    else
-      call = [&] {
-        blas.gemm_ex(blas.handle, Cublas::kOpN, Cublas::kOpN, m, m, m, &one, B, Cublas::kR16BF, m, A, Cublas::kR16BF, m,
-                     &zero, C, Cublas::kR16BF, m, Cublas::kCompute32F, Cublas::kGemmDefault);
-      };
-    double base = time_min(call, wait_null);
-    // ours against cuBLAS' result, on a sample of elements
-    size_t bytes = size_t(n * n) * size_t(dt.itemsize());
-    std::vector<uint8_t> got(bytes), want(bytes);
-    outs[0]->copy_out(got.data(), bytes);
-    bc->copy_out(want.data(), bytes);
-    bool ok = true;
-    double tol = dt == dtypes::float32 ? 1e-3 : 3e-2;
-    for (size_t i = 0; i < size_t(n * n) && ok; i += 9973) {
-      float x, y;
-      if (dt == dtypes::float32) {
-        std::memcpy(&x, &got[i * 4], 4);
-        std::memcpy(&y, &want[i * 4], 4);
-      } else {
-        uint16_t hx, hy;
-        std::memcpy(&hx, &got[i * 2], 2);
-        std::memcpy(&hy, &want[i * 2], 2);
-        x = from_bf16(hx), y = from_bf16(hy);
+  for (DType dt : {dtypes::float32, dtypes::bfloat16})
+    for (size_t v = 0; v < variants.size(); v++) {
+      const std::string base_name = dt == dtypes::float32 ? "gemm_f32_4096" : "gemm_bf16_4096";
+      if (!wanted(base_name.c_str())) continue;
+      const std::string row_name = v == 0 ? base_name : cat(base_name, "#", v);
+      const char* name = row_name.c_str();
+      const int64_t n = 4096;
+      Graph g;
+      const UOp* a = input(g, dt, {n, n}, "CUDA");
+      const UOp* b = input(g, dt, {n, n}, "CUDA");
+      const UOp* product = matmul(g, a, b);
+      std::shared_ptr<const Program> p;
+      try {
+        p = compile_program(rt, g, std::vector<const UOp*>{product}, dev);
+        if (v > 0) {  // the GEMM is the program's last kernel
+          CompileOptions forced;
+          std::string bad;
+          if (!parse_opts(variants[v], &forced.kernel_opts[p->launches.back().ast_hash], &bad))
+            throw Error(Code::InvalidArg, cat("'", bad, "' is not an opt"));
+          p = compile_program(rt, g, std::vector<const UOp*>{product}, dev, forced);
+        }
+      } catch (const Error& e) {
+        std::printf("%-16s skipped: %s: %s\n", name, variants[v].c_str(), e.what());
+        continue;
       }
-      ok = std::fabs(x - y) <= tol * (1 + std::fabs(y)) * std::sqrt(double(n)) / 8;
+      std::vector<float> fa = random_floats(size_t(n * n), 3), fb = random_floats(size_t(n * n), 4);
+      auto ba = Buffer::allocate(dev, dt, {n, n}), bb = Buffer::allocate(dev, dt, {n, n});
+      if (dt == dtypes::float32) {
+        ba->copy_in(fa.data(), fa.size() * 4);
+        bb->copy_in(fb.data(), fb.size() * 4);
+      } else {
+        std::vector<uint16_t> ha(fa.size()), hb(fb.size());
+        std::transform(fa.begin(), fa.end(), ha.begin(), to_bf16);
+        std::transform(fb.begin(), fb.end(), hb.begin(), to_bf16);
+        ba->copy_in(ha.data(), ha.size() * 2);
+        bb->copy_in(hb.data(), hb.size() * 2);
+      }
+      std::vector<std::shared_ptr<Buffer>> ins{ba, bb}, outs{p->allocate_output(0)};
+      double ours = time_min([&] { p->run(ins, outs); }, wait_dev);
+      double tflops = 2.0 * double(n) * n * n / (ours * 1e9);
+      bool tc = false;
+      for (const Launch& l : p->launches) tc = tc || l.kernel->source.find("mma.sync") != std::string::npos;
+      std::string extra = cat(int(tflops * 10) / 10.0, " TFLOP/s", tc ? " (mma.sync)" : "", "  ",
+                              opts_str(p->launches.back().kernel->opts));
+      if (!have_blas) {
+        row(name, ours, 0, 0, extra, true);
+        continue;
+      }
+      // Row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS gets B first.
+      auto bc = Buffer::allocate(dev, dt, {n, n});
+      const float one = 1, zero = 0;
+      const int m = int(n);
+      auto* A = reinterpret_cast<const void*>(uintptr_t(address(*ba)));
+      auto* B = reinterpret_cast<const void*>(uintptr_t(address(*bb)));
+      auto* C = reinterpret_cast<void*>(uintptr_t(address(*bc)));
+      std::function<void()> call;
+      if (dt == dtypes::float32)
+        call = [&] {
+          blas.sgemm(blas.handle, Cublas::kOpN, Cublas::kOpN, m, m, m, &one, static_cast<const float*>(B), m,
+                     static_cast<const float*>(A), m, &zero, static_cast<float*>(C), m);
+        };
+      else
+        call = [&] {
+          blas.gemm_ex(blas.handle, Cublas::kOpN, Cublas::kOpN, m, m, m, &one, B, Cublas::kR16BF, m, A, Cublas::kR16BF,
+                       m, &zero, C, Cublas::kR16BF, m, Cublas::kCompute32F, Cublas::kGemmDefault);
+        };
+      double base = time_min(call, wait_null);
+      // ours against cuBLAS' result, on a sample of elements
+      size_t bytes = size_t(n * n) * size_t(dt.itemsize());
+      std::vector<uint8_t> got(bytes), want(bytes);
+      outs[0]->copy_out(got.data(), bytes);
+      bc->copy_out(want.data(), bytes);
+      bool ok = true;
+      double tol = dt == dtypes::float32 ? 1e-3 : 3e-2;
+      for (size_t i = 0; i < size_t(n * n) && ok; i += 9973) {
+        float x, y;
+        if (dt == dtypes::float32) {
+          std::memcpy(&x, &got[i * 4], 4);
+          std::memcpy(&y, &want[i * 4], 4);
+        } else {
+          uint16_t hx, hy;
+          std::memcpy(&hx, &got[i * 2], 2);
+          std::memcpy(&hy, &want[i * 2], 2);
+          x = from_bf16(hx), y = from_bf16(hy);
+        }
+        ok = std::fabs(x - y) <= tol * (1 + std::fabs(y)) * std::sqrt(double(n)) / 8;
+      }
+      row(name, ours, base, base / ours, extra, ok);
     }
-    row(name, ours, base, base / ours, extra, ok);
-  }
   if (have_blas) blas.destroy(blas.handle);
   return 0;
 }

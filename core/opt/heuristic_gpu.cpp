@@ -7,13 +7,17 @@
 //      the work-items of a group (GROUPTOP: each work-item reduces a contiguous chunk), the
 //      partials combined through local memory; an axis that no group size divides is padded
 //   2. UPCAST: register tiles where loads are reused across an output axis (a load that does not
-//      move along it): up to two such axes by 4 (a 4x4 matmul tile)
+//      move along it), on the axes with the most reuse other than the innermost: 16 copies (4x4),
+//      or 8 (4x2) where the innermost is reused too and step 5 gives it 8 (an 8x8 matmul tile)
 //   3. UNROLL the innermost reduce axis of an ungrouped reduce (fully when short, else by 4)
 //   4. LOCAL: up to three output axes, innermost first, split into the work-group (at most 128
 //      work-items, fewer when a group reduce already uses some; at most 32 on an axis with an
 //      outer axis after it); an axis that no local size divides is padded to a multiple of 8 when
-//      that costs at most a quarter more work
-//   5. UPCAST by 4 what stays global of a plain elementwise kernel's innermost axis
+//      that costs at most a quarter more work. The innermost axis becomes the group's dimension 0
+//      (consecutive work-items: a warp)
+//   5. UPCAST what stays global of the innermost axis, after LOCAL took its inner part: by 4 in a
+//      plain elementwise kernel, by 8 where loads are reused across it (a matmul's N). Each
+//      work-item's copies are a work-group apart, so every load of a warp stays contiguous
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -128,6 +132,16 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     std::vector<const UOp*> loops;
     classify_ranges(k.sink, &loops, &reduces);
   }
+  // The innermost output axis (the largest id): LOCAL makes it the work-group's dimension 0. Its
+  // register copies wait for step 5, since copies adjacent in memory would spread each load of a
+  // warp over 4x the span. A 4096^3 f32 matmul on an H200: 4 TFLOP/s with a 16x1 tile whose warps
+  // were 4 rows of 8 columns; 12.5 with a 4x4 tile of adjacent columns; 18.7 with 4x4 and 28.9
+  // with 8x8 whose columns are a work-group apart, 32-column warps.
+  const UOp* inner = nullptr;
+  for (const UOp* r : ranges_typed(k.sink, AxisType::Global))
+    if (!inner || id_of(r) > id_of(inner)) inner = r;
+  const int64_t inner_id = inner ? id_of(inner) : -1;
+  bool inner_reused = false;
   int64_t upcast = 1;
   if (!reduces.empty() && outputs >= 1024 && group_items == 1) {
     for (int pass = 0; pass < 2; pass++) {
@@ -137,14 +151,20 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       for (const UOp* u : toposort(k.sink))
         if (u->op == Op::Load) loads.push_back(u);
       for (const UOp* r : ranges_typed(k.sink, AxisType::Global)) {
-        if (const_bound(r) < 8 || const_bound(r) % 4 != 0) continue;
         int64_t shared = 0;  // loads that do not move along r: each copy reuses them
         for (const UOp* l : loads) shared += !depends_on(l->src(0), r);
+        if (id_of(r) == inner_id) {
+          inner_reused = inner_reused || shared > 0;
+          continue;
+        }
+        if (const_bound(r) < 8 || const_bound(r) % 4 != 0) continue;
         if (shared > best_shared) best = r, best_shared = shared;
       }
       if (!best) break;
-      apply(Opt::upcast(id_of(best), 4));
-      upcast *= 4;
+      // 8 copies in all where step 5 gives the innermost axis 8 more (an 8x8 tile), else 16
+      const int64_t amount = pass == 1 && inner_reused ? 2 : 4;
+      apply(Opt::upcast(id_of(best), amount));
+      upcast *= amount;
     }
   }
   // 3. UNROLL the innermost reduce axis of reduces that were not grouped.
@@ -168,6 +188,9 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
     std::sort(globals.begin(), globals.end(), [](const UOp* a, const UOp* b) { return id_of(a) > id_of(b); });
     int dims = group_items > 1 || warp_items > 1 ? 1 : 0;
+    // Sizes are chosen innermost first; the splits are applied outermost first, since the newest
+    // range is the innermost (parallel.cpp gives the largest id dimension 0).
+    std::vector<Opt> locals;
     for (size_t i = 0; i < globals.size(); i++) {
       const UOp* r = globals[i];
       if (dims >= 3 || budget < 2) break;
@@ -190,21 +213,32 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         apply(Opt::padto(id_of(r), 8));
         chosen = 8;
       }
-      if (!chosen || !try_apply(Opt::local(id_of(r), chosen))) continue;
+      if (!chosen) continue;
+      locals.push_back(Opt::local(id_of(r), chosen));
       budget /= chosen;
       dims++;
     }
+    for (size_t i = locals.size(); i-- > 0;) try_apply(locals[i]);
   }
 
-  // 5. A plain elementwise kernel's work-item takes 4 elements a work-group apart: UPCAST of what
-  // stays global of its innermost axis, after LOCAL took its inner part. Each load of a warp stays
-  // contiguous (4 adjacent elements per work-item made every load touch every 4th element of 4x
-  // the span), and there are a quarter as many work-groups: one element per work-item ran a
-  // 2^28-element add on an H200 at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
-  if (reduces.empty() && outputs >= 4096 && !ranges_typed(k.sink, AxisType::Local).empty()) {
+  // 5. The innermost axis's work-item takes 4 copies a work-group apart: UPCAST of what stays
+  // global of it, after LOCAL took its inner part. Each load of a warp stays contiguous, and there
+  // are a quarter as many work-groups: one element per work-item ran a 2^28-element add on an H200
+  // at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
+  if (inner && !ranges_typed(k.sink, AxisType::Local).empty() &&
+      ((reduces.empty() && outputs >= 4096) || inner_reused)) {
+    // What LOCAL left of the innermost axis (it keeps the axis' id); where LOCAL took all of it,
+    // an elementwise kernel's innermost global axis that is left.
     std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
-    if (!globals.empty() && const_bound(globals.back()) % 4 == 0 && const_bound(globals.back()) >= 16)
-      try_apply(Opt::upcast(id_of(globals.back()), 4));
+    const UOp* rest = nullptr;
+    for (const UOp* r : globals)
+      if (id_of(r) == inner_id) rest = r;
+    if (!rest && !inner_reused && !globals.empty()) rest = globals.back();
+    const int64_t n = rest ? const_bound(rest) : 0;
+    if (inner_reused && n % 8 == 0 && n >= 8)
+      try_apply(Opt::upcast(id_of(rest), 8));
+    else if (n % 4 == 0 && n >= (inner_reused ? 4 : 16))
+      try_apply(Opt::upcast(id_of(rest), 4));
   }
 }
 
