@@ -11,14 +11,16 @@
 //   gemm_bf16_4096  the same in bfloat16        cublasGemmEx, bf16 in and out, float32 compute (tensor
 //                   (f32 accumulation)          cores): speed is cuBLAS' time over ours, >= 0.7 is
 //                                               "70% of cuBLAS"
+//   conv_*          3x3 convolutions, pad 1,    none (TFLOP/s only); checked on sampled outputs
+//                   of ResNet-18's shapes       against a direct sum on the host
 // Results are checked against the baseline's (the add exactly; GEMMs within the dtype's tolerance).
 // cuBLAS is dlopen'ed (libcublas.so.13, .12, or libcublas.so from the toolkit); without it the GEMM
 // rows print n/a. Without a CUDA device the program says so and exits 0. Each GEMM row ends with
 // the opts its kernel got (as sn_program_kernel_opts prints them).
 //   bench_gpu [filter]    runs only the rows whose name contains `filter`
-//   SN_BENCH_GEMM_OPTS="<opts>;<opts>..."   also times each GEMM with these opts forced on its
-//                         kernel, a row each ("gemm_f32_4096#1", ...): for trying tiles by hand
-//                         (an opts list that does not apply prints why and is skipped)
+//   SN_BENCH_OPTS="<opts>;<opts>..."   also times each GEMM and convolution with these opts forced
+//                         on its kernel, a row each ("gemm_f32_4096#1", ...): for trying tiles by
+//                         hand (an opts list that does not apply prints why and is skipped)
 #include <cstdio>
 
 #if SN_BACKEND_CUDA
@@ -170,14 +172,32 @@ int main(int argc, char** argv) {
     row("add_2^28", ours, copy, ours_gbs / copy_gbs, cat(int(ours_gbs), " GB/s vs copy ", int(copy_gbs), " GB/s"), ok);
   }
 
-  // "" (the heuristic's opts) and then each forced list of $SN_BENCH_GEMM_OPTS.
+  // "" (the heuristic's opts) and then each forced list of $SN_BENCH_OPTS.
   std::vector<std::string> variants{""};
-  if (const char* e = std::getenv("SN_BENCH_GEMM_OPTS"))
+  if (const char* e = std::getenv("SN_BENCH_OPTS"))
     for (std::string_view rest = e; !rest.empty();) {
       size_t semi = std::min(rest.find(';'), rest.size());
       if (semi > 0) variants.emplace_back(rest.substr(0, semi));
       rest.remove_prefix(std::min(semi + 1, rest.size()));
     }
+  // Compiles `out`; with a forced opts list, compiles it again with the list on its last kernel (the
+  // GEMM's or the convolution's). nullptr, having said why, where the list does not apply.
+  auto compile_variant = [&](Graph& g, const UOp* out, const std::string& opts,
+                             const char* name) -> std::shared_ptr<const Program> {
+    try {
+      auto p = compile_program(rt, g, std::vector<const UOp*>{out}, dev);
+      if (opts.empty()) return p;
+      CompileOptions forced;
+      std::string bad;
+      if (!parse_opts(opts, &forced.kernel_opts[p->launches.back().ast_hash], &bad))
+        throw Error(Code::InvalidArg, cat("'", bad, "' is not an opt"));
+      return compile_program(rt, g, std::vector<const UOp*>{out}, dev, forced);
+    } catch (const Error& e) {
+      std::printf("%-16s skipped: %s: %s\n", name, opts.c_str(), e.what());
+      return nullptr;
+    }
+  };
+
   for (DType dt : {dtypes::float32, dtypes::bfloat16})
     for (size_t v = 0; v < variants.size(); v++) {
       const std::string base_name = dt == dtypes::float32 ? "gemm_f32_4096" : "gemm_bf16_4096";
@@ -189,20 +209,8 @@ int main(int argc, char** argv) {
       const UOp* a = input(g, dt, {n, n}, "CUDA");
       const UOp* b = input(g, dt, {n, n}, "CUDA");
       const UOp* product = matmul(g, a, b);
-      std::shared_ptr<const Program> p;
-      try {
-        p = compile_program(rt, g, std::vector<const UOp*>{product}, dev);
-        if (v > 0) {  // the GEMM is the program's last kernel
-          CompileOptions forced;
-          std::string bad;
-          if (!parse_opts(variants[v], &forced.kernel_opts[p->launches.back().ast_hash], &bad))
-            throw Error(Code::InvalidArg, cat("'", bad, "' is not an opt"));
-          p = compile_program(rt, g, std::vector<const UOp*>{product}, dev, forced);
-        }
-      } catch (const Error& e) {
-        std::printf("%-16s skipped: %s: %s\n", name, variants[v].c_str(), e.what());
-        continue;
-      }
+      std::shared_ptr<const Program> p = compile_variant(g, product, variants[v], name);
+      if (!p) continue;
       std::vector<float> fa = random_floats(size_t(n * n), 3), fb = random_floats(size_t(n * n), 4);
       auto ba = Buffer::allocate(dev, dt, {n, n}), bb = Buffer::allocate(dev, dt, {n, n});
       if (dt == dtypes::float32) {
@@ -266,6 +274,54 @@ int main(int argc, char** argv) {
         ok = std::fabs(x - y) <= tol * (1 + std::fabs(y)) * std::sqrt(double(n)) / 8;
       }
       row(name, ours, base, base / ours, extra, ok);
+    }
+
+  // Convolutions of ResNet-18's shapes (3x3, pad 1, f32), checked on sampled outputs against a
+  // direct sum on the host; no baseline (cuDNN is not dlopen'ed here).
+  struct ConvShape {
+    const char* name;
+    int64_t n, c, hw;
+  };
+  for (const ConvShape& cs : {ConvShape{"conv_64x56x56", 1, 64, 56}, ConvShape{"conv_256x14x14", 1, 256, 14},
+                              ConvShape{"conv_b32_64x56x56", 32, 64, 56}})
+    for (size_t v = 0; v < variants.size(); v++) {
+      if (!wanted(cs.name)) continue;
+      const std::string row_name = v == 0 ? cs.name : cat(cs.name, "#", v);
+      const char* name = row_name.c_str();
+      const int64_t n = cs.n, c = cs.c, hw = cs.hw;
+      Graph g;
+      const UOp* x = input(g, dtypes::float32, {n, c, hw, hw}, "CUDA");
+      const UOp* w = input(g, dtypes::float32, {c, c, 3, 3}, "CUDA");
+      std::shared_ptr<const Program> p =
+          compile_variant(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), variants[v], name);
+      if (!p) continue;
+      std::vector<float> hx = random_floats(size_t(n * c * hw * hw), 5), hw9 = random_floats(size_t(c * c * 9), 6);
+      auto bx = Buffer::allocate(dev, dtypes::float32, {n, c, hw, hw});
+      auto bw = Buffer::allocate(dev, dtypes::float32, {c, c, 3, 3});
+      bx->copy_in(hx.data(), hx.size() * 4);
+      bw->copy_in(hw9.data(), hw9.size() * 4);
+      std::vector<std::shared_ptr<Buffer>> ins{bx, bw}, outs{p->allocate_output(0)};
+      double ours = time_min([&] { p->run(ins, outs); }, wait_dev);
+      std::vector<float> got(size_t(n * c * hw * hw));
+      outs[0]->copy_out(got.data(), got.size() * 4);
+      bool ok = true;
+      for (size_t i = 0; i < got.size() && ok; i += 7919) {
+        int64_t ox = int64_t(i) % hw, oy = int64_t(i) / hw % hw, co = int64_t(i) / (hw * hw) % c,
+                b = int64_t(i) / (hw * hw * c);
+        double want = 0;
+        for (int64_t ci = 0; ci < c; ci++)
+          for (int64_t ky = 0; ky < 3; ky++)
+            for (int64_t kx = 0; kx < 3; kx++) {
+              int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+              if (iy < 0 || iy >= hw || ix < 0 || ix >= hw) continue;
+              want += double(hx[size_t(((b * c + ci) * hw + iy) * hw + ix)]) *
+                      double(hw9[size_t(((co * c + ci) * 3 + ky) * 3 + kx)]);
+            }
+        ok = std::fabs(got[i] - want) <= 1e-4 * (1 + std::fabs(want)) * std::sqrt(double(c * 9));
+      }
+      double tflops = 2.0 * double(n * c * c * 9 * hw * hw) / (ours * 1e9);
+      row(name, ours, 0, 0, cat(int(tflops * 100) / 100.0, " TFLOP/s  ", opts_str(p->launches.back().kernel->opts)),
+          ok);
     }
   if (have_blas) blas.destroy(blas.handle);
   return 0;

@@ -17,7 +17,7 @@
 //      that costs at most a quarter more work. The innermost axis becomes the group's dimension 0
 //      (consecutive work-items: a warp)
 //   5. UPCAST what stays global of the innermost axis, after LOCAL took its inner part: by 4 in a
-//      plain elementwise kernel, by 8 where loads are reused across it (a matmul's N). Each
+//      plain elementwise kernel and where loads are reused across it, by 8 for the 8x8 tile. Each
 //      work-item's copies are a work-group apart, so every load of a warp stays contiguous
 #include <algorithm>
 #include <unordered_map>
@@ -142,7 +142,7 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   for (const UOp* r : ranges_typed(k.sink, AxisType::Global))
     if (!inner || id_of(r) > id_of(inner)) inner = r;
   const int64_t inner_id = inner ? id_of(inner) : -1;
-  bool inner_reused = false;
+  bool inner_reused = false, inner_gets_8 = false;
   int64_t upcast = 1;
   if (!reduces.empty() && outputs >= 1024 && group_items == 1) {
     for (int pass = 0; pass < 2; pass++) {
@@ -162,8 +162,10 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         if (shared > best_shared) best = r, best_shared = shared;
       }
       if (!best) break;
-      // 8 copies in all where step 5 gives the innermost axis 8 more (an 8x8 tile), else 16
-      const int64_t amount = pass == 1 && inner_reused ? 2 : 4;
+      // 8 copies in all where step 5 will give the innermost axis 8 more (an 8x8 tile: LOCAL takes
+      // at most 32 of it), else 16
+      inner_gets_8 = inner_reused && const_bound(inner) > 0 && const_bound(inner) % (32 * 8) == 0;
+      const int64_t amount = pass == 1 && inner_gets_8 ? 2 : 4;
       apply(Opt::upcast(id_of(best), amount));
       upcast *= amount;
     }
@@ -225,8 +227,8 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     for (size_t i = locals.size(); i-- > 0;) try_apply(locals[i]);
   }
 
-  // 5. The innermost axis's work-item takes 4 copies a work-group apart: UPCAST of what stays
-  // global of it, after LOCAL took its inner part. Each load of a warp stays contiguous, and there
+  // 5. The innermost axis's work-item takes 4 copies (8 for an 8x8 tile) a work-group apart: UPCAST
+  // of what stays global of it, after LOCAL took its inner part. Each load of a warp stays contiguous, and there
   // are a quarter as many work-groups: one element per work-item ran a 2^28-element add on an H200
   // at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
   if (inner && !ranges_typed(k.sink, AxisType::Local).empty() &&
@@ -239,7 +241,7 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (id_of(r) == inner_id) rest = r;
     if (!rest && !inner_reused && !globals.empty()) rest = globals.back();
     const int64_t n = rest ? const_bound(rest) : 0;
-    if (inner_reused && n % 8 == 0 && n >= 8)
+    if (inner_gets_8 && n % 8 == 0)
       try_apply(Opt::upcast(id_of(rest), 8));
     else if (n % 4 == 0 && n >= (inner_reused ? 4 : 16))
       try_apply(Opt::upcast(id_of(rest), 4));
