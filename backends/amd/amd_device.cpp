@@ -479,6 +479,8 @@ std::shared_ptr<ComputeDevice> open_amd(const std::string& name, int index) {
     t.max_local_total = group_max;
   if (api->agent_get_info(gpu, hsa::kAgentInfoWorkgroupMaxDim, group_dims) == hsa::kSuccess && group_dims[0] > 0)
     t.max_local_size = {group_dims[0], group_dims[1], group_dims[2]};
+  uint32_t cus = 0;
+  if (api->agent_get_info(gpu, hsa::kAmdAgentInfoComputeUnitCount, &cus) == hsa::kSuccess) t.compute_units = int(cus);
   return std::make_shared<AmdDevice>(name, std::move(t), api, gpu, agents.cpu);
 }
 

@@ -290,6 +290,7 @@ Target cl_target(const Api* api, cl_device_id d) {
   t.local_memory_bytes = int64_t(device_value<cl_ulong>(api, d, CL_DEVICE_LOCAL_MEM_SIZE));
   t.has_shared = t.local_memory_bytes > 0;
   t.max_local_total = int64_t(device_value<size_t>(api, d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+  t.compute_units = int(device_value<cl_uint>(api, d, CL_DEVICE_MAX_COMPUTE_UNITS));
   size_t sizes[3] = {1, 1, 1};
   cl_uint dims = device_value<cl_uint>(api, d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
   if (dims >= 3) api->GetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes, sizes, nullptr);

@@ -444,6 +444,7 @@ std::shared_ptr<ComputeDevice> open_cuda(const std::string& name, int index) {
   t.local_memory_bytes = std::min<int64_t>(t.local_memory_bytes,
                                            ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, name));
   t.max_local_total = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, name);
+  t.compute_units = ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, name);
   t.max_local_size = {ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, name),
                       ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, name),
                       ctx->attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, name)};

@@ -72,7 +72,11 @@ struct Target {
   int64_t max_local_total = 1;                      // work-items per work-group, in total
   std::array<int64_t, 3> max_global_size{1, 1, 1};  // work-groups per dimension
   int warp_size = 1;                                // work-items that run in lockstep (1: none)
-  std::vector<TensorCoreShape> tensor_cores;        // Wmma instructions (the TC opt)
+  // Multiprocessors that run work-groups side by side (CUDA SMs, AMD compute units, OpenCL compute
+  // units); 0: unknown (a compile-only target). The GPU heuristic keeps its register tiles small
+  // enough to leave each a work-group.
+  int compute_units = 0;
+  std::vector<TensorCoreShape> tensor_cores;  // Wmma instructions (the TC opt)
 
   // ---- values -------------------------------------------------------------------------------
   // Widest SIMD register in bits: vector lanes of UPCAST/UNROLL axes become vector values up to

@@ -8,7 +8,8 @@
 //      partials combined through local memory; an axis that no group size divides is padded
 //   2. UPCAST: register tiles where loads are reused across an output axis (a load that does not
 //      move along it), on the axes with the most reuse other than the innermost: 16 copies (4x4),
-//      or 8 (4x2) where the innermost is reused too and step 5 gives it 8 (an 8x8 matmul tile)
+//      or 8 (4x2) where the innermost is reused too and step 5 gives it 8 (an 8x8 matmul tile);
+//      smaller tiles where the work-items left would not give every multiprocessor 4 work-groups
 //   3. UNROLL the innermost reduce axis of an ungrouped reduce (fully when short, else by 4; by 4
 //      what a tensor core leaves of it)
 //   4. LOCAL: up to three output axes, innermost first, split into the work-group (at most 128
@@ -17,7 +18,7 @@
 //      that costs at most a quarter more work. The innermost axis becomes the group's dimension 0
 //      (consecutive work-items: a warp)
 //   5. UPCAST what stays global of the innermost axis, after LOCAL took its inner part: by 4 in a
-//      plain elementwise kernel and where loads are reused across it, by 8 for the 8x8 tile. Each
+//      plain elementwise kernel, by its share of step 2's tile where loads are reused across it. Each
 //      work-item's copies are a work-group apart, so every load of a warp stays contiguous
 #include <algorithm>
 #include <unordered_map>
@@ -142,9 +143,18 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   for (const UOp* r : ranges_typed(k.sink, AxisType::Global))
     if (!inner || id_of(r) > id_of(inner)) inner = r;
   const int64_t inner_id = inner ? id_of(inner) : -1;
-  bool inner_reused = false, inner_gets_8 = false;
-  int64_t upcast = 1;
+  bool inner_reused = false;
+  int64_t upcast = 1, inner_copies = 1;
+  // Whether the outputs divided among register copies (`copies` per work-item) still give every
+  // multiprocessor 4 full work-groups to switch between. 3x3 convolutions at batch 1 on an H200
+  // (132 SMs): 64x56x56 ran 0.223 / 0.093 / 0.072 / 0.065 ms with 16 / 8 / 4 / 1 copies,
+  // 256x14x14 0.617 / 0.251 / 0.212 / 0.171 ms with 16 / 4 / 2 / 1.
+  auto fills_units = [&](int64_t copies) {
+    return target.compute_units <= 0 ||
+           outputs / double(copies) >= 4.0 * double(target.compute_units) * double(max_items);
+  };
   if (!reduces.empty() && outputs >= 1024 && group_items == 1) {
+    int64_t other_copies = 1;  // what the other axes take, 4 at a time
     for (int pass = 0; pass < 2; pass++) {
       const UOp* best = nullptr;
       int64_t best_shared = 0;
@@ -161,13 +171,22 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         if (const_bound(r) < 8 || const_bound(r) % 4 != 0) continue;
         if (shared > best_shared) best = r, best_shared = shared;
       }
-      if (!best) break;
-      // 8 copies in all where step 5 will give the innermost axis 8 more (an 8x8 tile: LOCAL takes
-      // at most 32 of it), else 16
-      inner_gets_8 = inner_reused && const_bound(inner) > 0 && const_bound(inner) % (32 * 8) == 0;
-      const int64_t amount = pass == 1 && inner_gets_8 ? 2 : 4;
+      if (pass == 0) {
+        // The tile: 64 copies where the innermost axis takes its part after LOCAL (at most 32 of
+        // it), 8x8; else 16 on the other axes. Halved while it would leave multiprocessors idle,
+        // the innermost axis' part with it (8, 4, 2 of 64, 32 or 16, 8 or 4 copies).
+        const int64_t n = const_bound(inner);
+        const bool inner_room = inner_reused && n > 0 && n % (32 * 4) == 0;
+        int64_t copies = inner_room ? 64 : 16;
+        while (copies > 1 && !fills_units(copies)) copies /= 2;
+        inner_copies = !inner_room ? 1 : copies >= 64 && n % (32 * 8) == 0 ? 8 : copies >= 16 ? 4 : copies >= 4 ? 2 : 1;
+        other_copies = copies / inner_copies;
+      }
+      const int64_t amount = std::min<int64_t>(4, other_copies);
+      if (!best || amount < 2) break;
       apply(Opt::upcast(id_of(best), amount));
       upcast *= amount;
+      other_copies /= amount;
     }
   }
   // 3. UNROLL the innermost reduce axis of reduces that were not grouped.
@@ -227,10 +246,10 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     for (size_t i = locals.size(); i-- > 0;) try_apply(locals[i]);
   }
 
-  // 5. The innermost axis's work-item takes 4 copies (8 for an 8x8 tile) a work-group apart: UPCAST
-  // of what stays global of it, after LOCAL took its inner part. Each load of a warp stays contiguous, and there
-  // are a quarter as many work-groups: one element per work-item ran a 2^28-element add on an H200
-  // at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
+  // 5. The innermost axis's work-item takes copies a work-group apart (4 in an elementwise kernel,
+  // step 2's share of a tile): UPCAST of what stays global of it, after LOCAL took its inner part. Each load of a warp
+  // stays contiguous, and there are a quarter as many work-groups: one element per work-item ran a 2^28-element add on
+  // an H200 at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
   if (inner && !ranges_typed(k.sink, AxisType::Local).empty() &&
       ((reduces.empty() && outputs >= 4096) || inner_reused)) {
     // What LOCAL left of the innermost axis (it keeps the axis' id); where LOCAL took all of it,
@@ -241,10 +260,11 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (id_of(r) == inner_id) rest = r;
     if (!rest && !inner_reused && !globals.empty()) rest = globals.back();
     const int64_t n = rest ? const_bound(rest) : 0;
-    if (inner_gets_8 && n % 8 == 0)
-      try_apply(Opt::upcast(id_of(rest), 8));
-    else if (n % 4 == 0 && n >= (inner_reused ? 4 : 16))
+    if (inner_reused) {
+      if (inner_copies > 1 && n % inner_copies == 0) try_apply(Opt::upcast(id_of(rest), inner_copies));
+    } else if (n % 4 == 0 && n >= 16) {
       try_apply(Opt::upcast(id_of(rest), 4));
+    }
   }
 }
 

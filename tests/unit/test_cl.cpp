@@ -106,7 +106,8 @@ TEST_F(ClTest, ForcedOptsReplayOnTheDevice) {
 
 // The heuristic's matmul on a GPU: its N axis (the innermost, contiguous in B and C) is the
 // work-group's dimension 0, so a warp's loads and stores are contiguous, and each work-item's N
-// copies are a work-group apart (UPCAST after LOCAL): 8x8 outputs per work-item.
+// copies are a work-group apart (UPCAST after LOCAL; how many depends on the device's compute
+// units: Opts.GpuTilesShrinkToFillTheMultiprocessors).
 TEST_F(ClTest, AMatmulsInnermostAxisIsTheWorkGroupsFirstDimension) {
   const UOp* a = cl_in(dtypes::float32, {128, 64});
   const UOp* b = cl_in(dtypes::float32, {64, 256});
@@ -115,11 +116,10 @@ TEST_F(ClTest, AMatmulsInnermostAxisIsTheWorkGroupsFirstDimension) {
   compile_and_run(g, {mm}, data, {}, &p, "CL");
   const DeviceKernel& k = *p->launches.back().kernel;
   // ranges: 0 rows (128), 1 columns (256), 2 the reduce axis (64)
-  std::vector<Opt> want{Opt::upcast(0, 4), Opt::upcast(0, 2), Opt::unroll(2, 4),
-                        Opt::local(0, 4),  Opt::local(1, 32), Opt::upcast(1, 8)};
-  EXPECT_EQ(opts_str(k.opts), opts_str(want));
-  EXPECT_EQ(k.dims.local[0], 32);
-  EXPECT_EQ(k.dims.local[1], 4);
+  std::string opts = opts_str(k.opts);
+  EXPECT_NE(opts.find("LOCAL(0,4) LOCAL(1,32) UPCAST(1,"), std::string::npos) << opts;
+  EXPECT_EQ(k.dims.local[0], 32) << opts;
+  EXPECT_EQ(k.dims.local[1], 4) << opts;
   check({mm}, "128x64 @ 64x256 with the heuristic's opts");
 }
 

@@ -205,6 +205,30 @@ TEST(Opts, APoolKernelGetsNoRegisterTileForItsBias) {
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "conv+bias+relu, pool"), 2);
 }
 
+// The GPU heuristic's register tile: a matmul's 8x8 (N's 8 copies a work-group apart, after its
+// LOCAL, so N is the work-group's dimension 0), smaller as the GPU has more multiprocessors to fill
+// (4 work-groups of 128 each), none where even one copy per work-item leaves some idle.
+TEST(Opts, GpuTilesShrinkToFillTheMultiprocessors) {
+  Graph g;
+  const UOp *a = input(g, dtypes::float32, {256, 256}), *b = input(g, dtypes::float32, {256, 256});
+  std::vector<const UOp*> outs{gemm(g, a, b)};
+  Schedule s = schedule_graph(g, outs);  // the GEMM is the last kernel (after B's repack)
+  auto opts_with = [&](int units) {
+    Target t = gpu_like();
+    t.compute_units = units;
+    return opts_str(lower_kernel(g, s.kernels.back().ast, t).opts);
+  };
+  // 65536 outputs; ranges: 0 rows, 1 columns, 2 the reduce axis
+  EXPECT_EQ(opts_with(0), "UPCAST(0,4) UPCAST(0,2) UNROLL(2,4) LOCAL(0,4) LOCAL(1,32) UPCAST(1,8)");  // unknown: 8x8
+  EXPECT_EQ(opts_with(2),
+            "UPCAST(0,4) UPCAST(0,2) UNROLL(2,4) LOCAL(0,4) LOCAL(1,32) UPCAST(1,8)");     // 65536/64 >= 1024
+  EXPECT_EQ(opts_with(16), "UPCAST(0,4) UNROLL(2,4) LOCAL(0,4) LOCAL(1,32) UPCAST(1,2)");  // 8 copies: 8192 items
+  EXPECT_EQ(opts_with(132), "UNROLL(2,4) LOCAL(0,4) LOCAL(1,32)");                         // 65536 < 4 x 132 x 128
+  Target t = gpu_like();
+  t.compute_units = 16;
+  EXPECT_GE(expect_replays(g, outs, t, "matmul on 16 units"), 1);
+}
+
 TEST(Opts, RulesNameTheProblem) {
   Graph g;
   const UOp *a = input(g, dtypes::float32, {12, 8}), *b = input(g, dtypes::float32, {8, 10});
