@@ -126,9 +126,7 @@ void row(const char* name, double ours, double base, double ratio, const std::st
     std::printf("%-16s %10.3f %10s %7s  %s%s\n", name, ours, "n/a", "n/a", extra.c_str(), ok ? "" : "  WRONG");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_rows(int argc, char** argv) {
   const std::string filter = argc > 1 ? argv[1] : "";
   auto wanted = [&](const char* name) { return filter.empty() || std::string(name).find(filter) != std::string::npos; };
   Runtime rt(RuntimeOptions{.debug = -1});
@@ -325,6 +323,17 @@ int main(int argc, char** argv) {
     }
   if (have_blas) blas.destroy(blas.handle);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_rows(argc, argv);
+  } catch (const std::exception& e) {  // a failed allocation or launch ends the run with its reason
+    std::printf("bench_gpu: %s\n", e.what());
+    return 1;
+  }
 }
 #else
 int main() {
