@@ -247,9 +247,10 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   }
 
   // 5. The innermost axis's work-item takes copies a work-group apart (4 in an elementwise kernel,
-  // step 2's share of a tile): UPCAST of what stays global of it, after LOCAL took its inner part. Each load of a warp
-  // stays contiguous, and there are a quarter as many work-groups: one element per work-item ran a 2^28-element add on
-  // an H200 at 0.6x of its copy bandwidth, bound by launching 2M work-groups.
+  // step 2's share of a tile): UPCAST of what stays global of it, after LOCAL took its inner part.
+  // Each load of a warp stays contiguous, and there are fewer work-groups: one element per
+  // work-item ran a 2^28-element add on an H200 at 0.6x of its copy bandwidth, bound by launching
+  // 2M work-groups.
   if (inner && !ranges_typed(k.sink, AxisType::Local).empty() &&
       ((reduces.empty() && outputs >= 4096) || inner_reused)) {
     // What LOCAL left of the innermost axis (it keeps the axis' id); where LOCAL took all of it,
@@ -261,8 +262,8 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     if (!rest && !inner_reused && !globals.empty()) rest = globals.back();
     const int64_t n = rest ? const_bound(rest) : 0;
     if (inner_reused) {
-      if (inner_copies > 1 && n % inner_copies == 0) try_apply(Opt::upcast(id_of(rest), inner_copies));
-    } else if (n % 4 == 0 && n >= 16) {
+      if (rest && inner_copies > 1 && n % inner_copies == 0) try_apply(Opt::upcast(id_of(rest), inner_copies));
+    } else if (rest && n % 4 == 0 && n >= 16) {
       try_apply(Opt::upcast(id_of(rest), 4));
     }
   }
