@@ -139,9 +139,8 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   // warp over 4x the span. A 4096^3 f32 matmul on an H200: 4 TFLOP/s with a 16x1 tile whose warps
   // were 4 rows of 8 columns; 12.5 with a 4x4 tile of adjacent columns; 18.7 with 4x4 and 28.9
   // with 8x8 whose columns are a work-group apart, 32-column warps.
-  const UOp* inner = nullptr;
-  for (const UOp* r : ranges_typed(k.sink, AxisType::Global))
-    if (!inner || id_of(r) > id_of(inner)) inner = r;
+  const std::vector<const UOp*> output_axes = ranges_typed(k.sink, AxisType::Global);  // by id
+  const UOp* inner = output_axes.empty() ? nullptr : output_axes.back();
   const int64_t inner_id = inner ? id_of(inner) : -1;
   bool inner_reused = false;
   int64_t upcast = 1, inner_copies = 1;
@@ -173,13 +172,14 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       }
       if (pass == 0) {
         // The tile: 64 copies where the innermost axis takes its part after LOCAL (at most 32 of
-        // it), 8x8; else 16 on the other axes. Halved while it would leave multiprocessors idle,
-        // the innermost axis' part with it (8, 4, 2 of 64, 32 or 16, 8 or 4 copies).
+        // it), 8x8; else 16 on the other axes. Halved while it would leave multiprocessors idle.
+        // The innermost axis' part is the square root's (8 of 64, 4 of 32 or 16, 2 of 8 or 4).
         const int64_t n = const_bound(inner);
         const bool inner_room = inner_reused && n > 0 && n % (32 * 4) == 0;
         int64_t copies = inner_room ? 64 : 16;
         while (copies > 1 && !fills_units(copies)) copies /= 2;
-        inner_copies = !inner_room ? 1 : copies >= 64 && n % (32 * 8) == 0 ? 8 : copies >= 16 ? 4 : copies >= 4 ? 2 : 1;
+        while (inner_room && 4 * inner_copies * inner_copies <= copies && n % (32 * 2 * inner_copies) == 0)
+          inner_copies *= 2;
         other_copies = copies / inner_copies;
       }
       const int64_t amount = std::min<int64_t>(4, other_copies);
@@ -255,11 +255,11 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       ((reduces.empty() && outputs >= 4096) || inner_reused)) {
     // What LOCAL left of the innermost axis (it keeps the axis' id); where LOCAL took all of it,
     // an elementwise kernel's innermost global axis that is left.
-    std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
-    const UOp* rest = nullptr;
-    for (const UOp* r : globals)
-      if (id_of(r) == inner_id) rest = r;
-    if (!rest && !inner_reused && !globals.empty()) rest = globals.back();
+    const UOp* rest = range_with_id(k.sink, inner_id);
+    if (!rest && !inner_reused) {
+      std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
+      if (!globals.empty()) rest = globals.back();
+    }
     const int64_t n = rest ? const_bound(rest) : 0;
     if (inner_reused) {
       if (rest && inner_copies > 1 && n % inner_copies == 0) try_apply(Opt::upcast(id_of(rest), inner_copies));
