@@ -1,7 +1,9 @@
 // CPU execution against baselines measured in the same run. One row per case:
 //   name  ours_ms  baseline_ms  ratio  onednn_ms  ours/onednn  GFLOP/s  oneDNN implementation
 // (medians of repeated runs; ratio = ours / baseline, the baseline of the list below; ours/onednn = ours / the
-// oneDNN primitive(s) doing the same work, "n/a" when bench_cpu was built without oneDNN or the case has none)
+// oneDNN primitive(s) doing the same work, "n/a" when bench_cpu was built without oneDNN or the case has none; where
+// oneDNN has a row, ours and oneDNN's are timed in alternating blocks: time_against_dnnl)
+// SN_BENCH_THREADS=N runs ours and every baseline on N threads instead of one per core.
 // then, per case, the cold compile: kernel count, total pipeline time, and per kernel the time of our lowering
 // stages (optimize .. linearize) and of LLVM. The model rows' total_ms is the cold compile of the whole model.
 //
@@ -162,6 +164,36 @@ struct Compiled {
     return v;
   }
 };
+
+// Ours and oneDNN timed in alternating blocks, three rounds of at least 3 runs and up to ~0.25 s each, and each
+// one's median over all its runs. This 2-vCPU guest changes speed between states that last seconds (one kernel's
+// two-thread median was 0.90, 1.08 and 1.58 ms in three runs of the same process; each half alone 0.85 ms), so two
+// blocks timed seconds apart can land in different states and their ratio then says nothing about the kernels.
+// Alternating puts both in the same states about as often. (OpenMP's workers spin briefly after a call, so a short
+// pause separates the blocks.)
+void time_against_dnnl(Case& c, const std::function<void()>& ours, const std::function<void()>& dnnl) {
+  std::vector<double> a, b;
+  auto block = [](const std::function<void()>& fn, std::vector<double>& t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    fn();  // warm up after the other library ran
+    double total = 0;
+    for (size_t n = 0; n < 3 || (total < 250 && n < 9); n++) {
+      auto t0 = Clock::now();
+      fn();
+      t.push_back(ms_since(t0));
+      total += t.back();
+    }
+  };
+  settle();
+  for (int round = 0; round < 3; round++) {
+    block(dnnl, b);
+    block(ours, a);
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  c.ours_ms = a[a.size() / 2];
+  c.dnnl_ms = b[b.size() / 2];
+}
 
 // Compiles `outs` with a fresh runtime (nothing cached: the compile is cold) and fills the inputs.
 Compiled compile_cold(Graph& g, const std::vector<const UOp*>& outs, const std::vector<std::vector<float>>& inputs,
@@ -509,12 +541,11 @@ typename B::T mlp(B& b, typename B::T x) {
 
 #ifdef SN_HAVE_DNNL
 // oneDNN's matmul (plain row-major operands) of a (m, k) @ w (k, n), timed and checked against `want`.
-void dnnl_matmul(Case& c, int64_t m, int64_t k, int64_t n, const std::vector<float>& a, const std::vector<float>& w,
-                 const std::vector<float>& want, double rtol) {
+void dnnl_matmul(Case& c, const Compiled& ours, int64_t m, int64_t k, int64_t n, const std::vector<float>& a,
+                 const std::vector<float>& w, const std::vector<float>& want, double rtol) {
   dn::Net net;
   dnnl::memory out = net.matmul(dn::make(dn::md({m, k}, dn::tag::ab), a.data()), n, w.data(), nullptr, false, false);
-  settle();
-  c.dnnl_ms = median_ms([&] { net.run(); });
+  time_against_dnnl(c, [&] { ours.run(); }, [&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::ab), want, rtol);
 }
@@ -623,7 +654,7 @@ Case bench_matmul(int64_t n) {
   double rtol = 1e-4 * double(std::max<int64_t>(1, n / 2048));
   compare(c, p.output(), want, rtol);
 #ifdef SN_HAVE_DNNL
-  dnnl_matmul(c, n, n, n, da, db, want, rtol);
+  dnnl_matmul(c, p, n, n, n, da, db, want, rtol);
 #endif
   return c;
 }
@@ -645,7 +676,7 @@ Case bench_matvec(int64_t n) {
   c.gflop = 2.0 * double(n) * double(n) / 1e9;
   compare(c, p.output(), want, 1e-4);
 #ifdef SN_HAVE_DNNL
-  dnnl_matmul(c, 1, n, n, dx, dw, want, 1e-4);
+  dnnl_matmul(c, p, 1, n, n, dx, dw, want, 1e-4);
 #endif
   return c;
 }
@@ -676,8 +707,7 @@ Case bench_model(const std::string& name, const std::vector<int64_t>& in_shape, 
   dnnl::memory out = build(d, in);
   d.net.run();
   std::vector<float> ref = dn::read(out, dn::tag::ab);
-  settle();
-  c.dnnl_ms = median_ms([&] { d.net.run(); });
+  time_against_dnnl(c, [&] { p.run(); }, [&] { d.net.run(); });
   c.dnnl_impl = d.net.impl_summary();
   if (blas)
     compare_dnnl(c, ref, want, rtol);
@@ -806,8 +836,7 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   dn::Net net;
   dnnl::memory out =
       net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, 1, 1, dw.data(), nullptr, false);
-  settle();
-  c.dnnl_ms = median_ms([&] { net.run(); });
+  time_against_dnnl(c, [&] { p.run(); }, [&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::nchw), want, 1e-4);
 #endif
@@ -875,6 +904,8 @@ int main(int argc, char** argv) {
   use_fast_openblas_kernels(argv);
   if (argc > 1) g_filter = argv[1];
   g_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  // SN_BENCH_THREADS=1 (with taskset -c 0) compares one core with one core, ours and every baseline.
+  if (const char* t = std::getenv("SN_BENCH_THREADS"); t != nullptr && std::atoi(t) > 0) g_threads = std::atoi(t);
   openblas_set_num_threads(g_threads);
   std::printf("# CPU, %d threads (ours and baselines alike); times are medians in ms; ratio = ours / baseline\n",
               g_threads);
