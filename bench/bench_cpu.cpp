@@ -545,7 +545,8 @@ void dnnl_matmul(Case& c, const Compiled& ours, int64_t m, int64_t k, int64_t n,
                  const std::vector<float>& w, const std::vector<float>& want, double rtol) {
   dn::Net net;
   dnnl::memory out = net.matmul(dn::make(dn::md({m, k}, dn::tag::ab), a.data()), n, w.data(), nullptr, false, false);
-  time_against_dnnl(c, [&] { ours.run(); }, [&] { net.run(); });
+  time_against_dnnl(
+      c, [&] { ours.run(); }, [&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::ab), want, rtol);
 }
@@ -707,7 +708,8 @@ Case bench_model(const std::string& name, const std::vector<int64_t>& in_shape, 
   dnnl::memory out = build(d, in);
   d.net.run();
   std::vector<float> ref = dn::read(out, dn::tag::ab);
-  time_against_dnnl(c, [&] { p.run(); }, [&] { d.net.run(); });
+  time_against_dnnl(
+      c, [&] { p.run(); }, [&] { d.net.run(); });
   c.dnnl_impl = d.net.impl_summary();
   if (blas)
     compare_dnnl(c, ref, want, rtol);
@@ -836,7 +838,8 @@ Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int6
   dn::Net net;
   dnnl::memory out =
       net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, 1, 1, dw.data(), nullptr, false);
-  time_against_dnnl(c, [&] { p.run(); }, [&] { net.run(); });
+  time_against_dnnl(
+      c, [&] { p.run(); }, [&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
   compare_dnnl(c, dn::read(out, dn::tag::nchw), want, 1e-4);
 #endif
