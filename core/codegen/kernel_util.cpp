@@ -28,18 +28,26 @@ const UOp* Rebuilder::get(const UOp* root) {
   return done_.get(root);
 }
 
+namespace {
+// u rebuilt over new sources: Reduce and End range lists keep only what is still a Range (a
+// range substituted by a value is no loop any more).
+const UOp* with_sources(Graph& g, const UOp* u, std::span<const UOp* const> srcs) {
+  if (u->op == Op::Reduce || u->op == Op::End) {
+    std::vector<const UOp*> s{srcs[0]};
+    for (size_t i = 1; i < srcs.size(); i++)
+      if (srcs[i]->op == Op::Range) s.push_back(srcs[i]);
+    if (u->op == Op::End && s.size() == 1) return s[0];
+    if (u->op == Op::Reduce && s.size() == 1 && u->nsrc() > 1) return s[0];  // no range left: the value
+    return g.make(u->op, u->dtype, s, u->arg, u->tag);
+  }
+  return g.replace_src(u, srcs);
+}
+}  // namespace
+
 const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
     if (auto it = map.find(u); it != map.end()) return it->second;
-    if (u->op == Op::Reduce || u->op == Op::End) {
-      std::vector<const UOp*> s{srcs[0]};
-      for (size_t i = 1; i < srcs.size(); i++)
-        if (srcs[i]->op == Op::Range) s.push_back(srcs[i]);
-      if (u->op == Op::End && s.size() == 1) return s[0];
-      if (u->op == Op::Reduce && s.size() == 1 && u->nsrc() > 1) return s[0];  // no range left: the value
-      return g.make(u->op, u->dtype, s, u->arg, u->tag);
-    }
-    return g.replace_src(u, srcs);
+    return with_sources(g, u, srcs);
   });
   // Only a key or a node newer than it can change (expand substitutes lanes of a range in many
   // small expressions over a large kernel: most of what they reach predates the range).
@@ -47,6 +55,63 @@ const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<
   for (const auto& [from, to] : map) oldest = std::min(oldest, from->id);
   rb.keep_below(oldest);
   return rb.get(root);
+}
+
+std::vector<const UOp*> substitute_copies(Graph& g, const UOp* root,
+                                          const std::vector<std::unordered_map<const UOp*, const UOp*>>& maps) {
+  std::vector<const UOp*> out;
+  if (maps.empty()) return out;
+  uint32_t oldest = ~0u;
+  for (const auto& [from, to] : maps.front()) oldest = std::min(oldest, from->id);
+  // One walk: the nodes under root that reach a key, children first. A node older than every key
+  // reaches none and is not entered.
+  std::vector<const UOp*> moving;
+  NodeMap<uint32_t> slot;  // node -> its index in `moving` + 1; 0: the same in every copy
+  NodeMap<uint8_t> seen;
+  std::vector<std::pair<const UOp*, size_t>> stack;
+  if (root->id >= oldest) {
+    stack.push_back({root, 0});
+    seen.set(root, 1);
+  }
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      if (s->id >= oldest && !seen.get(s)) {
+        seen.set(s, 1);
+        stack.push_back({s, 0});
+      }
+      continue;
+    }
+    const UOp* n = u;
+    stack.pop_back();
+    bool moves = maps.front().count(n) != 0;
+    for (const UOp* s : n->src()) moves = moves || slot.get(s) != 0;
+    if (moves) {
+      moving.push_back(n);
+      slot.set(n, uint32_t(moving.size()));
+    }
+  }
+  // Per copy, only the moving nodes are rebuilt.
+  std::vector<const UOp*> val(moving.size()), srcs;
+  const uint32_t root_slot = slot.get(root);
+  for (const auto& map : maps) {
+    for (size_t i = 0; i < moving.size(); i++) {
+      const UOp* u = moving[i];
+      if (auto it = map.find(u); it != map.end()) {
+        val[i] = it->second;
+        continue;
+      }
+      srcs.clear();
+      for (const UOp* s : u->src()) {
+        uint32_t k = slot.get(s);
+        srcs.push_back(k ? val[k - 1] : s);
+      }
+      val[i] = with_sources(g, u, srcs);
+    }
+    out.push_back(root_slot ? val[root_slot - 1] : root);
+  }
+  return out;
 }
 
 std::span<const UOp* const> closed_ranges(const UOp* u) {

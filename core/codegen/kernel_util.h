@@ -36,6 +36,11 @@ class Rebuilder {
 // Replaces nodes by a map in the graph under root; Reduce range lists follow (a Range that
 // maps to a Range stays a range; a Range that maps to anything else is dropped from them).
 const UOp* substitute_nodes(Graph& g, const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+// substitute_nodes for each of the maps (all with the same keys): one walk finds the nodes the keys
+// reach, and each copy rebuilds only those (expand's register copies: a walk of the whole body per
+// copy before, half of expand's time).
+std::vector<const UOp*> substitute_copies(Graph& g, const UOp* root,
+                                          const std::vector<std::unordered_map<const UOp*, const UOp*>>& maps);
 
 // Ranges each node is inside: the Ranges it reads that no Reduce or End on the way closes.
 // Sorted by node id. Indexed by the node ids of `order` (toposort of the graph).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -410,6 +411,69 @@ TEST(Codegen, LanesThroughModAndDivOfTheirBlock) {
   interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
   for (int64_t x = 0; x < J; x++)
     EXPECT_EQ(out[size_t(x)], a[size_t(x % 8 + 16 * (x / 8))] + bb[size_t((x + 3) % 8 + 8 * (x / 8))]) << x;
+}
+
+// substitute_copies gives, for every map, the node substitute_nodes gives (hash-consed: the same pointer),
+// with a Reduce axis among the keys (dropped from the Reduce's range list) and nodes older than every key.
+TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 256), *O = b.param(1, dtypes::float32, 16);
+  auto* r0 = b.range(4, 0);
+  auto* old = b.load(A, b.mul(r0, b.c(3)));  // older than the keys: never entered
+  auto* r1 = b.range(4, 1, AxisType::Upcast);
+  auto* r2 = b.range(8, 2, AxisType::Reduce);
+  auto* r3 = b.range(2, 3, AxisType::Unroll);
+  auto* v = b.load(A, b.add(b.add(b.mul(r1, b.c(64)), b.mul(r2, b.c(8))), b.mul(r3, b.c(4))));
+  auto* red = b.reduce(Op::Add, b.mul(v, old), {r2, r3});
+  auto* st = b.store(O, b.add(b.mul(r0, b.c(4)), r1), red);
+  std::vector<std::unordered_map<const UOp*, const UOp*>> maps;
+  for (int64_t i = 0; i < 4; i++)
+    for (int64_t j = 0; j < 2; j++) maps.push_back({{r1, b.c(i)}, {r3, b.c(j)}});
+  std::vector<const UOp*> copies = substitute_copies(g, st, maps);
+  ASSERT_EQ(copies.size(), maps.size());
+  std::set<const UOp*> distinct(copies.begin(), copies.end());
+  EXPECT_EQ(distinct.size(), maps.size());
+  for (size_t i = 0; i < maps.size(); i++) {
+    EXPECT_EQ(copies[i], substitute_nodes(g, st, maps[i])) << i;
+    for (const UOp* r : ranges_of(copies[i])) EXPECT_TRUE(r == r0 || r == r2) << i;  // r1 and r3 are gone
+  }
+  // A root no key reaches is every copy.
+  std::vector<const UOp*> same = substitute_copies(g, old, maps);
+  for (const UOp* c : same) EXPECT_EQ(c, old);
+}
+
+// The same with the lanes a part of the block (AVX2's 8-lane half of a 16-wide packed weight): j = 8 * i + u,
+// A[j % 16 + 32 * (j / 16)] still walks the lanes contiguously (8 * i % 16 is 0 or 8, u below 8: no wrap), found
+// without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, so it is loaded lane by lane.
+TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t J = 64;
+  auto *A = b.param(0, dtypes::float32, 2 * J), *B = b.param(1, dtypes::float32, J),
+       *O = b.param(2, dtypes::float32, J);
+  auto* j = b.range(J, 0);
+  auto mod = [&](const UOp* x, int64_t m) { return g.alu(Op::Mod, x, b.c(m)); };
+  auto div = [&](const UOp* x, int64_t m) { return g.alu(Op::Idiv, x, b.c(m)); };
+  auto* va = b.load(A, b.add(mod(j, 16), b.mul(div(j, 16), b.c(32))));
+  auto* vb = b.load(B, b.add(mod(b.add(j, b.c(4)), 16), b.mul(div(j, 16), b.c(16))));
+  auto* sink = b.sink({b.store(O, j, b.add(va, vb))});
+  LowerOptions o;
+  o.opts = std::vector<Opt>{Opt::upcast(0, 8)};
+  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
+  size_t vector_loads = 0, lane_loads = 0;
+  for (const UOp* u : lk.linear->src()) {
+    if (u->op == Op::Load && u->dtype.lanes == 8) vector_loads++;
+    if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
+  }
+  EXPECT_EQ(vector_loads, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
+  std::vector<double> a(static_cast<size_t>(2 * J)), bb(static_cast<size_t>(J)), out(static_cast<size_t>(J));
+  for (size_t q = 0; q < a.size(); q++) a[q] = double(q) + 1;
+  for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 1000;
+  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
+  for (int64_t x = 0; x < J; x++)
+    EXPECT_EQ(out[size_t(x)], a[size_t(x % 16 + 32 * (x / 16))] + bb[size_t((x + 4) % 16 + 16 * (x / 16))]) << x;
 }
 
 // ---- linearizer placement -------------------------------------------------------------------------
