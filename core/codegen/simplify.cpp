@@ -3,6 +3,7 @@
 // turns floor division into the C kind, so fewer sign corrections reach the renderer.
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
@@ -34,6 +35,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
   if (simplified->op != Op::Sink || simplified->nsrc() != exprs.size())
     fail(Code::Internal, "simplify_indices: the simplifier changed the shape of the expression list");
   std::unordered_map<const UOp*, const UOp*> map;
+  std::unordered_set<const UOp*> final_forms(simplified->src().begin(), simplified->src().end());
   for (size_t i = 0; i < exprs.size(); i++)
     if (simplified->src(i) != exprs[i]) map[exprs[i]] = simplified->src(i);
 
@@ -62,7 +64,11 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
       // Loads of one kernel share few (gate, index) pairs: the unrolled copies of a padded
       // window read the same address under the same gate (24 loads, 10 pairs in a 3x3 conv).
       const UOp*& idx = given_valid[{s[2], s[0]->src(1)}];
-      if (!idx) idx = simplify_given_valid(g, s[2], s[0]->src(1));
+      if (!idx) {
+        // simplify's results need no second pass (it rewrites to a fixed point)
+        bool final = final_forms.count(s[2]) && final_forms.count(s[0]->src(1));
+        idx = simplify_given_valid(g, s[2], s[0]->src(1), final);
+      }
       if (idx != s[0]->src(1)) s[0] = g.make(Op::Index, s[0]->dtype, {s[0]->src(0), idx}, s[0]->arg, s[0]->tag);
     }
     // A gate that is always true disappears; an always-false load is its alt value.

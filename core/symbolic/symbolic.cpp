@@ -446,9 +446,9 @@ namespace {
 constexpr int64_t kGateTag = 0x5e11da7e;
 }  // namespace
 
-const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr) {
-  const UOp* v = simplify(g, valid);
-  const UOp* e = simplify(g, expr);
+const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr, bool simplified) {
+  const UOp* v = simplified ? valid : simplify(g, valid);
+  const UOp* e = simplified ? expr : simplify(g, expr);
   if (v->op == Op::Const) return e;
   std::vector<const UOp*> clauses;
   flatten(v, Op::And, clauses);

@@ -10,7 +10,8 @@ const PatternMatcher& symbolic_rules();
 // Simplify every node under root to a fixed point.
 const UOp* simplify(Graph& g, const UOp* root);
 // Simplify `expr` assuming `valid` (a bool expression) holds: tightens variable ranges under
-// the gate, then simplifies. Used for indexing under a validity mask.
-const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr);
+// the gate, then simplifies. Used for indexing under a validity mask. `simplified`: both are already
+// simplify's results (they are not simplified again).
+const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr, bool simplified = false);
 
 }  // namespace sn
