@@ -226,12 +226,13 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //      feature map on AVX-512), another output axis that whole vectors divide and that a
       //      reduce load walks contiguously takes the lanes instead: a convolution's output
       //      channels, read from its packed weight (conv2d in compose.cpp), one weight vector per
-      //      reduce step against a broadcast input value.
-      //      (Not where padding the axis to whole vectors wastes little, below: a 14x14 map's rows
-      //      padded to 16 lanes ran faster than its output channels as lanes.)
+      //      reduce step against a broadcast input value. Also where padding the rows to whole
+      //      vectors would waste little (below): ResNet-18's 256x14x14 convolution, 32 output
+      //      channels x 7 columns per tile, ran 1.38-1.41 ms on one core against 1.50-1.63 ms with
+      //      its rows padded to 16 lanes x 8 channels x 2 rows.
       const int64_t padded = (n + vw - 1) / vw * vw;
       const bool pad_ok = !amt && lanes_ok && n > 1 && n >= vw / 2 && 4 * (padded - n) <= padded;
-      if (amt < vw && !pad_ok) {
+      if (amt < vw) {
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
           const UOp* r = loop_at(pos);
           int64_t m = r ? const_bound(r) : 0;
@@ -275,9 +276,10 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     An axis of symbolic length (a batch variable) takes part too: PADTO rounds it up to the
     //     copy count, and the copies past its end load and store nothing (an MLP compiled for any
     //     batch ran 4x slower than its static compile with one row per tile).
-    //     A constant axis that only 2 divides, or nothing (a 14x14 or 7x7 feature map's rows), is
-    //     padded to 8 copies when that wastes at most an eighth of them: the padding copies load
-    //     nothing and store nothing (ResNet-18's 512x7x7 convolution with output channels as lanes: 13.6 -> 2.8 ms).
+    //     A constant axis that no count from 8 down to 4 divides (13, 15, 22) is padded to 8 copies
+    //     when that wastes at most an eighth of them: the padding copies load nothing and store
+    //     nothing (ResNet-18's 512x7x7 convolution with output channels as lanes: 13.6 -> 2.8 ms with
+    //     its 7 columns padded to 8, before 7 copies were allowed).
     //     A filter 5 to 8 wide (a 7x7 stem's) is unrolled whole below (2d); its copies of the
     //     input vector take registers, so the tile is one output axis of up to 16 copies, the whole
     //     accumulator budget, and no second axis (ResNet-18's 7x7 stride-2 stem: 8 channels x 2
@@ -288,11 +290,18 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (u->op == Op::Reduce && !contains_reduce(u->src(0)))
         if (const UOp* f = innermost_reduce_axis(u); f && const_bound(f) >= 5 && const_bound(f) <= 8)
           wide_filter = true;
+    //     Otherwise the most copies up to 8 that divide the axis: 7 of a 28- or 14-wide map's
+    //     columns, not 4 of 28 or 8 of 14 padded (ResNet-18's 128x28x28 convolution on one core:
+    //     1.40-1.51 -> 1.16-1.24 ms with 32 output channels x 7 columns per tile).
     auto copies_for = [&](const UOp* r) -> int64_t {
       int64_t n = const_bound(r);
       if (wide_filter && 16 <= limit && n >= 16 && n % 16 == 0) return 16;
-      for (int64_t c : {8, 4})
-        if (c <= limit && (n < 0 || (n >= c && n % c == 0))) return c;
+      if (n < 0) {  // symbolic: padded to the copies
+        for (int64_t c : {8, 4})
+          if (c <= limit) return c;
+      }
+      for (int64_t c = std::min<int64_t>(limit, 8); c >= 4; c--)
+        if (n >= c && n % c == 0) return c;
       if (n > 0 && limit >= 8 && n >= 7 && 8 * ((n + 7) / 8 * 8 - n) <= (n + 7) / 8 * 8) return 8;
       if (2 <= limit && (n < 0 || (n >= 2 && n % 2 == 0))) return 2;
       return 0;
@@ -324,12 +333,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       if (amt) apply(Opt::upcast(id_of(best), amt));
       inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
       // 2b''. Where the copies fill less than the accumulator budget (AVX-512's 16 registers: a
-      //       14-wide map's rows padded to 16 lanes with 8 output-channel copies fill 8), a second
-      //       output axis that shares loads takes the rest as copies when they divide it (BEAM's
-      //       choice for ResNet-18's 256x14x14 convolution: two rows per tile). Only with one
-      //       vector register per row: 128x28x28's rows of 32 output-channel lanes (two registers)
-      //       ran ~10% slower with two rows of 4 copies. Before the loop order below, which
-      //       renumbers the loops.
+      //       16-wide map's rows as lanes with 8 output-channel copies fill 8), a second output
+      //       axis that shares loads takes the rest as copies when they divide it (BEAM's choice
+      //       for a 14x14 convolution when its rows were padded to 16 lanes: two rows per tile).
+      //       Only with one vector register per row: 128x28x28's rows of 32 output-channel lanes
+      //       (two registers) ran ~10% slower with two rows of 4 copies. Before the loop order
+      //       below, which renumbers the loops.
       const int64_t room = amt ? limit / amt : 0;
       const UOp* second = nullptr;
       int64_t second_amt = 0, second_score = 0;

@@ -784,12 +784,13 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
     return r;
   };
   win = reshape_sym(g, win, after_n({groups, 1, cg, oh, ow, kh, kw}));
-  // Where the output rows do not fill 16-lane vectors (56, 28 or 7 wide; 12 to 16 are padded to
-  // 16 lanes instead), the weight is read from a copy with the output channels innermost: the CPU heuristic then makes
-  // output channels the vector lanes, one weight vector per reduce step against broadcast input values (ResNet-18's
-  // 512x7x7 convolution ran 5x faster, its whole forward pass 1.6x). Only where the channels fill vectors.
+  // Where the output rows do not fill 16-lane vectors (56, 28, 14 or 7 wide), the weight is read from a copy with the
+  // output channels innermost: the CPU heuristic then makes output channels the vector lanes, one weight vector per
+  // reduce step against broadcast input values (ResNet-18's 512x7x7 convolution ran 5x faster, its whole forward pass
+  // 1.6x; its 256x14x14 one, whose rows were padded to 16 lanes before, 1.50-1.63 -> 1.38-1.41 ms on one core with
+  // the copy made on every call). Only where the channels fill vectors.
   const UOp* wk = w;
-  const bool rows_fill_vectors = ow % 16 == 0 || (ow >= 12 && ow < 16);
+  const bool rows_fill_vectors = ow % 16 == 0;
   if (!rows_fill_vectors && og % 16 == 0 && cg * kh * kw >= 8 && oh * ow >= 4) {
     // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32): a register tile's weights are
     // one contiguous block instead of 128-byte pieces 4 KiB apart (ResNet-18's 512x7x7 layers

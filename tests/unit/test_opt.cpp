@@ -149,6 +149,34 @@ TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
   }
 }
 
+// On an AVX-512-like target, a 3x3 convolution whose rows do not fill 16 lanes (28, 14 or 7 wide) reads its
+// weight with the output channels innermost and makes 32 of them the vector lanes, with 7 columns as copies:
+// no row padded to 16 lanes (14), no 4 copies where 7 divide (28). The kernels replay.
+TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
+  Target t = cpu_like();
+  t.vector_bits = 512;
+  t.vector_registers = 32;
+  for (int64_t hw : {28, 14, 7}) {
+    Graph g;
+    const UOp *x = input(g, dtypes::float32, {1, 16, hw, hw}), *w = input(g, dtypes::float32, {64, 16, 3, 3});
+    std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* conv = nullptr;
+    for (const ScheduledKernel& k : s.kernels)
+      if (kernel_name(k.ast).rfind("r_", 0) == 0) conv = &k;
+    ASSERT_NE(conv, nullptr) << hw;
+    EXPECT_EQ(s.kernels.size(), 2u) << hw << ": the weight is copied with its output channels innermost";
+    LoweredKernel k = lower_kernel(g, conv->ast, t);
+    std::vector<int64_t> upcasts;
+    for (const Opt& o : k.opts) {
+      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
+      EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
+    }
+    EXPECT_EQ(upcasts, (std::vector<int64_t>{32, 7})) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
+  }
+}
+
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
 // vector take the registers a second tile axis would: the tile is the lanes and one axis of copies.
 TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {

@@ -330,6 +330,13 @@ TEST_F(PipelineTest, ConvolutionAndPooling) {
   const UOp* stem = conv2d(g, img, in(dtypes::float32, {32, 3, 7, 7}), in(dtypes::float32, {32}), {2, 2}, {3, 3});
   check({stem}, "conv2d 7x7 stride 2 pad 3", 1e-5, 1e-4);
   check({max_pool2d(g, relu(g, stem), {3, 3}, {2, 2}, {1, 1})}, "stem + relu + max_pool2d 3x3/2 pad 1", 1e-5, 1e-4);
+  // Rows narrower than 16 lanes (28, 14, 7): the weight copied with its output channels innermost, 32 channels as
+  // lanes x 7 columns per tile on AVX-512; with a bias
+  for (int64_t hw : {28, 14, 7}) {
+    const UOp* narrow = in(dtypes::float32, {1, 16, hw, hw});
+    check({conv2d(g, narrow, in(dtypes::float32, {64, 16, 3, 3}), in(dtypes::float32, {64}), {1, 1}, {1, 1})},
+          "conv2d 16->64 3x3 at " + std::to_string(hw) + "x" + std::to_string(hw), 1e-5, 1e-4);
+  }
 }
 
 TEST_F(PipelineTest, ActivationsAndNormalizations) {
