@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "core/ir/graph.h"
 #include "core/ir/node_map.h"
@@ -286,6 +287,42 @@ TEST(Props, DeepChainDoesNotRecurse) {
   EXPECT_NE(x->content_hash(), 0u);
   EXPECT_EQ(toposort(x).size(), 1000002u);
   EXPECT_GT(to_sexpr(x).size(), 1000000u);
+}
+
+// Toposort's visit marks are shared by every graph a thread sorts (node ids start at 0 in each) and
+// by other threads' sorts of the same graph: each sort sees every node under its roots exactly once,
+// children first, whatever was sorted before or beside it.
+TEST(Props, ToposortOfInterleavedGraphsAndThreads) {
+  auto chain = [](Graph& g, int n, int64_t c) {
+    const UOp* x = g.var("x", 0, 10);
+    for (int i = 0; i < n; i++) x = g.alu(Op::Add, x, g.cint(c + i % 3));
+    return x;
+  };
+  Graph a, b;
+  const UOp* xa = chain(a, 50, 1);
+  const UOp* xb = chain(b, 80, 7);  // the same ids as a's nodes, and more
+  auto check = [](const UOp* root, size_t want) {
+    std::vector<const UOp*> order = toposort(root);
+    ASSERT_EQ(order.size(), want);
+    std::map<const UOp*, size_t> at;
+    for (size_t i = 0; i < order.size(); i++) at[order[i]] = i;
+    ASSERT_EQ(at.size(), want);  // each node once
+    for (const UOp* u : order)
+      for (const UOp* s : u->src()) EXPECT_LT(at.at(s), at.at(u));
+    EXPECT_EQ(order.back(), root);
+  };
+  // 50 adds, the var and the constants 1, 2, 3 (a); 80 adds, the var and 7, 8, 9 (b)
+  for (int round = 0; round < 3; round++) {
+    check(xa, 54);
+    check(xb, 84);
+    check(a.alu(Op::Mul, xa, xa), 55);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; t++)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 200; round++) check(t == 0 ? xa : xb, t == 0 ? 54 : 84);
+    });
+  for (auto& th : threads) th.join();
 }
 
 TEST(Print, SexprTreeDot) {
