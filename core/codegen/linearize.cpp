@@ -206,19 +206,20 @@ class Linearizer {
         item_index_[at(c)] = uint32_t(items.size());
         items.push_back({c, true});
       }
-    // Dependencies between items (add_dependency found them), each pair once.
-    std::vector<std::vector<size_t>> users(items.size());
-    std::vector<size_t> pending(items.size(), 0);
+    // Dependencies between items (add_dependency found them), each pair once, sorted by dependency:
+    // the users of item j are edges[first[j] .. first[j + 1]).
+    std::vector<std::pair<uint32_t, uint32_t>> edges;  // (dependency, user)
+    std::vector<uint32_t> first(items.size() + 1, 0), pending(items.size(), 0);
     if (auto it = deps_.find(B); it != deps_.end()) {
-      std::vector<std::pair<size_t, size_t>> pairs;  // (user, dependency)
-      pairs.reserve(it->second.size());
-      for (const auto& [u, s] : it->second) pairs.push_back({item_index_[at(u)], item_index_[at(s)]});
-      std::sort(pairs.begin(), pairs.end());
-      pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-      for (const auto& [i, j] : pairs) {
-        users[j].push_back(i);
+      edges.reserve(it->second.size());
+      for (const auto& [u, s] : it->second) edges.push_back({item_index_[at(s)], item_index_[at(u)]});
+      std::sort(edges.begin(), edges.end());
+      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+      for (const auto& [j, i] : edges) {
+        first[j + 1]++;
         pending[i]++;
       }
+      for (size_t j = 0; j < items.size(); j++) first[j + 1] += first[j];
     }
     using Entry = std::pair<uint32_t, size_t>;  // (toposort position, item)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
@@ -237,8 +238,8 @@ class Linearizer {
       } else if (emitted_kind(it.node)) {
         out_.push_back(it.node);
       }
-      for (size_t j : users[i])
-        if (--pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
+      for (uint32_t e = first[i]; e < first[i + 1]; e++)
+        if (size_t j = edges[e].second; --pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
     }
     if (done != items.size()) fail(Code::Internal, "linearize: dependency cycle between the items of a loop");
   }
