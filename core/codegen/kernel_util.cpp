@@ -182,9 +182,14 @@ int64_t floordiv64(int64_t a, int64_t b) {
 }  // namespace
 
 bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out) {
-  std::unordered_map<const UOp*, int64_t> val;
-  for (const UOp* u : toposort(root)) {
-    auto in = [&](size_t i) { return val.at(u->src(i)); };
+  // values by toposort position (children first: every source is known before its user)
+  const std::vector<const UOp*> order = toposort(root);
+  NodeMap<uint32_t> pos;  // node -> its position + 1
+  std::vector<int64_t> val(order.size());
+  for (size_t k = 0; k < order.size(); k++) {
+    const UOp* u = order[k];
+    pos.set(u, uint32_t(k + 1));
+    auto in = [&](size_t i) { return val[pos.get(u->src(i)) - 1]; };
     int64_t v = 0;
     if (u->op == Op::Const) {
       if (!u->holds<int64_t>()) return false;
@@ -194,8 +199,6 @@ bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& en
       v = it == env.end() ? 0 : it->second;
     } else {
       if (u->dtype.is_float() || u->dtype.ptr || u->dtype.is_void()) return false;
-      for (const UOp* s : u->src())
-        if (!val.count(s)) return false;
       switch (u->op) {
         case Op::Add:
           v = in(0) + in(1);
@@ -270,9 +273,9 @@ bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& en
           return false;
       }
     }
-    val[u] = v;
+    val[k] = v;
   }
-  *out = val.at(root);
+  *out = val.back();  // the root is last
   return true;
 }
 
