@@ -11,12 +11,7 @@ namespace sn {
 
 namespace {
 // Stable (process-independent) hashing: FNV-1a over bytes, splitmix-style mixing for words.
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
+uint64_t mix(uint64_t h, uint64_t v) { return hash_combine(h, v); }
 uint64_t hash_bytes(const void* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
   auto* b = static_cast<const unsigned char*>(p);
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
@@ -43,8 +38,6 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + ")";
 }
 }  // namespace
-
-uint64_t hash_combine(uint64_t h, uint64_t v) { return mix(h, v); }
 
 std::string Device::str() const {
   if (names.empty()) return "NULL";

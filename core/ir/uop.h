@@ -76,7 +76,14 @@ using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, 
 
 uint64_t hash_arg(const Arg& a);
 bool arg_equal(const Arg& a, const Arg& b);  // doubles by bit pattern (NaN == NaN, -0.0 != 0.0)
-uint64_t hash_combine(uint64_t h, uint64_t v);
+// Stable across processes (content hashes key the disk cache); inline: Graph::intern calls it per
+// source of every node it builds or finds.
+inline uint64_t hash_combine(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
 std::string arg_str(const Arg& a);  // for the printer; "" for monostate
 
 // ---- derived property types ------------------------------------------------------------
