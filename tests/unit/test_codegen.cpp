@@ -380,20 +380,19 @@ TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
     }
 }
 
-// Lanes through a remainder and a quotient (a packed weight's layout): A[j % 8 + 16 * (j / 8)] with j
-// split into 8 lanes walks the lanes contiguously (one vector load); B[(j + 3) % 8 + 8 * (j / 8)]
-// wraps around inside a vector, so it is loaded lane by lane.
-TEST(Codegen, LanesThroughModAndDivOfTheirBlock) {
+// A kernel of J outputs, split into 8 lanes: out[j] = A[j % a + a2 * (j / a)] + B[(j + c) % a + a * (j / a)].
+// Expects one 8-lane vector load (A walks the lanes contiguously) and one load lane by lane (B wraps
+// around inside a vector), and the values of the formula.
+void expect_lanes_through_mod_and_div(int64_t J, int64_t a, int64_t a2, int64_t c) {
   Graph g;
   KernelBuilder b{g};
-  const int64_t J = 32;
   auto *A = b.param(0, dtypes::float32, 2 * J), *B = b.param(1, dtypes::float32, J),
        *O = b.param(2, dtypes::float32, J);
   auto* j = b.range(J, 0);
   auto mod = [&](const UOp* x, int64_t m) { return g.alu(Op::Mod, x, b.c(m)); };
   auto div = [&](const UOp* x, int64_t m) { return g.alu(Op::Idiv, x, b.c(m)); };
-  auto* va = b.load(A, b.add(mod(j, 8), b.mul(div(j, 8), b.c(16))));
-  auto* vb = b.load(B, b.add(mod(b.add(j, b.c(3)), 8), b.mul(div(j, 8), b.c(8))));
+  auto* va = b.load(A, b.add(mod(j, a), b.mul(div(j, a), b.c(a2))));
+  auto* vb = b.load(B, b.add(mod(b.add(j, b.c(c)), a), b.mul(div(j, a), b.c(a))));
   auto* sink = b.sink({b.store(O, j, b.add(va, vb))});
   LowerOptions o;
   o.opts = std::vector<Opt>{Opt::upcast(0, 8)};
@@ -405,13 +404,23 @@ TEST(Codegen, LanesThroughModAndDivOfTheirBlock) {
   }
   EXPECT_EQ(vector_loads, 1u) << linear_str(lk.linear);
   EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
-  std::vector<double> a(static_cast<size_t>(2 * J)), bb(static_cast<size_t>(J)), out(static_cast<size_t>(J));
-  for (size_t q = 0; q < a.size(); q++) a[q] = double(q) + 1;
-  for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 100;
-  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
+  std::vector<double> av(static_cast<size_t>(2 * J)), bv(static_cast<size_t>(J)), out(static_cast<size_t>(J));
+  for (size_t q = 0; q < av.size(); q++) av[q] = double(q) + 1;
+  for (size_t q = 0; q < bv.size(); q++) bv[q] = double(q) * 1000;
+  interpret(lk, {{0, &av}, {1, &bv}, {2, &out}});
   for (int64_t x = 0; x < J; x++)
-    EXPECT_EQ(out[size_t(x)], a[size_t(x % 8 + 16 * (x / 8))] + bb[size_t((x + 3) % 8 + 8 * (x / 8))]) << x;
+    EXPECT_EQ(out[size_t(x)], av[size_t(x % a + a2 * (x / a))] + bv[size_t((x + c) % a + a * (x / a))]) << x;
 }
+
+// Lanes through a remainder and a quotient (a packed weight's layout): A[j % 8 + 16 * (j / 8)] with j
+// split into 8 lanes walks the lanes contiguously (one vector load); B[(j + 3) % 8 + 8 * (j / 8)]
+// wraps around inside a vector, so it is loaded lane by lane.
+TEST(Codegen, LanesThroughModAndDivOfTheirBlock) { expect_lanes_through_mod_and_div(32, 8, 16, 3); }
+
+// The same with the lanes a part of the block (AVX2's 8-lane half of a 16-wide packed weight): j = 8 * i + u,
+// A[j % 16 + 32 * (j / 16)] still walks the lanes contiguously (8 * i % 16 is 0 or 8, u below 8: no wrap), found
+// without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, so it is loaded lane by lane.
+TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) { expect_lanes_through_mod_and_div(64, 16, 32, 4); }
 
 // substitute_copies gives, for every map, the node substitute_nodes gives (hash-consed: the same pointer),
 // with a Reduce axis among the keys (dropped from the Reduce's range list) and nodes older than every key.
@@ -441,39 +450,6 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   // A root no key reaches is every copy.
   std::vector<const UOp*> same = substitute_copies(g, old, maps);
   for (const UOp* c : same) EXPECT_EQ(c, old);
-}
-
-// The same with the lanes a part of the block (AVX2's 8-lane half of a 16-wide packed weight): j = 8 * i + u,
-// A[j % 16 + 32 * (j / 16)] still walks the lanes contiguously (8 * i % 16 is 0 or 8, u below 8: no wrap), found
-// without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, so it is loaded lane by lane.
-TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) {
-  Graph g;
-  KernelBuilder b{g};
-  const int64_t J = 64;
-  auto *A = b.param(0, dtypes::float32, 2 * J), *B = b.param(1, dtypes::float32, J),
-       *O = b.param(2, dtypes::float32, J);
-  auto* j = b.range(J, 0);
-  auto mod = [&](const UOp* x, int64_t m) { return g.alu(Op::Mod, x, b.c(m)); };
-  auto div = [&](const UOp* x, int64_t m) { return g.alu(Op::Idiv, x, b.c(m)); };
-  auto* va = b.load(A, b.add(mod(j, 16), b.mul(div(j, 16), b.c(32))));
-  auto* vb = b.load(B, b.add(mod(b.add(j, b.c(4)), 16), b.mul(div(j, 16), b.c(16))));
-  auto* sink = b.sink({b.store(O, j, b.add(va, vb))});
-  LowerOptions o;
-  o.opts = std::vector<Opt>{Opt::upcast(0, 8)};
-  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
-  size_t vector_loads = 0, lane_loads = 0;
-  for (const UOp* u : lk.linear->src()) {
-    if (u->op == Op::Load && u->dtype.lanes == 8) vector_loads++;
-    if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
-  }
-  EXPECT_EQ(vector_loads, 1u) << linear_str(lk.linear);
-  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
-  std::vector<double> a(static_cast<size_t>(2 * J)), bb(static_cast<size_t>(J)), out(static_cast<size_t>(J));
-  for (size_t q = 0; q < a.size(); q++) a[q] = double(q) + 1;
-  for (size_t q = 0; q < bb.size(); q++) bb[q] = double(q) * 1000;
-  interpret(lk, {{0, &a}, {1, &bb}, {2, &out}});
-  for (int64_t x = 0; x < J; x++)
-    EXPECT_EQ(out[size_t(x)], a[size_t(x % 16 + 32 * (x / 16))] + bb[size_t((x + 4) % 16 + 16 * (x / 16))]) << x;
 }
 
 // ---- linearizer placement -------------------------------------------------------------------------
