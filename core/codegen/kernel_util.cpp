@@ -1,6 +1,7 @@
 #include "core/codegen/kernel_util.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace sn {
@@ -181,91 +182,110 @@ int64_t floordiv64(int64_t a, int64_t b) {
 }
 }  // namespace
 
-bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out) {
+namespace {
+
+// eval_int at N points at once: point j has `probe` (when given) = j, the env otherwise.
+template <size_t N>
+bool eval_points(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, const UOp* probe,
+                 std::array<int64_t, N>* out) {
+  using Vals = std::array<int64_t, N>;
   // values by toposort position (children first: every source is known before its user)
   const std::vector<const UOp*> order = toposort(root);
   NodeMap<uint32_t> pos;  // node -> its position + 1
-  std::vector<int64_t> val(order.size());
+  std::vector<Vals> val(order.size());
   for (size_t k = 0; k < order.size(); k++) {
     const UOp* u = order[k];
     pos.set(u, uint32_t(k + 1));
-    auto in = [&](size_t i) { return val[pos.get(u->src(i)) - 1]; };
-    int64_t v = 0;
+    auto in = [&](size_t i) -> const Vals& { return val[pos.get(u->src(i)) - 1]; };
+    Vals& v = val[k];
+    // f applied point by point to the sources
+    auto un = [&](auto f) {
+      const Vals& a = in(0);
+      for (size_t j = 0; j < N; j++) v[j] = f(a[j]);
+    };
+    auto bin = [&](auto f) {
+      const Vals &a = in(0), &b = in(1);
+      for (size_t j = 0; j < N; j++) v[j] = f(a[j], b[j]);
+    };
     if (u->op == Op::Const) {
       if (!u->holds<int64_t>()) return false;
-      v = u->as<int64_t>();
+      v.fill(u->as<int64_t>());
     } else if (u->op == Op::DefineVar || u->op == Op::Range || u->op == Op::Special) {
       auto it = env.find(u);
-      v = it == env.end() ? 0 : it->second;
+      v.fill(it == env.end() ? 0 : it->second);
+      if (u == probe)
+        for (size_t j = 0; j < N; j++) v[j] = int64_t(j);
     } else {
       if (u->dtype.is_float() || u->dtype.ptr || u->dtype.is_void()) return false;
       switch (u->op) {
         case Op::Add:
-          v = in(0) + in(1);
+          bin([](int64_t a, int64_t b) { return a + b; });
           break;
         case Op::Sub:
-          v = in(0) - in(1);
+          bin([](int64_t a, int64_t b) { return a - b; });
           break;
         case Op::Mul:
-          v = in(0) * in(1);
+          bin([](int64_t a, int64_t b) { return a * b; });
           break;
         case Op::Neg:
-          v = -in(0);
+          un([](int64_t a) { return -a; });
           break;
         case Op::Max:
-          v = std::max(in(0), in(1));
+          bin([](int64_t a, int64_t b) { return std::max(a, b); });
           break;
         case Op::Idiv:
-          v = in(1) == 0 ? 0 : floordiv64(in(0), in(1));
+          bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv64(a, b); });
           break;
         case Op::Mod:
-          v = in(1) == 0 ? 0 : in(0) - floordiv64(in(0), in(1)) * in(1);
+          bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv64(a, b) * b; });
           break;
         case Op::CDiv:
-          v = in(1) == 0 ? 0 : in(0) / in(1);
+          bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; });
           break;
         case Op::CMod:
-          v = in(1) == 0 ? 0 : in(0) % in(1);
+          bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
           break;
         case Op::And:
-          v = in(0) & in(1);
+          bin([](int64_t a, int64_t b) { return a & b; });
           break;
         case Op::Or:
-          v = in(0) | in(1);
+          bin([](int64_t a, int64_t b) { return a | b; });
           break;
         case Op::Xor:
-          v = in(0) ^ in(1);
+          bin([](int64_t a, int64_t b) { return a ^ b; });
           break;
         case Op::Shl:
-          v = in(1) >= 0 && in(1) < 63 ? int64_t(uint64_t(in(0)) << in(1)) : 0;
+          bin([](int64_t a, int64_t b) { return b >= 0 && b < 63 ? int64_t(uint64_t(a) << b) : int64_t(0); });
           break;
         case Op::Shr:
-          v = in(1) >= 0 && in(1) < 63 ? in(0) >> in(1) : 0;
+          bin([](int64_t a, int64_t b) { return b >= 0 && b < 63 ? a >> b : int64_t(0); });
           break;
         case Op::CmpLt:
-          v = in(0) < in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a < b); });
           break;
         case Op::CmpNe:
-          v = in(0) != in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a != b); });
           break;
         case Op::CmpEq:
-          v = in(0) == in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a == b); });
           break;
         case Op::CmpGt:
-          v = in(0) > in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a > b); });
           break;
         case Op::CmpGe:
-          v = in(0) >= in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a >= b); });
           break;
         case Op::CmpLe:
-          v = in(0) <= in(1);
+          bin([](int64_t a, int64_t b) { return int64_t(a <= b); });
           break;
         case Op::Not:
-          v = in(0) == 0;
+          un([](int64_t a) { return int64_t(a == 0); });
           break;
-        case Op::Where:
-          v = in(0) ? in(1) : in(2);
+        case Op::Where: {
+          const Vals &c = in(0), &a = in(1), &b = in(2);
+          for (size_t j = 0; j < N; j++) v[j] = c[j] ? a[j] : b[j];
           break;
+        }
         case Op::Cast:
           v = in(0);
           break;
@@ -273,9 +293,25 @@ bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& en
           return false;
       }
     }
-    val[k] = v;
   }
   *out = val.back();  // the root is last
+  return true;
+}
+
+}  // namespace
+
+bool eval_int(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out) {
+  std::array<int64_t, 1> v;
+  if (!eval_points<1>(root, env, nullptr, &v)) return false;
+  *out = v[0];
+  return true;
+}
+
+bool eval_int_step(const UOp* root, const std::unordered_map<const UOp*, int64_t>& env, const UOp* r, int64_t* at0,
+                   int64_t* at1) {
+  std::array<int64_t, 2> v;
+  if (!eval_points<2>(root, env, r, &v)) return false;
+  *at0 = v[0], *at1 = v[1];
   return true;
 }
 
@@ -299,9 +335,11 @@ const UOp* lane_index_base(const UOp* idx) {
   return b->src(0);
 }
 
-std::vector<const UOp*> ranges_of(const UOp* root) {
+std::vector<const UOp*> ranges_of(const UOp* root) { return ranges_in(toposort(root)); }
+
+std::vector<const UOp*> ranges_in(std::span<const UOp* const> order) {
   std::vector<const UOp*> out;
-  for (const UOp* u : toposort(root))
+  for (const UOp* u : order)
     if (u->op == Op::Range) out.push_back(u);
   // By loop id, not by node creation order: a Range node made by an earlier kernel of the same
   // graph (hash-consing) is older than the kernel's own, and creation order then put ResNet's

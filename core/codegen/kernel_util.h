@@ -63,6 +63,10 @@ std::span<const UOp* const> closed_ranges(const UOp* u);
 // the given values (missing Ranges/vars/Specials evaluate to 0). Floor Idiv/Mod. Returns false
 // for anything else (loads, floats).
 bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, int64_t* out);
+// eval_int at two points in one walk: with range (or variable) r at 0 and at 1, the rest as in env
+// (at1 - at0 is the index's stride along r).
+bool eval_int_step(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, const UOp* r, int64_t* at0,
+                   int64_t* at1);
 
 // The k-lane index base + (offsets[0], ..., offsets[k-1]) (the addresses of a gather or a scatter:
 // Index(buffer, it) loads or stores k elements at those positions), and its base, or nullptr when
@@ -75,6 +79,8 @@ bool depends_on(const UOp* u, const UOp* x);
 
 // All Range nodes under root, by loop id (RangeArg::id; the node id breaks ties).
 std::vector<const UOp*> ranges_of(const UOp* root);
+// The same of a toposort already at hand (each node once).
+std::vector<const UOp*> ranges_in(std::span<const UOp* const> order);
 
 // Bound of a range if it is a constant, else -1.
 int64_t const_bound(const UOp* range);

@@ -35,11 +35,9 @@ std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
 }
 
 // How far the index moves when r goes from 0 to 1 (others at 0). nullopt if not evaluable.
-std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, std::unordered_map<const UOp*, int64_t> env) {
+std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, const std::unordered_map<const UOp*, int64_t>& env) {
   int64_t a = 0, b = 0;
-  if (!eval_int(idx, env, &a)) return std::nullopt;
-  env[r] = 1;
-  if (!eval_int(idx, env, &b)) return std::nullopt;
+  if (!eval_int_step(idx, env, r, &a, &b)) return std::nullopt;
   return b - a;
 }
 
@@ -147,7 +145,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   std::sort(slots.begin(), slots.end());
   const int64_t nloops = int64_t(loops.size());
   std::vector<int64_t> loop_ids(slots.begin(), slots.begin() + nloops);  // loop position -> range id
-  auto loop_at = [&](int64_t pos) { return range_with_id(k.sink, loop_ids[size_t(pos)]); };
+  auto loop_at = [&](int64_t pos) { return k.range(loop_ids[size_t(pos)]); };
 
   // 2. Register tiles for reduces whose loads are reused across output axes (matmul, conv).
   //    The innermost output axis, when loads walk it contiguously, becomes vector lanes (two
@@ -159,7 +157,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //    the copies cost LLVM time (a small CNN's 8x10 softmax took 36 ms to compile as 8 copies).
   bool inner_upcast = false;  // the innermost loop axis got an UPCAST
   double total_iters = 1;
-  for (const UOp* r : ranges_of(k.sink)) total_iters *= double(std::max<int64_t>(1, const_bound(r)));
+  for (const UOp* r : k.ranges()) total_iters *= double(std::max<int64_t>(1, const_bound(r)));
   if (!reduces.empty() && nloops > 0 && total_iters >= double(1 << 14)) {
     topo = toposort(k.sink);
     OpenRanges open(topo);

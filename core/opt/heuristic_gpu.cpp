@@ -255,7 +255,7 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       ((reduces.empty() && outputs >= 4096) || inner_reused)) {
     // What LOCAL left of the innermost axis (it keeps the axis' id); where LOCAL took all of it,
     // an elementwise kernel's innermost global axis that is left.
-    const UOp* rest = range_with_id(k.sink, inner_id);
+    const UOp* rest = k.range(inner_id);
     if (!rest && !inner_reused) {
       std::vector<const UOp*> globals = ranges_typed(k.sink, AxisType::Global);
       if (!globals.empty()) rest = globals.back();

@@ -27,15 +27,29 @@ const UOp* range_with_id(const UOp* sink, int64_t id) {
   return nullptr;
 }
 
+const std::vector<const UOp*>& OptState::ranges() const {
+  if (ranges_sink_ != sink) {  // a Graph never frees a node: the same sink has the same ranges
+    ranges_ = ranges_of(sink);
+    ranges_sink_ = sink;
+  }
+  return ranges_;
+}
+
+const UOp* OptState::range(int64_t id) const {
+  for (const UOp* r : ranges())
+    if (r->as<RangeArg>().id == id) return r;
+  return nullptr;
+}
+
 namespace {
 
 const UOp* make_range(Graph& g, const UOp* bound, int64_t id, AxisType type) {
   return g.make(Op::Range, dtypes::index, {bound}, RangeArg{id, type});
 }
 
-int64_t max_range_id(const UOp* sink) {
+int64_t max_range_id(std::span<const UOp* const> ranges) {
   int64_t m = -1;
-  for (const UOp* r : ranges_of(sink)) m = std::max(m, r->as<RangeArg>().id);
+  for (const UOp* r : ranges) m = std::max(m, r->as<RangeArg>().id);
   return m;
 }
 
@@ -116,7 +130,7 @@ const UOp* symbolic_quotient(Graph& g, const UOp* bound, int64_t amount) {
 
 const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target& target) {
   const UOp* sink = k.sink;
-  const UOp* r = range_with_id(sink, opt.axis);
+  const UOp* r = k.range(opt.axis);
   if (!r) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", opt.axis);
   AxisType from = r->as<RangeArg>().type;
   int64_t n = const_bound(r);
@@ -139,7 +153,7 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
     case AxisType::Thread:
       if (!target.has_threads)
         fail(Code::InvalidArg, opt_str(opt), ": the ", target.renderer, " target has no THREAD axes");
-      for (const UOp* x : ranges_of(sink))
+      for (const UOp* x : k.ranges())
         if (x->as<RangeArg>().type == AxisType::Thread)
           fail(Code::InvalidArg, opt_str(opt), ": the kernel already has a THREAD axis");
       break;
@@ -150,7 +164,7 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
              opt.type == AxisType::Local ? "LOCAL axes" : "local memory");
       if (k.nolocals) fail(Code::InvalidArg, opt_str(opt), ": NOLOCALS was applied");
       if (opt.type == AxisType::GroupReduce)
-        for (const UOp* x : ranges_of(sink))
+        for (const UOp* x : k.ranges())
           if (x->as<RangeArg>().type == AxisType::Warp)
             fail(Code::InvalidArg, opt_str(opt), ": a tensor-core kernel (TC) has no group reduce");
       int dims = 0;
@@ -165,7 +179,7 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
       break;
   }
   if (opt.amount == 1) return sink;
-  int64_t part_id = max_range_id(sink) + 1;
+  int64_t part_id = max_range_id(k.ranges()) + 1;
   const UOp *part, *expr, *rest = nullptr;
   if (ceil_split) {
     // Thread t runs rest = min(c, n - t*c) iterations from t*c (c = ceil(n/amount)).
@@ -196,7 +210,7 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
 // Padto: the range runs to N = ceil(n/m)*m; where r >= n nothing is loaded or stored and a
 // reduce over r adds its identity.
 const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
-  const UOp* r = range_with_id(k.sink, opt.axis);
+  const UOp* r = k.range(opt.axis);
   if (!r) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", opt.axis);
   AxisType type = r->as<RangeArg>().type;
   if (type == AxisType::Thread || type == AxisType::Upcast || type == AxisType::Unroll)
@@ -263,8 +277,8 @@ const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
 }
 
 const UOp* apply_swap(Graph& g, const OptState& k, const Opt& opt) {
-  const UOp* a = range_with_id(k.sink, opt.axis);
-  const UOp* b = range_with_id(k.sink, opt.amount);
+  const UOp* a = k.range(opt.axis);
+  const UOp* b = k.range(opt.amount);
   if (!a || !b) fail(Code::InvalidArg, opt_str(opt), ": the kernel has no range with id ", a ? opt.amount : opt.axis);
   if (a == b) return k.sink;
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> s) -> const UOp* {
@@ -389,7 +403,7 @@ const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& t
   TcMatch t = match_tc(sink, opt.axis, tc, true, no);
   const UOp *red = t.red, *kr = t.kr, *mr = t.mr, *nr = t.nr, *a = t.a, *b = t.b;
 
-  int64_t next_id = max_range_id(sink) + 1;
+  int64_t next_id = max_range_id(ranges_of(sink)) + 1;
   AxisType mt = mr->as<RangeArg>().type, nt = nr->as<RangeArg>().type;
   auto rest = [&](const UOp* r, int64_t size, AxisType t) -> const UOp* {
     int64_t n = const_bound(r) / size;
@@ -474,7 +488,7 @@ void apply_opt(Graph& g, OptState& k, const Opt& opt, const Target& target) {
       k.sink = apply_tc(g, k, opt, target);
       break;
     case OptOp::Nolocals:
-      for (const UOp* r : ranges_of(k.sink))
+      for (const UOp* r : k.ranges())
         if (r->as<RangeArg>().type == AxisType::Local || r->as<RangeArg>().type == AxisType::GroupReduce ||
             r->as<RangeArg>().type == AxisType::Warp)
           fail(Code::InvalidArg, "NOLOCALS: the kernel already has a ", axis_type_name(r->as<RangeArg>().type),

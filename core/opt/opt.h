@@ -39,6 +39,15 @@ struct OptState {
   const UOp* sink = nullptr;
   std::vector<Opt> applied;
   bool nolocals = false;
+
+  // ranges_of(sink) and the Range with an id (nullptr when none), walked once per sink: the
+  // heuristic and every opt look ranges up many times between two changes of the kernel.
+  const std::vector<const UOp*>& ranges() const;
+  const UOp* range(int64_t id) const;
+
+ private:
+  mutable const UOp* ranges_sink_ = nullptr;
+  mutable std::vector<const UOp*> ranges_;
 };
 
 // The starting point of optimization for `target` (LOOP -> GLOBAL on GPU targets).

@@ -576,6 +576,43 @@ TEST(Codegen, IselFloorDivision) {
   }
 }
 
+// eval_int_step evaluates an index at r = 0 and r = 1 in one walk (the heuristic's stride
+// estimates): checked against two eval_int calls, through floor division, mod, where and a
+// variable from the environment.
+TEST(Codegen, EvalIntStepMatchesTwoEvaluations) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* r = b.range(16, 0);
+  auto* q = b.range(7, 1);
+  auto* x = g.var("x", -5, 5);
+  const UOp* lin = g.alu(Op::Add, g.alu(Op::Mul, r, b.c(56)), g.alu(Op::Mul, q, b.c(3)));
+  const UOp* packed = g.alu(Op::Add, g.alu(Op::Mod, g.alu(Op::Add, r, x), b.c(4)),
+                            g.alu(Op::Mul, g.alu(Op::Idiv, g.alu(Op::Add, r, x), b.c(4)), b.c(100)));
+  const UOp* gated = g.alu(Op::Where, g.alu(Op::CmpLt, r, b.c(1)), g.alu(Op::Neg, x), g.alu(Op::Mul, x, r));
+  for (const UOp* e : {lin, packed, gated})
+    for (int64_t xv : {-3, 0, 2}) {
+      std::unordered_map<const UOp*, int64_t> env{{x, xv}, {q, 2}};
+      int64_t at0 = 0, at1 = 0, want0 = 0, want1 = 0;
+      ASSERT_TRUE(eval_int_step(e, env, r, &at0, &at1));
+      ASSERT_TRUE(eval_int(e, env, &want0));
+      env[r] = 1;
+      ASSERT_TRUE(eval_int(e, env, &want1));
+      EXPECT_EQ(at0, want0) << xv;
+      EXPECT_EQ(at1, want1) << xv;
+    }
+  int64_t a = 0, c = 0;
+  ASSERT_TRUE(eval_int_step(lin, {{q, 2}}, r, &a, &c));
+  EXPECT_EQ(a, 6);
+  EXPECT_EQ(c, 62);  // the stride along r is 56
+  // by hand, floor semantics: x = -3 gives (-3 mod 4) + (-3 // 4) * 100 = 1 - 100, then 2 - 100
+  ASSERT_TRUE(eval_int_step(packed, {{x, -3}}, r, &a, &c));
+  EXPECT_EQ(a, -99);
+  EXPECT_EQ(c, -98);
+  // a float anywhere: not evaluable
+  auto* A = b.param(0, dtypes::float32, 16);
+  EXPECT_FALSE(eval_int_step(b.load(A, r), {}, r, &a, &c));
+}
+
 TEST(Codegen, HalfMathIsComputedInFloat) {
   Graph g;
   KernelBuilder b{g};
