@@ -33,6 +33,9 @@ class Linearizer {
     parent_.assign(n, nullptr);
     block_.assign(n, nullptr);
     item_index_.assign(n, 0);
+    children_.resize(n + 1);
+    members_.resize(n + 1);
+    deps_.resize(n + 1);
     for (size_t i = 0; i < n; i++) pos_.set(topo_[i], uint32_t(i + 1));
   }
 
@@ -70,10 +73,12 @@ class Linearizer {
     return out;
   }
 
-  bool known(const UOp* u) const { return pos_.get(u) != 0; }
   // u's position in topo_, which indexes the per-node tables (node ids can be far apart: the
   // kernel lives in a graph that holds every stage's nodes).
   size_t at(const UOp* u) const { return pos_.get(u) - 1; }
+  // The index of a block (a loop's Range, or nullptr for the kernel's top level) in the per-block
+  // tables: its position + 1, 0 for the top level.
+  size_t slot(const UOp* block) const { return block ? pos_.get(block) : 0; }
 
   bool before(const UOp* a, const UOp* b) const {  // range order: depth, then id
     int da = depth_[at(a)], db = depth_[at(b)];
@@ -126,7 +131,7 @@ class Linearizer {
         for (const UOp* q : it->second)
           if (!parent || before(parent, q)) parent = q;
       parent_[at(r)] = parent;
-      children_[parent].push_back(r);
+      children_[slot(parent)].push_back(r);
       level_[at(r)] = parent ? level_[at(parent)] + 1 : 1;
       if (it == earlier.end()) continue;
       for (const UOp* q : it->second)
@@ -157,11 +162,12 @@ class Linearizer {
                  b->as<RangeArg>().id, " of sibling loops");
       }
       block_[at(u)] = b;
-      members_[b].push_back(u);
+      members_[slot(b)].push_back(u);
       if (u->op == Op::Store) stores_.push_back(u);
     }
-    for (const UOp* u : topo_)
-      for (const UOp* src : u->src()) add_dependency(u, src);
+    for (size_t i = 0; i < topo_.size(); i++)
+      for (const UOp* src : topo_[i]->src())
+        if (uint32_t p = pos_.get(src)) add_dependency(i, p - 1);  // (not a Param's shape)
   }
 
   int level_of(const UOp* block) const { return block ? level_[at(block)] : 0; }
@@ -169,9 +175,10 @@ class Linearizer {
   // The edge u -> s orders two items of exactly one block: the deepest loop whose subtree holds
   // both, where each is either the node itself (in that block) or the child loop holding it. In
   // the blocks above, both are inside one item; in those below, s is outside the subtree.
-  void add_dependency(const UOp* u, const UOp* s) {
-    if (!known(s)) return;  // not an instruction (a Param's shape)
-    const UOp *a = block_[at(u)], *b = block_[at(s)];
+  // (u and s by position in topo_.)
+  void add_dependency(size_t pu, size_t ps) {
+    const UOp *u = topo_[pu], *s = topo_[ps];
+    const UOp *a = block_[pu], *b = block_[ps];
     const UOp *item_u = u, *item_s = s;
     bool loop_u = false, loop_s = false;
     while (level_of(a) > level_of(b)) item_u = a, loop_u = true, a = parent_[at(a)];
@@ -183,7 +190,7 @@ class Linearizer {
     // The block's own Range and the End closing it are no items of it.
     auto outside = [&](const UOp* x, bool loop) { return !loop && (x == a || (x->op == Op::End && x->src(1) == a)); };
     if (item_u == item_s || outside(item_u, loop_u) || outside(item_s, loop_s)) return;
-    deps_[a].push_back({item_u, item_s});
+    deps_[slot(a)].push_back({item_u, item_s});
   }
 
   static bool emitted_kind(const UOp* u) { return u->op != Op::Group && u->op != Op::Sink && u->op != Op::Stack; }
@@ -195,24 +202,22 @@ class Linearizer {
       bool loop;
     };
     std::vector<Item> items;
-    if (auto it = members_.find(B); it != members_.end())
-      for (const UOp* u : it->second) {
-        if (u == B || (u->op == Op::End && u->src(1) == B)) continue;
-        item_index_[at(u)] = uint32_t(items.size());
-        items.push_back({u, false});
-      }
-    if (auto it = children_.find(B); it != children_.end())
-      for (const UOp* c : it->second) {
-        item_index_[at(c)] = uint32_t(items.size());
-        items.push_back({c, true});
-      }
+    for (const UOp* u : members_[slot(B)]) {
+      if (u == B || (u->op == Op::End && u->src(1) == B)) continue;
+      item_index_[at(u)] = uint32_t(items.size());
+      items.push_back({u, false});
+    }
+    for (const UOp* c : children_[slot(B)]) {
+      item_index_[at(c)] = uint32_t(items.size());
+      items.push_back({c, true});
+    }
     // Dependencies between items (add_dependency found them), each pair once, sorted by dependency:
     // the users of item j are edges[first[j] .. first[j + 1]).
     std::vector<std::pair<uint32_t, uint32_t>> edges;  // (dependency, user)
     std::vector<uint32_t> first(items.size() + 1, 0), pending(items.size(), 0);
-    if (auto it = deps_.find(B); it != deps_.end()) {
-      edges.reserve(it->second.size());
-      for (const auto& [u, s] : it->second) edges.push_back({item_index_[at(s)], item_index_[at(u)]});
+    if (const auto& deps = deps_[slot(B)]; !deps.empty()) {
+      edges.reserve(deps.size());
+      for (const auto& [u, s] : deps) edges.push_back({item_index_[at(s)], item_index_[at(u)]});
       std::sort(edges.begin(), edges.end());
       edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
       for (const auto& [j, i] : edges) {
@@ -247,7 +252,7 @@ class Linearizer {
   // The End that closes loop r: the kernel's own (from lower_reduces) or a new one over the
   // stores of the loop body.
   const UOp* end_of(const UOp* r) {
-    for (const UOp* u : members_[r])
+    for (const UOp* u : members_[slot(r)])
       if (u->op == Op::End && u->src(1) == r) return u;
     std::vector<const UOp*> stores;  // in toposort order, as stores_ is
     for (const UOp* u : stores_)
@@ -307,8 +312,9 @@ class Linearizer {
   std::vector<const UOp*> parent_, block_;
   std::vector<const UOp*> ranges_, stores_;
   std::vector<uint32_t> item_index_;  // a node's or child loop's index among its block's items
-  std::unordered_map<const UOp*, std::vector<const UOp*>> children_, members_;
-  std::unordered_map<const UOp*, std::vector<std::pair<const UOp*, const UOp*>>> deps_;  // block -> (user, dependency)
+  // by block slot (slot()): a loop's child loops, its nodes, and the (user, dependency) pairs of its items
+  std::vector<std::vector<const UOp*>> children_, members_;
+  std::vector<std::vector<std::pair<const UOp*, const UOp*>>> deps_;
   std::vector<const UOp*> out_;
 };
 

@@ -74,6 +74,14 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     if (u->op == Op::Range) next_range = std::max(next_range, u->as<RangeArg>().id + 1);
   }
 
+  // Which nodes read a Reduce (most reduced values read only loads: their feeds need no walk).
+  NodeMap<bool> reads_reduce;
+  for (const UOp* u : topo) {
+    bool r = false;
+    for (const UOp* x : u->src()) r = r || x->op == Op::Reduce || reads_reduce.get(x);
+    if (r) reads_reduce.set(u, true);
+  }
+
   // Group the reduces (in topological order, so a reduce comes after those it reads).
   std::vector<Group> groups;
   std::unordered_map<const UOp*, size_t> group_of;
@@ -84,8 +92,9 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
     const auto& outer = open.of(u);
     std::unordered_set<const UOp*> feeds;  // reduces this one reads
-    for (const UOp* x : toposort(u->src(0)))
-      if (x->op == Op::Reduce) feeds.insert(x);
+    if (u->src(0)->op == Op::Reduce || reads_reduce.get(u->src(0)))
+      for (const UOp* x : toposort(u->src(0)))
+        if (x->op == Op::Reduce) feeds.insert(x);
     size_t chosen = groups.size();
     for (size_t gi = 0; gi < groups.size(); gi++) {
       Group& gr = groups[gi];
@@ -161,7 +170,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
   // own slot (over all LOCAL and GROUP_REDUCE axes of the kernel), a barrier, then every
   // work-item reduces the partials of its group along the `group` axes.
   std::vector<const UOp*> local_axes;
-  for (const UOp* r : ranges_of(sink))
+  for (const UOp* r : ranges_in(topo))
     if (r->as<RangeArg>().type == AxisType::Local || r->as<RangeArg>().type == AxisType::GroupReduce)
       local_axes.push_back(r);
   auto combine_group = [&](std::vector<const UOp*> partials, const std::vector<const UOp*>& group,

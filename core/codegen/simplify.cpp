@@ -45,12 +45,14 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     return it == map.end() ? e : it->second;
   };
   // The address of a gather or scatter rebuilt over its simplified base (the constant offsets stay).
+  // (lane_index(base', offsets) with the offsets' Vectorize of constants as it is.)
   auto lanes_over_final_base = [&](const UOp* idx) {
     const UOp* b = lane_index_base(idx);
-    if (!b || !map.count(b)) return idx;
-    std::vector<int64_t> offsets;
-    for (const UOp* c : idx->src(1)->src()) offsets.push_back(int64_t(c->const_int()));
-    return lane_index(g, map.at(b), offsets);
+    if (!b) return idx;
+    auto it = map.find(b);
+    if (it == map.end()) return idx;
+    const UOp* bases = g.make(Op::Vectorize, idx->dtype, std::vector<const UOp*>(idx->dtype.lanes, it->second));
+    return g.make(Op::Add, idx->dtype, {bases, idx->src(1)});
   };
 
   // Rebuild with the simplified expressions; a gated load's address also uses what its gate
