@@ -42,6 +42,7 @@ struct CpuKernel final : DeviceKernel {
   std::string symbol;  // entry point in the JIT: sanitized name + key in hex (the same in every process)
   Fn fn = nullptr;
   double opt_ms = 0;  // of compile_ms, the optimization pipeline
+  bool slp = true;    // the optimization pipeline runs the SLP vectorizer on it (wants_slp: scalar float math)
   // Scratch kernels (compile_scratch): removes the code from the JIT when the last copy goes.
   std::shared_ptr<void> code_owner;
 };

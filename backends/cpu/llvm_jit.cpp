@@ -50,6 +50,7 @@
 #include <llvm/Support/xxhash.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Vectorize/SLPVectorizer.h>
 #pragma GCC diagnostic pop
 
 namespace sn {
@@ -117,12 +118,12 @@ uint64_t fnv1a(std::string_view s) {
 //   "SNKC" | u32 format | str full key | str name | str symbol | str source
 //   | u32 n x param {i64 slot, u8 scalar, u16 lanes, u8 ptr, u8 addrspace, i64 size, u8 read, u8 written}
 //   | u32 n x var {str name, i64 min, i64 max} | i64 threads | 3 x i64 global | 3 x i64 local
-//   | features {u8 local_axes, u8 group_reduce, i64 local_bytes, i32 barriers, i32 gated_blocks}
+//   | features {u8 local_axes, u8 group_reduce, i64 local_bytes, i32 barriers, i32 gated_blocks} | u8 slp
 //   | u32 n x opt {u8 op, i64 axis, i64 amount, u8 type, u8 top} | str object file | u64 FNV-1a of all before
 // Integers little-endian (the host's: a payload never leaves its target), str = u32 length + bytes.
 // The full key inside guards against a collision of the hashed key. Any payload that does not parse
 // exactly is a miss: the kernel is compiled and the entry replaced.
-constexpr uint32_t kPayloadFormat = 1;
+constexpr uint32_t kPayloadFormat = 2;  // 2: CpuKernel::slp
 constexpr char kPayloadMagic[4] = {'S', 'N', 'K', 'C'};
 
 // The full identity of a cached kernel, and the short key it is stored under.
@@ -219,6 +220,7 @@ std::optional<std::string> encode_payload(const CpuKernel& k, const std::string&
   w.pod(k.features.local_bytes);
   w.pod(int32_t(k.features.barriers));
   w.pod(int32_t(k.features.gated_blocks));
+  w.pod(uint8_t(k.slp));
   w.pod(uint32_t(k.opts.size()));
   for (const Opt& o : k.opts) {
     w.pod(uint8_t(o.op));
@@ -275,6 +277,7 @@ std::optional<std::pair<CpuKernel, std::string>> decode_payload(std::string_view
   k.features.local_bytes = r.pod<int64_t>();
   k.features.barriers = r.pod<int32_t>();
   k.features.gated_blocks = r.pod<int32_t>();
+  k.slp = r.pod<uint8_t>() != 0;
   for (uint32_t i = 0, n = r.count(1 + 16 + 2); i < n && r.ok; i++) {
     Opt o;
     auto op = r.pod<uint8_t>();
@@ -362,6 +365,32 @@ std::unique_ptr<llvm::orc::LLJIT> make_host_jit(const llvm::orc::JITTargetMachin
   return jit;
 }
 
+// The attribute of the functions of kernels that do not want SLP (wants_slp).
+constexpr const char* kNoSlp = "sn-no-slp";
+
+// The SLP vectorizer, on the functions without kNoSlp ("sn-slp" in the pass pipeline).
+struct SlpWhereWanted : llvm::PassInfoMixin<SlpWhereWanted> {
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& am) {
+    if (f.hasFnAttribute(kNoSlp)) return llvm::PreservedAnalyses::all();
+    return llvm::SLPVectorizerPass().run(f, am);
+  }
+};
+
+// Whether the SLP vectorizer may find work in k: two or more float ALU instructions that codegen
+// left scalar (loops the loop vectorizer takes), or a vector built lane by lane from different
+// scalars (expand's per-lane fallback: a scan's 8 neighbouring loads become one vector load and a
+// shuffle). Register tiles, whose vectors are loads, splats and vector math, have neither.
+bool wants_slp(const LoweredKernel& k) {
+  int scalar_float_ops = 0;
+  for (const UOp* u : k.linear->src()) {
+    if (is_elementwise(u->op) && u->dtype.lanes == 1 && u->dtype.is_float() && ++scalar_float_ops >= 2) return true;
+    if (u->op == Op::Vectorize)
+      for (const UOp* x : u->src())
+        if (x != u->src(0) && x->op != Op::Const && u->src(0)->op != Op::Const) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 struct CpuCompiler::Impl {
@@ -401,10 +430,14 @@ struct CpuCompiler::Impl {
   // a packing copy's 32-element rows ran 1.5-2.5x slower without it), and SLP for what stays scalar
   // (a scan's carried sums). O3's inliner, unswitching, loop distribution and the rest took half of
   // LLVM's optimize time and left the inner loops of the bench_cpu kernels as they were.
+  // SLP runs on the functions of kernels where codegen left float math scalar (wants_slp; the others
+  // carry kNoSlp): in the kernels codegen vectorized it changed no instruction (every ResNet-18 and
+  // bench_cpu kernel but cumsum's) and it was the most expensive pass (on an AVX2 target, 0.40G of the
+  // 2.26G instructions compiling ResNet-18 took).
   static constexpr const char* kPasses =
       "always-inline,"
       "function(sroa<modify-cfg>,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
-      "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,slp-vectorizer,instcombine<no-verify-fixpoint>,"
+      "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,sn-slp,instcombine<no-verify-fixpoint>,"
       "simplifycfg),"
       "globaldce";
   void optimize(llvm::Module& m, llvm::TargetMachine& machine) {
@@ -420,6 +453,12 @@ struct CpuCompiler::Impl {
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.registerPipelineParsingCallback(
+        [](llvm::StringRef name, llvm::FunctionPassManager& fpm, llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
+          if (name != "sn-slp") return false;
+          fpm.addPass(SlpWhereWanted());
+          return true;
+        });
     llvm::ModulePassManager mpm;
     if (auto err = pb.parsePassPipeline(mpm, kPasses))
       fail(Code::Internal, "llvm: bad pass pipeline: ", llvm_message(std::move(err)));
@@ -542,6 +581,14 @@ struct CpuCompiler::Impl {
     if (auto payload = encode_payload(ck, identity, object)) disk->put(disk_key(identity, key), *payload);
   }
 
+  // A kernel's module; its functions carry kNoSlp unless the kernel wants SLP.
+  std::unique_ptr<llvm::Module> parse(const CpuKernel& k, llvm::LLVMContext& ctx) {
+    std::unique_ptr<llvm::Module> m = parse(k.source, ctx, k.symbol);
+    if (!k.slp)
+      for (llvm::Function& fn : *m)
+        if (!fn.isDeclaration()) fn.addFnAttr(kNoSlp);
+    return m;
+  }
   std::unique_ptr<llvm::Module> parse(const std::string& src, llvm::LLVMContext& ctx, const std::string& name) {
     llvm::SMDiagnostic diag;
     auto buf = llvm::MemoryBuffer::getMemBuffer(src, name, false);
@@ -633,6 +680,7 @@ std::vector<std::shared_ptr<const CpuKernel>> CpuCompiler::compile_together(std:
     for (const Fresh& f : fresh) I.compiling.erase(f.ck->symbol);
   };
 
+  for (Fresh& f : fresh) f.ck->slp = wants_slp(*ks[f.index]);
   // One module for all of them: LLVM's fixed cost per module (pass managers, a codegen run; an
   // elementwise kernel's 5 ms of codegen are mostly that) is paid once. Parsed, optimized and
   // emitted outside the lock (each call its own LLVM context and target machine), so that
@@ -648,9 +696,9 @@ std::vector<std::shared_ptr<const CpuKernel>> CpuCompiler::compile_together(std:
     } machine{I, I.acquire_machine()};
     auto ctx = std::make_unique<llvm::LLVMContext>();
     try {
-      std::unique_ptr<llvm::Module> m = I.parse(fresh[0].ck->source, *ctx, fresh[0].ck->symbol);
+      std::unique_ptr<llvm::Module> m = I.parse(*fresh[0].ck, *ctx);
       for (size_t j = 1; j < fresh.size(); j++)
-        if (llvm::Linker::linkModules(*m, I.parse(fresh[j].ck->source, *ctx, fresh[j].ck->symbol)))
+        if (llvm::Linker::linkModules(*m, I.parse(*fresh[j].ck, *ctx)))
           fail(Code::Internal, "llvm: cannot join kernel ", fresh[j].ck->symbol, " to ", fresh[0].ck->symbol);
       auto t1 = std::chrono::steady_clock::now();
       I.optimize(*m, *machine.tm);
@@ -695,12 +743,13 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile_scratch(const LoweredKerne
     ck->symbol = cat("sn_scratch_", I.counter++);
   }
   ck->source = render_llvm_ir(k, ck->symbol);
+  ck->slp = wants_slp(k);
   auto t0 = std::chrono::steady_clock::now();
   std::string object;
   {
     std::unique_ptr<llvm::TargetMachine> machine = I.acquire_machine();
     llvm::LLVMContext ctx;
-    std::unique_ptr<llvm::Module> m = I.parse(ck->source, ctx, ck->symbol);
+    std::unique_ptr<llvm::Module> m = I.parse(*ck, ctx);
     I.optimize(*m, *machine);
     object = I.emit_object(*m, *machine);
     I.release_machine(std::move(machine));
@@ -739,7 +788,7 @@ std::string CpuCompiler::optimized_ir(const CpuKernel& k) {
   Impl& I = *impl_;
   std::lock_guard<std::mutex> lk(I.mu);
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = I.parse(k.source, ctx, k.symbol);
+  std::unique_ptr<llvm::Module> m = I.parse(k, ctx);
   I.optimize(*m);
   std::string out;
   llvm::raw_string_ostream os(out);

@@ -450,6 +450,68 @@ void check_matmul(int64_t M, int64_t N, int64_t K) {
     }
 }
 
+// LLVM's SLP vectorizer runs on the kernels where codegen left float math scalar (it found nothing
+// in register tiles and was the most expensive pass there): a register-tiled matmul goes without
+// it, a scalar elementwise kernel with two float ops (left to LLVM's vectorizers) and a vector
+// built from different scalars (expand's per-lane fallback) get it; every result is right.
+TEST(CpuBackend, SlpRunsWhereCodegenLeftScalarMath) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t M = 64, N = 64, K = 48;
+  auto *A = b.param(0, dtypes::float32, M * K), *B = b.param(1, dtypes::float32, K * N);
+  auto* C = b.param(2, dtypes::float32, M * N);
+  auto *i = b.range(M, 0), *j = b.range(N, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* v = b.mul(b.load(A, b.flat({i, k}, {M, K})), b.load(B, b.flat({k, j}, {K, N})));
+  auto* mm = b.sink({b.store(C, b.flat({i, j}, {M, N}), b.reduce(Op::Add, v, {k}))});
+  std::vector<float> a(M * K), bb(K * N), c(M * N, -1);
+  for (int64_t x = 0; x < M * K; x++) a[x] = float((x * 131) % 97) / 48.0f - 1;
+  for (int64_t x = 0; x < K * N; x++) bb[x] = float((x * 71) % 89) / 44.0f - 1;
+  auto tiled = run_kernel(g, mm, {a.data(), bb.data(), c.data()});
+  EXPECT_FALSE(tiled->slp) << tiled->name;
+  for (int64_t x = 0; x < M; x++)
+    for (int64_t y = 0; y < N; y++) {
+      double w = 0;
+      for (int64_t z = 0; z < K; z++) w += double(a[x * K + z]) * double(bb[z * N + y]);
+      ASSERT_NEAR(c[x * N + y], w, 1e-5 * double(K)) << x << "," << y;
+    }
+
+  // an unoptimized elementwise kernel: scalar adds and multiplies
+  const int64_t n = 100;
+  auto *P = b.param(3, dtypes::float32, n), *Q = b.param(4, dtypes::float32, n), *R = b.param(5, dtypes::float32, n);
+  auto* e = b.range(n, 0);
+  auto* ew = b.sink({b.store(R, e, b.add(b.mul(b.load(P, e), b.load(Q, e)), b.load(P, e)))});
+  LowerOptions plain;
+  plain.optimize = false;
+  std::vector<float> ps(n), qs(n), rs(n, -1);
+  for (int64_t x = 0; x < n; x++) ps[size_t(x)] = float(x) * 0.25f - 7, qs[size_t(x)] = 2.5f - float(x);
+  std::vector<void*> ew_bufs{nullptr, nullptr, nullptr, ps.data(), qs.data(), rs.data()};
+  auto scalar = run_kernel(g, ew, ew_bufs, {}, plain);
+  EXPECT_TRUE(scalar->slp) << scalar->name;
+  for (size_t x = 0; x < size_t(n); x++) ASSERT_EQ(rs[x], ps[x] * qs[x] + ps[x]) << x;
+
+  // lanes that walk a stride of 8 on a target without gathers: loaded one by one into a vector
+  Target no_gathers = jit().target();
+  no_gathers.has_gather_scatter = false;
+  auto *X = b.param(6, dtypes::float32, 64 * 8), *Y = b.param(7, dtypes::float32, 64 * 8);
+  auto *r = b.range(64, 0), *q = b.range(8, 1);
+  auto* tr = b.sink({b.store(Y, b.add(b.mul(q, b.c(64)), r), b.load(X, b.add(b.mul(r, b.c(8)), q)))});
+  LowerOptions upcast;
+  upcast.opts = std::vector<Opt>{Opt::upcast(0, 16)};
+  LoweredKernel lk = lower_kernel(g, tr, no_gathers, upcast);
+  bool per_lane = false;
+  for (const UOp* u : lk.linear->src())
+    per_lane = per_lane || (u->op == Op::Vectorize && u->dtype.is_float() && u->src(0) != u->src(1));
+  ASSERT_TRUE(per_lane) << linear_str(lk.linear);
+  auto ck = jit().compile(lk);
+  EXPECT_TRUE(ck->slp);
+  std::vector<float> xs(64 * 8), ys(64 * 8, -1);
+  for (size_t x = 0; x < xs.size(); x++) xs[x] = float(x) * 0.5f - 3;
+  std::vector<void*> bufs{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, xs.data(), ys.data()};
+  jit().run(*ck, bufs.data(), nullptr);
+  for (size_t rr = 0; rr < 64; rr++)
+    for (size_t qq = 0; qq < 8; qq++) ASSERT_EQ(ys[qq * 64 + rr], xs[rr * 8 + qq]) << rr << "," << qq;
+}
+
 TEST(CpuBackend, MatmulOddSizes) { check_matmul(13, 19, 17); }
 TEST(CpuBackend, MatmulVectorTile) { check_matmul(32, 64, 40); }
 TEST(CpuBackend, MatmulRegisterTiled) { check_matmul(64, 64, 48); }
