@@ -11,7 +11,6 @@ namespace sn {
 
 namespace {
 // Stable (process-independent) hashing: FNV-1a over bytes, splitmix-style mixing for words.
-uint64_t mix(uint64_t h, uint64_t v) { return hash_combine(h, v); }
 uint64_t hash_bytes(const void* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
   auto* b = static_cast<const unsigned char*>(p);
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
@@ -23,12 +22,12 @@ uint64_t hash_dtype(DType d) {
 }
 uint64_t hash_device(const Device& d) {
   uint64_t h = d.tuple ? 7 : 3;
-  for (auto& n : d.names) h = mix(h, hash_str(n));
+  for (auto& n : d.names) h = hash_combine(h, hash_str(n));
   return h;
 }
 uint64_t hash_ints(const std::vector<int64_t>& v) {
   uint64_t h = 0x1234;
-  for (auto x : v) h = mix(h, uint64_t(x));
+  for (auto x : v) h = hash_combine(h, uint64_t(x));
   return h;
 }
 
@@ -48,7 +47,7 @@ std::string Device::str() const {
 }
 
 uint64_t hash_arg(const Arg& a) {
-  uint64_t h = mix(0xa5a5, a.index());
+  uint64_t h = hash_combine(0xa5a5, a.index());
   struct V {
     uint64_t operator()(std::monostate) const { return 0; }
     uint64_t operator()(int64_t v) const { return uint64_t(v); }
@@ -60,19 +59,22 @@ uint64_t hash_arg(const Arg& a) {
     uint64_t operator()(const std::vector<int64_t>& v) const { return hash_ints(v); }
     uint64_t operator()(DType d) const { return hash_dtype(d); }
     uint64_t operator()(const std::string& s) const { return hash_str(s); }
-    uint64_t operator()(const ReduceArg& r) const { return mix(uint64_t(r.op), hash_ints(r.axes)); }
-    uint64_t operator()(const RangeArg& r) const { return mix(uint64_t(r.id), uint64_t(r.type)); }
+    uint64_t operator()(const ReduceArg& r) const { return hash_combine(uint64_t(r.op), hash_ints(r.axes)); }
+    uint64_t operator()(const RangeArg& r) const { return hash_combine(uint64_t(r.id), uint64_t(r.type)); }
     uint64_t operator()(const BufferArg& b) const {
-      return mix(mix(mix(b.id, uint64_t(b.size)), hash_device(b.device)), uint64_t(b.addrspace));
+      return hash_combine(hash_combine(hash_combine(b.id, uint64_t(b.size)), hash_device(b.device)),
+                          uint64_t(b.addrspace));
     }
     uint64_t operator()(const ParamArg& p) const {
-      return mix(mix(uint64_t(p.slot), hash_device(p.device)), uint64_t(p.addrspace));
+      return hash_combine(hash_combine(uint64_t(p.slot), hash_device(p.device)), uint64_t(p.addrspace));
     }
-    uint64_t operator()(const VarArg& v) const { return mix(mix(hash_str(v.name), uint64_t(v.min)), uint64_t(v.max)); }
-    uint64_t operator()(const MemArg& m) const { return mix(hash_device(m.device), uint64_t(m.addrspace)); }
-    uint64_t operator()(const SliceArg& s) const { return mix(uint64_t(s.size), hash_dtype(s.dtype)); }
+    uint64_t operator()(const VarArg& v) const {
+      return hash_combine(hash_combine(hash_str(v.name), uint64_t(v.min)), uint64_t(v.max));
+    }
+    uint64_t operator()(const MemArg& m) const { return hash_combine(hash_device(m.device), uint64_t(m.addrspace)); }
+    uint64_t operator()(const SliceArg& s) const { return hash_combine(uint64_t(s.size), hash_dtype(s.dtype)); }
   };
-  return mix(h, std::visit(V{}, a));
+  return hash_combine(h, std::visit(V{}, a));
 }
 
 bool arg_equal(const Arg& a, const Arg& b) {

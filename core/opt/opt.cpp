@@ -403,7 +403,7 @@ const UOp* apply_tc(Graph& g, const OptState& k, const Opt& opt, const Target& t
   TcMatch t = match_tc(sink, opt.axis, tc, true, no);
   const UOp *red = t.red, *kr = t.kr, *mr = t.mr, *nr = t.nr, *a = t.a, *b = t.b;
 
-  int64_t next_id = max_range_id(ranges_of(sink)) + 1;
+  int64_t next_id = max_range_id(padded.ranges()) + 1;
   AxisType mt = mr->as<RangeArg>().type, nt = nr->as<RangeArg>().type;
   auto rest = [&](const UOp* r, int64_t size, AxisType t) -> const UOp* {
     int64_t n = const_bound(r) / size;
