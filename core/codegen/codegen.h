@@ -141,6 +141,10 @@ inline constexpr Op kTranscendentals[] = {Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt,
 // Decomposes the listed ops (of Exp2, Log2, Sin, Sqrt, Pow) on float32/float64 values into
 // polynomials and bit manipulation (see transcendental.cpp for the algorithms and accuracy).
 const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const Op> ops = kTranscendentals);
+class PatternMatcher;
+// The rule behind it, for passes that decompose in their own rewrite: ctx is a
+// `const std::span<const Op>*` naming the ops to decompose.
+const PatternMatcher& transcendental_rules();
 const UOp* linearize(Graph& g, const UOp* sink);  // -> Linear
 // Fills k's params, vars, features and launch grid (from `dims`) from k.linear; checks the target's local memory.
 void describe_lowered(LoweredKernel& k, const Target& target, const ParallelDims& dims);

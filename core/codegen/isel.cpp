@@ -118,11 +118,16 @@ const PatternMatcher& isel_rules() {
 const UOp* select_instructions(Graph& g, const UOp* sink, const Target& target) {
   sink = emulate_tensor_cores(g, sink, target);
   if (target.vector_bits == 0) sink = devectorize(g, sink);
-  const UOp* out = graph_rewrite(g, sink, isel_rules());
   std::vector<Op> decompose;
   for (Op op : kTranscendentals)
     if (!target.has_native(op)) decompose.push_back(op);
-  return decompose.empty() ? out : decompose_transcendentals(g, out, decompose);
+  if (decompose.empty()) return graph_rewrite(g, sink, isel_rules());
+  // One rewrite selects and decomposes (a second walk of the kernel cost as much as the first):
+  // half math becomes float32 before its transcendentals decompose, as the rules come in order,
+  // and what a decomposition builds is selected too.
+  static const PatternMatcher with_decompose = isel_rules() + transcendental_rules();
+  std::span<const Op> wanted(decompose);
+  return graph_rewrite(g, sink, with_decompose, &wanted);
 }
 
 }  // namespace sn

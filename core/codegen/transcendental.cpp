@@ -420,7 +420,7 @@ const UOp* decompose(const Match& mt) {
 
 }  // namespace
 
-const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const Op> ops) {
+const PatternMatcher& transcendental_rules() {
   static const PatternMatcher pm({
       {Pat::ops({Op::Exp2, Op::Log2, Op::Sin, Op::Sqrt, Op::Pow}),
        [](const Match& m) -> const UOp* {
@@ -429,7 +429,11 @@ const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const 
        },
        "transcendental"},
   });
-  return graph_rewrite(g, sink, pm, const_cast<std::span<const Op>*>(&ops));
+  return pm;
+}
+
+const UOp* decompose_transcendentals(Graph& g, const UOp* sink, std::span<const Op> ops) {
+  return graph_rewrite(g, sink, transcendental_rules(), &ops);
 }
 
 }  // namespace sn

@@ -6,7 +6,8 @@
 namespace sn {
 
 namespace {
-constexpr size_t kSrcBlock = 1 << 14;  // pointers per source block
+constexpr size_t kSrcBlock = 1 << 14;                         // pointers per source block
+constexpr size_t kFirstNodeBlock = 64, kMaxNodeBlock = 4096;  // nodes per node block
 
 uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg& arg, int64_t tag) {
   uint64_t h = hash_combine(uint64_t(op) * 0x100000001b3ULL, (uint64_t(dt.scalar) << 24) | (uint64_t(dt.lanes) << 8) |
@@ -18,7 +19,26 @@ uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg
 }  // namespace
 
 Graph::Graph() { table_.assign(1024, nullptr); }
-Graph::~Graph() = default;
+
+Graph::~Graph() {
+  for (NodeBlock& b : node_blocks_) {
+    std::destroy_n(b.nodes, b.used);
+    std::allocator<UOp>().deallocate(b.nodes, b.capacity);
+  }
+}
+
+UOp* Graph::new_node() {
+  if (node_blocks_.empty() || node_blocks_.back().used == node_blocks_.back().capacity) {
+    size_t capacity = std::clamp<size_t>(node_count_, kFirstNodeBlock, kMaxNodeBlock);
+    node_blocks_.reserve(node_blocks_.size() + 1);  // so that a failed allocation below leaks nothing
+    node_blocks_.push_back({std::allocator<UOp>().allocate(capacity), 0, capacity});
+  }
+  NodeBlock& b = node_blocks_.back();
+  UOp* n = new (b.nodes + b.used) UOp();
+  b.used++;
+  node_count_++;
+  return n;
+}
 
 void Graph::grow() {
   std::vector<UOp*> bigger(table_.size() * 2, nullptr);
@@ -50,12 +70,12 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Ar
   Shape shape;
   bool has_shape = derive_shape(op, dtype, src, arg, &shape);
 
-  UOp& n = nodes_.emplace_back();
+  UOp& n = *new_node();
   n.op = op;
   n.dtype = dtype;
   n.arg = std::move(arg);
   n.tag = tag;
-  n.id = uint32_t(nodes_.size() - 1);
+  n.id = uint32_t(node_count_ - 1);
   n.graph_ = this;
   n.hash_ = h;
   n.has_shape_ = has_shape;
@@ -74,7 +94,7 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Ar
   }
   n.nsrc_ = uint32_t(src.size());
   table_[i] = &n;
-  if (nodes_.size() * 2 > table_.size()) grow();
+  if (node_count_ * 2 > table_.size()) grow();
   return &n;
 }
 

@@ -5,7 +5,6 @@
 // Structure (op, dtype, src, arg, shape) of built nodes may be read concurrently, and so may
 // properties already derived (UOp::derive_for_readers), while the owning thread builds more.
 #pragma once
-#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -57,13 +56,21 @@ class Graph {
   const UOp* shape_uop(std::span<const int64_t> dims);
   const UOp* sink(std::span<const UOp* const> src) { return make(Op::Sink, dtypes::void_, src); }
 
-  size_t size() const { return nodes_.size(); }
+  size_t size() const { return node_count_; }
   uint64_t next_buffer_id() { return ++buffer_ids_; }
 
  private:
   const UOp* intern(Op op, DType dtype, std::span<const UOp* const> src, Arg&& arg, int64_t tag);
   void grow();
-  std::deque<UOp> nodes_;
+  UOp* new_node();
+  // Nodes live in blocks that double in size up to a limit: a pass builds thousands of nodes, and
+  // a node costs no allocation of its own (a std::deque of 256-byte UOps allocated every second one).
+  struct NodeBlock {
+    UOp* nodes;
+    size_t used, capacity;
+  };
+  std::vector<NodeBlock> node_blocks_;
+  size_t node_count_ = 0;
   std::vector<UOp*> table_;  // open addressing, power-of-two capacity
   std::vector<std::unique_ptr<const UOp*[]>> src_blocks_;
   const UOp** src_cur_ = nullptr;

@@ -453,6 +453,7 @@ bool derive_shape_of(Op op, DType dtype, std::span<const UOp* const> src, const 
 
 bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out) {
   if (!derive_shape_of(op, dtype, src, arg, out)) return false;
+  if (out->empty()) return true;  // a scalar: one element
   // Every shape in a graph has an element count that fits int64 (checked_numel), so the passes
   // after this (schedule, indexing, allocation) multiply dims without checks of their own.
   (void)checked_numel(const_dims(*out), nm(op));

@@ -613,6 +613,36 @@ TEST(Codegen, EvalIntStepMatchesTwoEvaluations) {
   EXPECT_FALSE(eval_int_step(b.load(A, r), {}, r, &a, &c));
 }
 
+// isel decomposes the transcendentals the target lacks in its own rewrite: the same kernel as
+// selecting first and decomposing after (interned, so the same node), for float16 math (computed in
+// float32, then decomposed) and float32 math beside a floor division.
+TEST(Codegen, IselDecomposesTranscendentalsInOneRewrite) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* H = b.param(0, dtypes::float16, 8);
+  auto* F = b.param(1, dtypes::float32, 8);
+  auto* i = b.range(8, 0);
+  auto* x = g.var("x", -5, 5);
+  const UOp* h = b.load(H, i);
+  const UOp* f = b.load(F, g.alu(Op::Idiv, g.alu(Op::Add, i, x), b.c(2)));
+  std::vector<const UOp*> values{g.alu(Op::Exp2, h), g.alu(Op::Log2, f), g.alu(Op::Sqrt, f), g.alu(Op::Sin, f),
+                                 g.alu(Op::Pow, f, g.alu(Op::Exp2, f))};
+  Target soft = test_target(), native = test_target();
+  soft.native_math.clear();
+  for (const UOp* v : values) {
+    const UOp* merged = select_instructions(g, v, soft);
+    EXPECT_EQ(merged, decompose_transcendentals(g, select_instructions(g, v, native))) << op_name(v->op);
+    for (const UOp* u : toposort(merged)) {
+      EXPECT_FALSE(u->op == Op::Exp2 || u->op == Op::Log2 || u->op == Op::Sqrt || u->op == Op::Sin || u->op == Op::Pow)
+          << op_name(v->op) << " left " << op_name(u->op);
+      EXPECT_FALSE(u->op == Op::Idiv || u->op == Op::Mod) << op_name(v->op);
+      if (is_elementwise(u->op) && u->op != Op::Cast) {
+        EXPECT_NE(u->dtype.scalar, Scalar::Float16) << op_name(u->op);
+      }
+    }
+  }
+}
+
 TEST(Codegen, HalfMathIsComputedInFloat) {
   Graph g;
   KernelBuilder b{g};

@@ -84,6 +84,22 @@ TEST(Graph, InterningGivesPointerEquality) {
   EXPECT_EQ(g.size(), before);
 }
 
+// Nodes live in blocks (64 nodes, doubling to 4096): across many blocks a node keeps its address,
+// its id is its creation index, and building it again finds it.
+TEST(Graph, NodesKeepTheirAddressAcrossBlocks) {
+  Graph g;
+  const size_t first = g.size();
+  std::vector<const UOp*> made;
+  for (int64_t v = 0; v < 20000; v++) made.push_back(g.cint(v * 7 + 3));
+  EXPECT_EQ(g.size(), first + made.size());
+  for (size_t k = 0; k < made.size(); k++) {
+    EXPECT_EQ(made[k]->id, first + k);
+    EXPECT_EQ(made[k]->const_int(), i128(int64_t(k) * 7 + 3));
+    EXPECT_EQ(g.cint(int64_t(k) * 7 + 3), made[k]);
+  }
+  EXPECT_EQ(g.size(), first + made.size());
+}
+
 TEST(Graph, ContentHashIsStructural) {
   Graph g1, g2;
   auto build = [](Graph& g) { return g.alu(Op::Mul, g.alu(Op::Add, g.var("x", 0, 9), g.cint(2)), g.cint(3)); };
