@@ -5,6 +5,7 @@
 // Structure (op, dtype, src, arg, shape) of built nodes may be read concurrently, and so may
 // properties already derived (UOp::derive_for_readers), while the owning thread builds more.
 #pragma once
+#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -57,6 +58,15 @@ class Graph {
   const UOp* sink(std::span<const UOp* const> src) { return make(Op::Sink, dtypes::void_, src); }
 
   size_t size() const { return node_count_; }
+
+  // The node core/symbolic's simplify made of u, or nullptr. simplify is a function of the node
+  // alone and nodes never change, so each graph keeps its results: the schedule simplifies the
+  // same index expressions in every round, and the symbolic rules simplify their own subterms.
+  const UOp* simplified(const UOp* u) const { return u->id < simplified_.size() ? simplified_[u->id] : nullptr; }
+  void set_simplified(const UOp* u, const UOp* s) {
+    if (u->id >= simplified_.size()) simplified_.resize(std::max<size_t>(size_t(u->id) + 1, 2 * simplified_.size()));
+    simplified_[u->id] = s;
+  }
   uint64_t next_buffer_id() { return ++buffer_ids_; }
 
  private:
@@ -71,7 +81,8 @@ class Graph {
   };
   std::vector<NodeBlock> node_blocks_;
   size_t node_count_ = 0;
-  std::vector<UOp*> table_;  // open addressing, power-of-two capacity
+  std::vector<const UOp*> simplified_;  // by node id
+  std::vector<UOp*> table_;             // open addressing, power-of-two capacity
   std::vector<std::unique_ptr<const UOp*[]>> src_blocks_;
   const UOp** src_cur_ = nullptr;
   size_t src_left_ = 0;

@@ -439,7 +439,12 @@ const PatternMatcher& symbolic_rules() {
   return pm;
 }
 
-const UOp* simplify(Graph& g, const UOp* root) { return graph_rewrite(g, root, symbolic_rules()); }
+const UOp* simplify(Graph& g, const UOp* root) {
+  if (const UOp* known = g.simplified(root)) return known;
+  const UOp* s = graph_rewrite(g, root, symbolic_rules());
+  g.set_simplified(root, s);
+  return s;
+}
 
 namespace {
 // Marks the stand-in variables of simplify_given_valid (the tag keeps them apart from user vars).

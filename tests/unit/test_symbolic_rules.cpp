@@ -56,6 +56,28 @@ TEST_F(SymbolicRules, ConstantFoldingFollowsTheDtype) {
   EXPECT_NODE(s(g.alu(Op::Sqrt, g.cfloat(4.0, dtypes::float64))), g.cfloat(2.0, dtypes::float64));
 }
 
+// A graph keeps what simplify made of each node: the second call builds nothing and returns the
+// same node; another graph simplifies its own copy into its own nodes, structurally the same.
+TEST_F(SymbolicRules, AGraphKeepsWhatItSimplified) {
+  const UOp* e = add(idiv(add(mul(x, c(4)), mod(y, c(4))), c(4)), mul(c(2), add(x, c(3))));
+  const UOp* first = s(e);
+  EXPECT_NODE(first, add(mul(x, c(3)), c(6)));
+  const size_t built = g.size();
+  EXPECT_EQ(s(e), first);
+  EXPECT_EQ(g.size(), built);
+  EXPECT_EQ(g.simplified(e), first);
+  EXPECT_EQ(g.simplified(c(12345)), nullptr);  // never simplified
+  Graph g2;
+  const UOp *x2 = g2.var("x", 0, 15), *y2 = g2.var("y", 0, 8);
+  auto k = [&](int64_t v) { return g2.cint(v); };
+  const UOp* e2 =
+      g2.alu(Op::Add, g2.alu(Op::Idiv, g2.alu(Op::Add, g2.alu(Op::Mul, x2, k(4)), g2.alu(Op::Mod, y2, k(4))), k(4)),
+             g2.alu(Op::Mul, k(2), g2.alu(Op::Add, x2, k(3))));
+  const UOp* second = simplify(g2, e2);
+  EXPECT_EQ(second->graph(), &g2);
+  EXPECT_EQ(second->content_hash(), first->content_hash());
+}
+
 TEST_F(SymbolicRules, Identities) {
   EXPECT_NODE(s(add(x, c(0))), x);
   EXPECT_NODE(s(mul(x, c(1))), x);
