@@ -64,15 +64,8 @@ const UOp* identity_of(Graph& g, Op reduce_op, DType dt) {
 // Ranges an index expression depends on.
 void collect_ranges(const UOp* e, std::unordered_set<const UOp*>& out) {
   if (e == nullptr) return;
-  std::vector<const UOp*> stack{e};
-  std::unordered_set<const UOp*> seen{e};
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
+  for (const UOp* u : toposort(e))  // (toposort's marks, not a set of every node visited)
     if (u->op == Op::Range) out.insert(u);
-    for (const UOp* s : u->src())
-      if (seen.insert(s).second) stack.push_back(s);
-  }
 }
 
 // The terms of a conjunction (And of bools).
@@ -485,6 +478,7 @@ class Lowerer {
   // Lowers `root` at index context `rctx`: an explicit stack, since tensor graphs can be deep.
   const UOp* lower(const UOp* root, int rctx) {
     std::vector<Frame> stack;
+    stack.reserve(64);
     stack.emplace_back(root, rctx);
     while (!stack.empty()) {
       Frame& f = stack.back();
@@ -499,9 +493,11 @@ class Lowerer {
         f.expanded = true;
         expand(f);
         open_reduce_.insert(open_reduce_.end(), f.ranges.begin(), f.ranges.end());
-        std::vector<Child> kids = f.children;  // pushing invalidates f
-        for (auto it = kids.rbegin(); it != kids.rend(); ++it)
-          if (!memo_.count(key(it->node, it->ctx))) stack.emplace_back(it->node, it->ctx);
+        const size_t at = stack.size() - 1;  // pushing invalidates f: index the frame instead
+        for (size_t k = f.children.size(); k-- > 0;) {
+          const Child c = stack[at].children[k];
+          if (!memo_.count(key(c.node, c.ctx))) stack.emplace_back(c.node, c.ctx);
+        }
         continue;
       }
       const UOp* v = build(f);
