@@ -440,9 +440,11 @@ const PatternMatcher& symbolic_rules() {
 }
 
 const UOp* simplify(Graph& g, const UOp* root) {
-  if (const UOp* known = g.simplified(root)) return known;
+  // (a node of another graph is simplified without the memo: its id means nothing in g's)
+  const bool own = root->graph() == &g;
+  if (const UOp* known = own ? g.simplified(root) : nullptr) return known;
   const UOp* s = graph_rewrite(g, root, symbolic_rules());
-  g.set_simplified(root, s);
+  if (own) g.set_simplified(root, s);
   return s;
 }
 
