@@ -316,12 +316,14 @@ bool eval_int_step(const UOp* root, const std::unordered_map<const UOp*, int64_t
 }
 
 const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets) {
-  DType vi = base->dtype.vec(uint16_t(offsets.size()));
   std::vector<const UOp*> cs;
   for (int64_t o : offsets) cs.push_back(g.cint(o, base->dtype));
-  return g.make(
-      Op::Add, vi,
-      {g.make(Op::Vectorize, vi, std::vector<const UOp*>(offsets.size(), base)), g.make(Op::Vectorize, vi, cs)});
+  return lane_index(g, base, g.make(Op::Vectorize, base->dtype.vec(uint16_t(offsets.size())), cs));
+}
+
+const UOp* lane_index(Graph& g, const UOp* base, const UOp* offsets) {
+  return g.make(Op::Add, offsets->dtype,
+                {g.make(Op::Vectorize, offsets->dtype, std::vector<const UOp*>(offsets->dtype.lanes, base)), offsets});
 }
 
 const UOp* lane_index_base(const UOp* idx) {

@@ -72,6 +72,8 @@ bool eval_int_step(const UOp* u, const std::unordered_map<const UOp*, int64_t>& 
 // Index(buffer, it) loads or stores k elements at those positions), and its base, or nullptr when
 // idx is not of that form.
 const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets);
+// The same over offsets already built (a Vectorize of constants, as lane_index makes them).
+const UOp* lane_index(Graph& g, const UOp* base, const UOp* offsets);
 const UOp* lane_index_base(const UOp* idx);
 
 // Whether the graph under u contains node x (u's value or address moves with x).

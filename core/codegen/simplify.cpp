@@ -44,15 +44,13 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     auto it = map.find(e);
     return it == map.end() ? e : it->second;
   };
-  // The address of a gather or scatter rebuilt over its simplified base (the constant offsets stay).
-  // (lane_index(base', offsets) with the offsets' Vectorize of constants as it is.)
+  // The address of a gather or scatter rebuilt over its simplified base (its offsets' Vectorize of
+  // constants as it is).
   auto lanes_over_final_base = [&](const UOp* idx) {
     const UOp* b = lane_index_base(idx);
     if (!b) return idx;
     auto it = map.find(b);
-    if (it == map.end()) return idx;
-    const UOp* bases = g.make(Op::Vectorize, idx->dtype, std::vector<const UOp*>(idx->dtype.lanes, it->second));
-    return g.make(Op::Add, idx->dtype, {bases, idx->src(1)});
+    return it == map.end() ? idx : lane_index(g, it->second, idx->src(1));
   };
 
   // Rebuild with the simplified expressions; a gated load's address also uses what its gate
