@@ -228,9 +228,14 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //      vectors would waste little (below): ResNet-18's 256x14x14 convolution, 32 output
       //      channels x 7 columns per tile, ran 1.38-1.41 ms on one core against 1.50-1.63 ms with
       //      its rows padded to 16 lanes x 8 channels x 2 rows.
+      //      With 16 vector registers (AVX2) also where the axis fills just one register: a tile of
+      //      8 columns x 8 output-channel copies loads a broadcast weight per copy and filter tap, where
+      //      16 channel lanes x 4 columns share each input value across the channels and the taps
+      //      (conv2d 64x56x56 on a Zen 3, constant weights: 3.1 -> 2.1 ms). AVX-512's one-register
+      //      tiles (the small CNN's 16-wide map, the stem) were measured on a Xeon and stay as they were.
       const int64_t padded = (n + vw - 1) / vw * vw;
       const bool pad_ok = !amt && lanes_ok && n > 1 && n >= vw / 2 && 4 * (padded - n) <= padded;
-      if (amt < vw) {
+      if (amt < vw || (amt == vw && target.vector_registers < 32)) {
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
           const UOp* r = loop_at(pos);
           int64_t m = r ? const_bound(r) : 0;
@@ -243,7 +248,21 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
               if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
           }
           if (!contiguous) continue;
+          // Two registers of lanes halve the copy budget below (2b): where that leaves no count of 4
+          // or more copies for any other output axis (AVX2's 4 copies against a 7- or 14-wide map),
+          // one register of lanes with 7 copies of a column instead (ResNet-18's 512x7x7 convolution
+          // on a Zen 3, constant weights: 16 channels x 1 column 9.4-10.2 ms, 8 x 7 1.9-2.1 ms).
           int64_t lanes = div_amount(m, {2 * vw, vw});
+          if (lanes == 2 * vw) {
+            const int64_t budget = std::min<int64_t>(8, target.vector_registers / 2 / 2);
+            bool copies = false;
+            for (int64_t q = 0; q < nloops && !copies; q++) {
+              const UOp* o = q == pos ? nullptr : loop_at(q);
+              const int64_t len = o ? const_bound(o) : 0;
+              for (int64_t c = budget; c >= 4 && !copies; c--) copies = len >= c && len % c == 0;
+            }
+            if (!copies) lanes = vw;
+          }
           apply(Opt::upcast(id_of(r), lanes));
           vec_axis = r;
           vec_pos = pos;
@@ -373,16 +392,32 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //     input every step, on the ports the FMAs need (ResNet-18's 256x14x14 convolution: 1.78 -> 1.04 ms; the small
       //     CNN's two: 53 -> 46 and 115 -> 97 us). (The innermost Reduce's axis: a max pool around the convolution
       //     keeps its loop.)
-      std::vector<Opt> short_axes;
-      for (const UOp* red : toposort(k.sink)) {  // (the tile's opts rebuilt the Reduces)
-        if (red->op != Op::Reduce) continue;
-        const UOp* inner = innermost_reduce_axis(red);
-        int64_t n = inner ? const_bound(inner) : 0;
-        if (n < 2 || n > (wide_filter ? 8 : 4) || contains_reduce(red->src(0))) continue;
-        Opt o = Opt::unroll(id_of(inner), n);
-        if (std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end()) short_axes.push_back(o);
+      //     With 16 vector registers and two registers of lanes, the next short reduce axis (the
+      //     filter's height) is unrolled as well where the reduce loop left around it is short (at
+      //     most 16 steps: the input channels of a small CNN's convolutions), so the tile's loops of 3
+      //     go. On a Zen 3, alternated: the small CNN's first convolution 0.115-0.139 -> 0.091-0.103 ms,
+      //     its second 0.151-0.154 -> 0.135-0.138 ms. Around 64 or more input channels it gained
+      //     nothing once the guest's speed was accounted for (conv2d 64x56x56: 1.34-1.41 ms either way)
+      //     and tripled the tile's code (ResNet-18 compiled 10-20% slower).
+      const int rounds = target.vector_registers < 32 && vregs == 2 ? 2 : 1;
+      for (int round = 0; round < rounds; round++) {
+        std::vector<Opt> short_axes;
+        for (const UOp* red : toposort(k.sink)) {  // (the tile's opts rebuilt the Reduces)
+          if (red->op != Op::Reduce) continue;
+          const UOp* inner = innermost_reduce_axis(red);
+          int64_t n = inner ? const_bound(inner) : 0;
+          if (n < 2 || n > (wide_filter && round == 0 ? 8 : 4) || contains_reduce(red->src(0))) continue;
+          int64_t rest = 1;  // the reduce steps around this axis
+          for (size_t i = 1; i < red->nsrc(); i++)
+            if (const UOp* r = red->src(i);
+                r != inner && r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce)
+              rest *= std::max<int64_t>(1, const_bound(r));
+          if (round == 1 && rest > 16) continue;
+          Opt o = Opt::unroll(id_of(inner), n);
+          if (std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end()) short_axes.push_back(o);
+        }
+        for (const Opt& o : short_axes) apply(o);
       }
-      for (const Opt& o : short_axes) apply(o);
     } else if (vec_axis && nloops == 1) {
       // 2c. The vector axis is the only output axis (a matrix-vector product, a column sum): it
       //     takes the copies itself, so each step of the reduce reads several adjacent vectors of

@@ -8,6 +8,7 @@
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
+#include "tests/unit/test_pipeline_util.h"
 #include "tests/util/ops_case.h"
 #include "tests/util/test_helpers.h"
 
@@ -174,6 +175,48 @@ TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
     }
     EXPECT_EQ(upcasts, (std::vector<int64_t>{32, 7})) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
+  }
+}
+
+// With AVX2's 16 vector registers a 3x3 convolution's tile fits the accumulators in 8 of them: 16
+// output-channel lanes (two registers) x 4 columns where 4 copies divide the map (56, 28; also
+// where the rows would fill one register of lanes), with the filter's height unrolled beside its
+// width when few input channels are left around it (4, not 32); one register of 8 channel lanes x
+// 7 columns where 4 copies divide nothing (14, 7). The kernels compiled with those opts on this
+// machine match the oracle.
+class Avx2Tiles : public testrt::OracleFixture<20261128> {};
+TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
+  Target t = cpu_like();
+  t.vector_bits = 256;
+  t.vector_registers = 16;
+  struct Want {
+    int64_t hw, channels;
+    std::vector<int64_t> upcasts, unrolls;
+  };
+  for (const Want& want :
+       {Want{56, 4, {16, 4}, {3, 3}}, Want{28, 32, {16, 4}, {3}}, Want{14, 4, {8, 7}, {3}}, Want{7, 32, {8, 7}, {3}}}) {
+    const int64_t hw = want.hw;
+    const UOp *x = in(dtypes::float32, {1, want.channels, hw, hw}), *w = in(dtypes::float32, {64, want.channels, 3, 3});
+    std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* conv = nullptr;
+    for (const ScheduledKernel& k : s.kernels)
+      if (kernel_name(k.ast).rfind("r_", 0) == 0) conv = &k;
+    ASSERT_NE(conv, nullptr) << hw;
+    LoweredKernel k = lower_kernel(g, conv->ast, t);
+    std::vector<int64_t> upcasts, unrolls;
+    for (const Opt& o : k.opts) {
+      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
+      if (o.op == OptOp::Split && o.type == AxisType::Unroll) unrolls.push_back(o.amount);
+      EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
+    }
+    EXPECT_EQ(upcasts, want.upcasts) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(unrolls, want.unrolls) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
+    CompileOptions forced;
+    forced.kernel_opts[conv->ast->content_hash()] = k.opts;
+    testrt::expect_matches_oracle(g, outs, data, "conv " + std::to_string(hw) + " with AVX2's tile", 1e-4, 1e-4,
+                                  forced);
   }
 }
 
