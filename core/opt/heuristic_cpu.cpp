@@ -546,11 +546,44 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       }
       return true;
     };
+    // Without gather instructions (AVX2) the lanes of a transposing copy's strided load are one
+    // scalar load each, taken from a different source row for every lane and every position of the
+    // rows' other axes. There the axes the load walks contiguously, when they are short (a
+    // filter's taps), are unrolled whole instead: each source row's run (a 3x3 filter's 9 weights)
+    // is read at once (ResNet-18's 512x512x3x3 weight packing on a Zen 3, alternated: 1.11-1.76 ->
+    // 0.53-0.82 ms; 8 lanes beside the 9 copies: 1.03-1.13 ms).
+    auto contiguous_run = [&] {
+      std::vector<const UOp*> run;
+      for (const UOp* u : toposort(k.sink)) {
+        const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
+        auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
+        if (!st || (*st < 16 && *st > -16)) continue;
+        int64_t span = 1;  // the elements the run covers so far: the next axis must step by it
+        for (bool grew = true; grew;) {
+          grew = false;
+          for (int64_t pos = 0; pos < nloops - 1; pos++) {
+            const UOp* r = loop_at(pos);
+            int64_t n = r ? const_bound(r) : 0;
+            auto sa = r ? stride_of(idx, r, env) : std::nullopt;
+            if (!sa || *sa != span || n < 2 || span * n > 16) continue;
+            run.push_back(r);
+            span *= n;
+            grew = true;
+            break;
+          }
+        }
+        return run;
+      }
+      return run;
+    };
+    std::vector<const UOp*> run;
+    if (contiguous && !target.has_gather_scatter && transposes()) run = contiguous_run();
+    for (const UOp* r : run) apply(Opt::upcast(id_of(r), const_bound(r)));
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
-    int64_t lanes = !contiguous    ? 0
-                    : transposes() ? div_amount(const_bound(inner), {vw, vw / 2, 4})
-                    : streams()    ? div_amount(const_bound(inner), {vw})
-                                   : 0;
+    int64_t lanes = !contiguous || !run.empty() ? 0
+                    : transposes()              ? div_amount(const_bound(inner), {vw, vw / 2, 4})
+                    : streams()                 ? div_amount(const_bound(inner), {vw})
+                                                : 0;
     if (lanes) apply(Opt::upcast(id_of(inner), lanes));
   }
 

@@ -220,6 +220,37 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
   }
 }
 
+// Without gather instructions, the copy that packs a 3x3 convolution's weight (output channels
+// innermost) reads each source row's filter whole, its 3x3 taps as copies, instead of making the
+// stored channels vector lanes of one scalar load each; with gathers (AVX-512) the lanes stay. The
+// program with the gather-less choice matches the oracle.
+TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
+  const UOp *x = in(dtypes::float32, {1, 8, 7, 7}), *w = in(dtypes::float32, {64, 8, 3, 3});
+  std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+  Schedule s = schedule_graph(g, outs);
+  const ScheduledKernel* pack = nullptr;
+  for (const ScheduledKernel& k : s.kernels)
+    if (kernel_name(k.ast).rfind("E_", 0) == 0) pack = &k;
+  ASSERT_NE(pack, nullptr);
+  auto upcasts_with = [&](bool gathers, std::vector<Opt>* opts) {
+    Target t = cpu_like();
+    t.vector_registers = 16;
+    t.has_gather_scatter = gathers;
+    LoweredKernel k = lower_kernel(g, pack->ast, t);
+    if (opts) *opts = k.opts;
+    std::vector<int64_t> upcasts;
+    for (const Opt& o : k.opts)
+      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
+    return upcasts;
+  };
+  std::vector<Opt> opts;
+  EXPECT_EQ(upcasts_with(false, &opts), (std::vector<int64_t>{3, 3})) << opts_str(opts);
+  EXPECT_EQ(upcasts_with(true, nullptr), (std::vector<int64_t>{8}));  // the stored channels' lanes
+  CompileOptions forced;
+  forced.kernel_opts[pack->ast->content_hash()] = opts;
+  testrt::expect_matches_oracle(g, outs, data, "conv with its weight packed filter by filter", 1e-4, 1e-4, forced);
+}
+
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
 // vector take the registers a second tile axis would: the tile is the lanes and one axis of copies.
 TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {
