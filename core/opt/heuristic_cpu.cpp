@@ -393,12 +393,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //     CNN's two: 53 -> 46 and 115 -> 97 us). (The innermost Reduce's axis: a max pool around the convolution
       //     keeps its loop.)
       //     With 16 vector registers and two registers of lanes, the next short reduce axis (the
-      //     filter's height) is unrolled as well where the reduce loop left around it is short (at
-      //     most 16 steps: the input channels of a small CNN's convolutions), so the tile's loops of 3
-      //     go. On a Zen 3, alternated: the small CNN's first convolution 0.115-0.139 -> 0.091-0.103 ms,
-      //     its second 0.151-0.154 -> 0.135-0.138 ms. Around 64 or more input channels it gained
-      //     nothing once the guest's speed was accounted for (conv2d 64x56x56: 1.34-1.41 ms either way)
-      //     and tripled the tile's code (ResNet-18 compiled 10-20% slower).
+      //     filter's height) is unrolled as well: its row masks become constants of the tile. On a Zen
+      //     3, bench_cpu against oneDNN in the same runs (three each): conv2d 64x56x56 1.31-1.75x ->
+      //     1.01-1.16x, 128x28x28 with constant weights 1.37-1.42x -> 0.89-1.10x, the small CNN's
+      //     first convolution 0.115-0.139 -> 0.091-0.103 ms (alternated); the tile's code is three
+      //     times longer (ResNet-18 compiles 10-20% slower). ResNet-18's 512x7x7 with one register of
+      //     lanes x 7 columns ran 25-35% slower with it.
       const int rounds = target.vector_registers < 32 && vregs == 2 ? 2 : 1;
       for (int round = 0; round < rounds; round++) {
         std::vector<Opt> short_axes;
@@ -407,12 +407,6 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           const UOp* inner = innermost_reduce_axis(red);
           int64_t n = inner ? const_bound(inner) : 0;
           if (n < 2 || n > (wide_filter && round == 0 ? 8 : 4) || contains_reduce(red->src(0))) continue;
-          int64_t rest = 1;  // the reduce steps around this axis
-          for (size_t i = 1; i < red->nsrc(); i++)
-            if (const UOp* r = red->src(i);
-                r != inner && r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce)
-              rest *= std::max<int64_t>(1, const_bound(r));
-          if (round == 1 && rest > 16) continue;
           Opt o = Opt::unroll(id_of(inner), n);
           if (std::find(short_axes.begin(), short_axes.end(), o) == short_axes.end()) short_axes.push_back(o);
         }
