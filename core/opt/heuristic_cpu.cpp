@@ -181,6 +181,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
             if (seen.insert(l).second) out.push_back(l);
       return out;
     };
+    // A filter 5 to 8 wide (a 7x7 stem's): unrolled whole below (2d); see 2b.
+    bool wide_filter = false;
+    for (const UOp* u : topo)
+      if (u->op == Op::Reduce && !contains_reduce(u->src(0)))
+        if (const UOp* f = innermost_reduce_axis(u); f && const_bound(f) >= 5 && const_bound(f) <= 8)
+          wide_filter = true;
     int elem_bits = 32;
     for (const UOp* u : topo)
       if (u->op == Op::Reduce) elem_bits = std::max(8, u->dtype.bits());
@@ -220,6 +226,10 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       // Without reuse (a column sum: each output reads its own column) the lanes still turn the
       // reduce's strided walk into contiguous vector loads, one cache line for 16 outputs.
       int64_t amt = lanes_ok && n > 1 ? div_amount(n, {2 * vw, vw, vw / 2, 4}) : 0;
+      // With 16 registers a wide filter's lanes take one register, so that its copies (2b) can be 8
+      // output channels rather than 4 (ResNet-18's stem on a Zen 3: 16 columns x 4 channels
+      // 3.4-3.5 ms at best, 8 columns x 8 channels 2.27-2.33 ms; 8 x 16 spilled: 2.6-3.5 ms).
+      if (wide_filter && target.vector_registers < 32 && amt == 2 * vw) amt = vw;
       // 2a'. When the innermost axis fills less than a whole vector (a 56-, 28-, 14- or 7-wide
       //      feature map on AVX-512), another output axis that whole vectors divide and that a
       //      reduce load walks contiguously takes the lanes instead: a convolution's output
@@ -302,11 +312,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     accumulator budget, and no second axis (ResNet-18's 7x7 stride-2 stem: 8 channels x 2
     //     rows with a loop over the filter width 2.2-2.9 ms, 16 channels x 1 row with the width
     //     unrolled 1.5-1.6 ms; 8 x 2 unrolled spilled: 2.3-2.7 ms).
-    bool wide_filter = false;
-    for (const UOp* u : topo)
-      if (u->op == Op::Reduce && !contains_reduce(u->src(0)))
-        if (const UOp* f = innermost_reduce_axis(u); f && const_bound(f) >= 5 && const_bound(f) <= 8)
-          wide_filter = true;
+    //     (wide_filter: above, before 2a.)
     //     Otherwise the most copies up to 8 that divide the axis: 7 of a 28- or 14-wide map's
     //     columns, not 4 of 28 or 8 of 14 padded (ResNet-18's 128x28x28 convolution on one core:
     //     1.40-1.51 -> 1.16-1.24 ms with 32 output channels x 7 columns per tile).
