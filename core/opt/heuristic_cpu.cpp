@@ -524,17 +524,19 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     const UOp* inner = loop_at(nloops - 1);
     auto [contiguous, bits] = stores_along(k.sink, inner);
     env = var_env(k.sink);
-    auto transposes = [&] {
+    // The index of a transposing copy's load: it walks the innermost axis with a stride of 16 or
+    // more and another loop axis contiguously (nullptr: none).
+    auto transposing_index = [&]() -> const UOp* {
       for (const UOp* u : toposort(k.sink)) {
         const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
         auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
         if (!st || (*st < 16 && *st > -16)) continue;
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
           auto sa = loop_at(pos) ? stride_of(idx, loop_at(pos), env) : std::nullopt;
-          if (sa && *sa == 1) return true;
+          if (sa && *sa == 1) return idx;
         }
       }
-      return false;
+      return nullptr;
     };
     auto streams = [&] {
       if (target.streaming_store_bytes <= 0) return false;
@@ -552,36 +554,24 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     // filter's taps), are unrolled whole instead: each source row's run (a 3x3 filter's 9 weights)
     // is read at once (ResNet-18's 512x512x3x3 weight packing on a Zen 3, alternated: 1.11-1.76 ->
     // 0.53-0.82 ms; 8 lanes beside the 9 copies: 1.03-1.13 ms).
-    auto contiguous_run = [&] {
-      std::vector<const UOp*> run;
-      for (const UOp* u : toposort(k.sink)) {
-        const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
-        auto st = idx ? stride_of(idx, inner, env) : std::nullopt;
-        if (!st || (*st < 16 && *st > -16)) continue;
-        int64_t span = 1;  // the elements the run covers so far: the next axis must step by it
-        for (bool grew = true; grew;) {
-          grew = false;
-          for (int64_t pos = 0; pos < nloops - 1; pos++) {
-            const UOp* r = loop_at(pos);
-            int64_t n = r ? const_bound(r) : 0;
-            auto sa = r ? stride_of(idx, r, env) : std::nullopt;
-            if (!sa || *sa != span || n < 2 || span * n > 16) continue;
-            run.push_back(r);
-            span *= n;
-            grew = true;
-            break;
-          }
-        }
-        return run;
+    const UOp* transposed = contiguous ? transposing_index() : nullptr;
+    std::vector<const UOp*> run;  // whole loop axes the transposing load walks contiguously
+    for (int64_t span = 1; transposed && !target.has_gather_scatter;) {
+      const UOp* next = nullptr;  // the axis whose step is the run so far
+      for (int64_t pos = 0; pos < nloops - 1 && !next; pos++) {
+        const UOp* r = loop_at(pos);
+        const int64_t n = r ? const_bound(r) : 0;
+        auto sa = r ? stride_of(transposed, r, env) : std::nullopt;
+        if (sa && *sa == span && n >= 2 && span * n <= 16) next = r;
       }
-      return run;
-    };
-    std::vector<const UOp*> run;
-    if (contiguous && !target.has_gather_scatter && transposes()) run = contiguous_run();
+      if (!next) break;
+      run.push_back(next);
+      span *= const_bound(next);
+    }
     for (const UOp* r : run) apply(Opt::upcast(id_of(r), const_bound(r)));
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
     int64_t lanes = !contiguous || !run.empty() ? 0
-                    : transposes()              ? div_amount(const_bound(inner), {vw, vw / 2, 4})
+                    : transposed                ? div_amount(const_bound(inner), {vw, vw / 2, 4})
                     : streams()                 ? div_amount(const_bound(inner), {vw})
                                                 : 0;
     if (lanes) apply(Opt::upcast(id_of(inner), lanes));

@@ -53,6 +53,23 @@ TEST(Opts, PrintAndParseRoundTrip) {
     EXPECT_FALSE(parse_opt(bad, &o)) << bad;
 }
 
+// The last scheduled kernel whose name starts with `prefix` ("r_": a reduce, "E_": elementwise), or nullptr.
+const ScheduledKernel* kernel_named(const Schedule& s, const std::string& prefix) {
+  const ScheduledKernel* found = nullptr;
+  for (const ScheduledKernel& k : s.kernels)
+    if (kernel_name(k.ast).rfind(prefix, 0) == 0) found = &k;
+  return found;
+}
+const ScheduledKernel* kernel_named(const Schedule&& s, const std::string& prefix) = delete;  // would dangle
+
+// The amounts of the splits into axes of `type` among `opts`, in order.
+std::vector<int64_t> split_amounts(const std::vector<Opt>& opts, AxisType type) {
+  std::vector<int64_t> out;
+  for (const Opt& o : opts)
+    if (o.op == OptOp::Split && o.type == type) out.push_back(o.amount);
+  return out;
+}
+
 // Lowers every kernel of `outs` with the heuristic, then again with the opts it chose: the same
 // Linear comes out (nodes are hash-consed, so equal kernels are the same node).
 int expect_replays(Graph& g, const std::vector<const UOp*>& outs, const Target& t, const std::string& what) {
@@ -162,18 +179,12 @@ TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
     const UOp *x = input(g, dtypes::float32, {1, 16, hw, hw}), *w = input(g, dtypes::float32, {64, 16, 3, 3});
     std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
     Schedule s = schedule_graph(g, outs);
-    const ScheduledKernel* conv = nullptr;
-    for (const ScheduledKernel& k : s.kernels)
-      if (kernel_name(k.ast).rfind("r_", 0) == 0) conv = &k;
+    const ScheduledKernel* conv = kernel_named(s, "r_");
     ASSERT_NE(conv, nullptr) << hw;
     EXPECT_EQ(s.kernels.size(), 2u) << hw << ": the weight is copied with its output channels innermost";
     LoweredKernel k = lower_kernel(g, conv->ast, t);
-    std::vector<int64_t> upcasts;
-    for (const Opt& o : k.opts) {
-      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
-      EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
-    }
-    EXPECT_EQ(upcasts, (std::vector<int64_t>{32, 7})) << hw << ": " << opts_str(k.opts);
+    for (const Opt& o : k.opts) EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), (std::vector<int64_t>{32, 7})) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
   }
 }
@@ -198,19 +209,12 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
     const UOp *x = in(dtypes::float32, {1, want.channels, hw, hw}), *w = in(dtypes::float32, {64, want.channels, 3, 3});
     std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
     Schedule s = schedule_graph(g, outs);
-    const ScheduledKernel* conv = nullptr;
-    for (const ScheduledKernel& k : s.kernels)
-      if (kernel_name(k.ast).rfind("r_", 0) == 0) conv = &k;
+    const ScheduledKernel* conv = kernel_named(s, "r_");
     ASSERT_NE(conv, nullptr) << hw;
     LoweredKernel k = lower_kernel(g, conv->ast, t);
-    std::vector<int64_t> upcasts, unrolls;
-    for (const Opt& o : k.opts) {
-      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
-      if (o.op == OptOp::Split && o.type == AxisType::Unroll) unrolls.push_back(o.amount);
-      EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
-    }
-    EXPECT_EQ(upcasts, want.upcasts) << hw << ": " << opts_str(k.opts);
-    EXPECT_EQ(unrolls, want.unrolls) << hw << ": " << opts_str(k.opts);
+    for (const Opt& o : k.opts) EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want.upcasts) << hw << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), want.unrolls) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
     CompileOptions forced;
     forced.kernel_opts[conv->ast->content_hash()] = k.opts;
@@ -227,24 +231,18 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   const UOp *x = in(dtypes::float32, {1, 8, 7, 7}), *w = in(dtypes::float32, {64, 8, 3, 3});
   std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
   Schedule s = schedule_graph(g, outs);
-  const ScheduledKernel* pack = nullptr;
-  for (const ScheduledKernel& k : s.kernels)
-    if (kernel_name(k.ast).rfind("E_", 0) == 0) pack = &k;
+  const ScheduledKernel* pack = kernel_named(s, "E_");
   ASSERT_NE(pack, nullptr);
-  auto upcasts_with = [&](bool gathers, std::vector<Opt>* opts) {
+  auto opts_with = [&](bool gathers) {
     Target t = cpu_like();
     t.vector_registers = 16;
     t.has_gather_scatter = gathers;
-    LoweredKernel k = lower_kernel(g, pack->ast, t);
-    if (opts) *opts = k.opts;
-    std::vector<int64_t> upcasts;
-    for (const Opt& o : k.opts)
-      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
-    return upcasts;
+    return lower_kernel(g, pack->ast, t).opts;
   };
-  std::vector<Opt> opts;
-  EXPECT_EQ(upcasts_with(false, &opts), (std::vector<int64_t>{3, 3})) << opts_str(opts);
-  EXPECT_EQ(upcasts_with(true, nullptr), (std::vector<int64_t>{8}));  // the stored channels' lanes
+  const std::vector<Opt> opts = opts_with(false), gathered = opts_with(true);
+  EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{3, 3})) << opts_str(opts);
+  EXPECT_EQ(split_amounts(gathered, AxisType::Upcast), (std::vector<int64_t>{8}))  // the stored channels' lanes
+      << opts_str(gathered);
   CompileOptions forced;
   forced.kernel_opts[pack->ast->content_hash()] = opts;
   testrt::expect_matches_oracle(g, outs, data, "conv with its weight packed filter by filter", 1e-4, 1e-4, forced);
@@ -262,15 +260,11 @@ TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {
     Target t = cpu_like();
     t.vector_registers = registers;
     LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
-    std::vector<int64_t> unrolled, upcasts;
-    for (const Opt& o : k.opts) {
-      if (o.op == OptOp::Split && o.type == AxisType::Unroll) unrolled.push_back(o.amount);
-      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts.push_back(o.amount);
-    }
-    EXPECT_EQ(unrolled, std::vector<int64_t>{7}) << registers << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), std::vector<int64_t>{7})
+        << registers << ": " << opts_str(k.opts);
     // the lanes and the copies; with 16 registers one register of lanes and 8 channel copies
     const std::vector<int64_t> want = registers == 16 ? std::vector<int64_t>{8, 8} : std::vector<int64_t>{16, 8};
-    EXPECT_EQ(upcasts, want) << registers << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want) << registers << ": " << opts_str(k.opts);
   }
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "7x7 stem"), 1);
 }
