@@ -10,6 +10,7 @@
 //  - Wmma of emulated tensor cores -> local-memory tiles and Mulaccs (core/codegen/tensor_cores.cpp), first.
 //  - targets without vector types (vector_bits = 0) get every vector split into lanes first (a
 //    Wmma's fragments stay vectors).
+//  - a comparison of index vectors whose values fit in int32 compares int32 lanes (narrow_compare).
 #include <unordered_set>
 
 #include "core/codegen/codegen.h"
@@ -83,6 +84,44 @@ const UOp* half_in_float(const Match& m) {
   return is_half(u->dtype) ? g.cast(f, u->dtype) : f;
 }
 
+// Index vectors (a padded convolution's column masks: lane + tap against the row's bounds) compare
+// in int32 lanes when every value fits: x86 holds 8 int32 lanes in a 256-bit register against 4
+// int64, so a 16-lane mask is two compares instead of four and needs no packing to the 32-bit mask
+// of a masked load; LLVM's instruction selection, the larger part of a convolution's compile time,
+// has that much less to legalize. Truncation commutes with Add, Sub, Mul and Neg (int32 wraps as
+// the low half of int64 does), so the casts sink through them to the scalars each lane is built
+// from.
+bool fits_int32(const UOp* u) {
+  const MinMax& m = u->minmax();
+  return m.lo >= INT32_MIN && m.hi <= INT32_MAX;
+}
+bool index_vector(DType d) { return d.scalar == Scalar::Index && d.lanes > 1 && !d.ptr; }
+bool int32_vector(DType d) { return d.scalar == Scalar::Int32 && d.lanes > 1 && !d.ptr; }
+
+const UOp* narrow_compare(const Match& m) {
+  const UOp *a = m["a"], *b = m["b"];
+  if (!index_vector(a->dtype) || !fits_int32(a) || !fits_int32(b)) return nullptr;
+  DType i32 = dtypes::int32.vec(a->dtype.lanes);
+  return m.g.make(m.root->op, m.root->dtype, {m.g.cast(a, i32), m.g.cast(b, i32)}, m.root->arg);
+}
+
+// Cast(int32 lanes) of index lanes: into the math and the Vectorize that builds them.
+const UOp* sink_narrowing(const Match& m) {
+  Graph& g = m.g;
+  const UOp* x = m["x"];
+  DType to = m.root->dtype;
+  if (!int32_vector(to) || !index_vector(x->dtype)) return nullptr;
+  if (x->op == Op::Vectorize) {
+    std::vector<const UOp*> lanes;
+    for (const UOp* s : x->src())
+      lanes.push_back(s->op == Op::Const ? g.cint(int32_t(s->as<int64_t>()), dtypes::int32) : g.cast(s, dtypes::int32));
+    return g.make(Op::Vectorize, to, lanes);
+  }
+  std::vector<const UOp*> srcs;
+  for (const UOp* s : x->src()) srcs.push_back(g.cast(s, to));
+  return g.make(x->op, to, srcs, x->arg);
+}
+
 const PatternMatcher& isel_rules() {
   static const PatternMatcher pm({
       {Pat::ops({Op::Idiv, Op::Mod}), floor_divmod, "floor_to_c"},
@@ -106,6 +145,9 @@ const PatternMatcher& isel_rules() {
        [](const Match& m) { return m["x"]; }, "int_trunc"},
       {Pat::op(Op::Cast, {Pat::var("x")}),
        [](const Match& m) -> const UOp* { return m["x"]->dtype == m.root->dtype ? m["x"] : nullptr; }, "noop_cast"},
+      {Pat::ops({Op::CmpLt, Op::CmpNe, Op::CmpEq}, {Pat::var("a"), Pat::var("b")}), narrow_compare, "narrow_compare"},
+      {Pat::op(Op::Cast, {Pat::ops({Op::Add, Op::Sub, Op::Mul, Op::Neg, Op::Vectorize}, {}, "x")}), sink_narrowing,
+       "sink_narrowing"},
       {Pat::any().dtype_if([](DType) { return true; }),
        [](const Match& m) -> const UOp* { return is_elementwise(m.root->op) ? half_in_float(m) : nullptr; },
        "half_in_float"},

@@ -576,6 +576,39 @@ TEST(Codegen, IselFloorDivision) {
   }
 }
 
+// A comparison of index lanes (a padded convolution's column mask) whose values fit in int32
+// compares int32 lanes, the casts sunk to the scalars and constants the lanes are built from; one
+// whose values may not fit keeps its int64 lanes.
+TEST(Codegen, IselComparesIndexLanesInInt32) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* i = b.range(100, 0);
+  auto lanes = [&](const UOp* scale) {
+    std::vector<const UOp*> base(8, g.alu(Op::Mul, i, scale)), iota, minus(8, b.c(-1));
+    for (int64_t l = 0; l < 8; l++) iota.push_back(b.c(l));
+    DType d = dtypes::index.vec(8);
+    return g.alu(Op::Add, g.alu(Op::Add, g.make(Op::Vectorize, d, base), g.make(Op::Vectorize, d, iota)),
+                 g.make(Op::Vectorize, d, minus));
+  };
+  const UOp* bound = g.make(Op::Vectorize, dtypes::index.vec(8), std::vector<const UOp*>(8, b.c(33)));
+  const UOp* small = select_instructions(g, g.alu(Op::CmpLt, lanes(b.c(8)), bound), test_target());
+  ASSERT_EQ(small->op, Op::CmpLt);
+  EXPECT_EQ(small->src(0)->dtype, dtypes::int32.vec(8));
+  EXPECT_EQ(small->src(1)->dtype, dtypes::int32.vec(8));
+  for (const UOp* u : toposort(small)) {
+    if (u->dtype.lanes > 1) {
+      EXPECT_NE(u->dtype.scalar, Scalar::Index) << op_name(u->op);
+    }
+    if (u->op == Op::Cast) {
+      EXPECT_EQ(u->src(0)->dtype, dtypes::index) << "a cast of lanes is left";
+    }
+  }
+  // i * 2^40 - 1 does not fit in int32: the lanes stay int64
+  const UOp* large = select_instructions(g, g.alu(Op::CmpLt, lanes(b.c(int64_t(1) << 40)), bound), test_target());
+  ASSERT_EQ(large->op, Op::CmpLt);
+  EXPECT_EQ(large->src(0)->dtype, dtypes::index.vec(8));
+}
+
 // eval_int_step evaluates an index at r = 0 and r = 1 in one walk (the heuristic's stride
 // estimates): checked against two eval_int calls, through floor division, mod, where and a
 // variable from the environment.
