@@ -789,8 +789,10 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   // reduce step against broadcast input values (ResNet-18's 512x7x7 convolution ran 5x faster, its whole forward pass
   // 1.6x; its 256x14x14 one, whose rows were padded to 16 lanes before, 1.50-1.63 -> 1.38-1.41 ms on one core with
   // the copy made on every call). Only where the channels fill vectors.
+  // Rows read with a stride (ResNet's 7x7 stride-2 stem) fill no vector either: their lanes are a
+  // gather, or one scalar load per lane where the target has none.
   const UOp* wk = w;
-  const bool rows_fill_vectors = ow % 16 == 0;
+  const bool rows_fill_vectors = ow % 16 == 0 && stride[1] == 1 && dilation[1] == 1;
   if (!rows_fill_vectors && og % 16 == 0 && cg * kh * kw >= 8 && oh * ow >= 4) {
     // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32): a register tile's weights are
     // one contiguous block instead of 128-byte pieces 4 KiB apart (ResNet-18's 512x7x7 layers
