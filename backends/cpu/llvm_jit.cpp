@@ -7,6 +7,7 @@
 // The disk cache (core/runtime/disk_cache.h) keeps each object file with the kernel's description,
 // so another process links it instead of compiling: see "disk payload" below.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -295,6 +297,48 @@ std::optional<std::pair<CpuKernel, std::string>> decode_payload(std::string_view
   return out;
 }
 
+// The CPU count of a sysfs cpu list ("0-1", "0,2,4-7").
+int cpu_list_count(const std::string& list) {
+  int n = 0;
+  for (size_t at = 0; at < list.size();) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    std::string part = list.substr(at, end - at);
+    size_t dash = part.find('-');
+    int lo = std::atoi(part.c_str()), hi = dash == std::string::npos ? lo : std::atoi(part.c_str() + dash + 1);
+    n += std::max(0, hi - lo + 1);
+    at = end + 1;
+  }
+  return n;
+}
+
+// Bytes of cache one core can count on: its L2 and its share of the L3 (the L3 over the CPUs
+// that share it). From Linux's sysfs, which reports the cache a VM's CPUs actually share; glibc's
+// sysconf reads cpuid, which in a guest can report every L3 of the host (a 2-vCPU Zen 3 guest:
+// 256 MB). 0 where neither says.
+int64_t core_cache_bytes() {
+  int64_t total = 0;
+  for (int i = 0; i < 8; i++) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    auto read = [&](const char* name) {
+      std::ifstream f(dir + name);
+      std::string v;
+      std::getline(f, v);
+      return v;
+    };
+    const std::string level = read("level"), type = read("type"), size = read("size");
+    if (level.empty()) break;
+    if ((level != "2" && level != "3") || type == "Instruction" || size.empty()) continue;
+    int64_t bytes = std::atoll(size.c_str());
+    if (size.back() == 'K') bytes <<= 10;
+    if (size.back() == 'M') bytes <<= 20;
+    total += bytes / std::max(1, cpu_list_count(read("shared_cpu_list")));
+  }
+  if (total > 0) return total;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return std::max<int64_t>(0, l2);
+}
+
 }  // namespace
 
 Target host_cpu_target() {
@@ -319,6 +363,7 @@ Target host_cpu_target() {
   // the time of STREAM's non-temporal add.
   if (x86 && has("avx")) t.streaming_store_bytes = int64_t(32) << 20;
   t.has_gather_scatter = x86 && has("avx512f");
+  t.cache_bytes = core_cache_bytes();
   // glibc's vector math library: the JIT resolves its symbols once it is loaded.
   static const bool libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
   if (libmvec && has("avx512f"))

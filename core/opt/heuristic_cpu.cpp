@@ -86,6 +86,50 @@ std::pair<bool, int> stores_along(const UOp* sink, const UOp* inner) {
   return {contiguous, bits};
 }
 
+// Cache blocks for a register tile whose copies' loop runs inside its vector axis's loop (2b'):
+// every strip of the vector axis reads all the rows the copies load (a matmul's A, M x K), and once
+// those outgrow the core's cache they come from memory for every strip (matmul 4096 on a Zen 3: 64 MB
+// per 16-column strip). The rows' loop is then split into blocks whose rows fit in a quarter of the
+// core's cache, the blocks' loop outermost: the strips pass over one block while it stays in cache,
+// and the other operand is streamed once per block instead. (A quarter: the strips, the output and
+// the other cores share the rest. On a Zen 3 guest, 2 vCPUs of 32 MB of L3, matmul 4096 ran
+// 1.32 s unblocked, 1.17-1.20 s in 8 MB blocks, 1.10 s in 4 MB ones; 2048 138-193 ms, 118-134 ms
+// and 112-117 ms.) `rows_id` and `strip_id` are the two innermost loops; `order` lists the
+// kernel's loops outer to inner.
+void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t rows_id, int64_t strip_id,
+                          std::vector<int64_t> order) {
+  const UOp *rows = k.range(rows_id), *strip = k.range(strip_id);
+  const int64_t n = rows ? const_bound(rows) : 0;
+  if (target.cache_bytes <= 0 || !strip || n < 4) return;
+  auto env = var_env(k.sink);
+  // Bytes the rows' loads move per step of their loop (a load that stays put along the strip): the
+  // step's stride, as the rows of a step are new data.
+  int64_t step_bytes = 0;
+  for (const UOp* u : toposort(k.sink)) {
+    if (u->op != Op::Load) continue;
+    const UOp* idx = address_index(u->src(0));
+    auto along_rows = idx ? stride_of(idx, rows, env) : std::nullopt;
+    auto along_strip = idx ? stride_of(idx, strip, env) : std::nullopt;
+    if (along_rows && *along_rows != 0 && along_strip && *along_strip == 0)
+      step_bytes += std::abs(*along_rows) * u->dtype.itemsize();
+  }
+  const int64_t budget = target.cache_bytes / 4;
+  if (step_bytes <= 0 || n * step_bytes <= budget) return;
+  int64_t block = 0;
+  for (int64_t d = n / 2; d >= 2 && !block; d--)
+    if (n % d == 0 && d * step_bytes <= budget) block = d;
+  if (!block) return;
+  apply_opt(g, k, Opt::split(rows_id, block, AxisType::Loop), target);
+  // The split's inner part took the next free id, after every loop: the blocks' loop (rows_id)
+  // moves outermost, the block's rows stay innermost.
+  int64_t inner_id = -1;
+  for (const UOp* r : k.ranges()) inner_id = std::max(inner_id, id_of(r));
+  order.erase(std::find(order.begin(), order.end(), rows_id));
+  order.insert(order.begin(), rows_id);
+  order.push_back(inner_id);
+  reorder_ranges(g, k, order, target);
+}
+
 }  // namespace
 
 void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts) {
@@ -389,7 +433,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         for (int64_t pos = 0; pos < nloops; pos++)
           if (pos != best_pos && loop_at(pos)) tile_order.push_back(loop_ids[size_t(pos)]);
         tile_order.push_back(loop_ids[size_t(best_pos)]);
+        const bool strip_loop = loop_at(vec_pos) != nullptr;  // the vector axis was not upcast whole
         reorder_ranges(g, k, tile_order, target);
+        // 2b'''. Cache blocks (block_rows_for_cache); the reorder gave the tile's loops the sorted ids.
+        std::vector<int64_t> now = tile_order;
+        std::sort(now.begin(), now.end());
+        if (strip_loop && now.size() >= 2) block_rows_for_cache(g, k, target, now.back(), now[now.size() - 2], now);
       }
       // 2d. The tile's innermost reduce axis, when it is short (a convolution's filter width:
       //     up to 4, or 8 where the tile above left registers for it), is unrolled: each copy's gate masks and address

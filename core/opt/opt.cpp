@@ -96,8 +96,11 @@ const char* split_rule(AxisType t, AxisType from, bool top) {
       return from == AxisType::Global ? nullptr : "LOCAL needs a GLOBAL axis";
     case AxisType::GroupReduce:
       return from == AxisType::Reduce ? nullptr : "GROUP_REDUCE needs a REDUCE axis";
+    case AxisType::Loop:  // a cache block: the inner part becomes the innermost loop
+      if (top) return "a LOOP split splits off the inner part";
+      return from == AxisType::Loop ? nullptr : "a LOOP split needs a LOOP axis";
     default:
-      return "a split can only make UPCAST, UNROLL, THREAD, LOCAL or GROUP_REDUCE axes";
+      return "a split can only make UPCAST, UNROLL, THREAD, LOCAL, GROUP_REDUCE or LOOP axes";
   }
 }
 

@@ -36,11 +36,17 @@ Target gpu_like() {
 }
 
 TEST(Opts, PrintAndParseRoundTrip) {
-  std::vector<Opt> opts{Opt::upcast(1, 4), Opt::unroll(2, 8),
-                        Opt::thread(0, 2), Opt::local(3, 16),
-                        Opt::group(2, 16), Opt::group(2, 16, true),
-                        Opt::padto(1, 32), Opt::swap(0, 2),
-                        Opt::nolocals(),   Opt::split(4, 2, AxisType::Upcast, true)};
+  std::vector<Opt> opts{Opt::upcast(1, 4),
+                        Opt::unroll(2, 8),
+                        Opt::thread(0, 2),
+                        Opt::local(3, 16),
+                        Opt::group(2, 16),
+                        Opt::group(2, 16, true),
+                        Opt::padto(1, 32),
+                        Opt::swap(0, 2),
+                        Opt::nolocals(),
+                        Opt::split(4, 2, AxisType::Upcast, true),
+                        Opt::split(3, 64, AxisType::Loop)};
   for (const Opt& o : opts) {
     Opt back;
     ASSERT_TRUE(parse_opt(opt_str(o), &back)) << opt_str(o);
@@ -48,6 +54,7 @@ TEST(Opts, PrintAndParseRoundTrip) {
   }
   EXPECT_EQ(opt_str(Opt::group(2, 16, true)), "GROUPTOP(2,16)");
   EXPECT_EQ(opt_str(Opt::split(4, 2, AxisType::Upcast, true)), "SPLIT(4,2,UPCAST,top)");
+  EXPECT_EQ(opt_str(Opt::split(3, 64, AxisType::Loop)), "SPLIT(3,64,LOOP)");
   Opt o;
   for (const char* bad : {"", "UPCAST", "UPCAST(1)", "UPCAST(a,4)", "FOO(1,2)", "SPLIT(1,2,LOOPY)", "PADTO(1,2,3)"})
     EXPECT_FALSE(parse_opt(bad, &o)) << bad;
@@ -246,6 +253,36 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   CompileOptions forced;
   forced.kernel_opts[pack->ast->content_hash()] = opts;
   testrt::expect_matches_oracle(g, outs, data, "conv with its weight packed filter by filter", 1e-4, 1e-4, forced);
+}
+
+// A matmul whose A rows outgrow a quarter of the core's cache (Target::cache_bytes) has its rows'
+// loop split into cache blocks, the blocks' loop outermost (threads split the blocks); a target
+// that does not know its cache, or rows that fit, get no blocks. The blocked kernel replays and,
+// run on this machine, matches the oracle.
+TEST_F(Avx2Tiles, LargeMatmulRowsAreBlockedForTheCache) {
+  const UOp *a = in(dtypes::float32, {512, 256}), *b = in(dtypes::float32, {256, 512});
+  std::vector<const UOp*> outs{matmul(g, a, b)};
+  Schedule s = schedule_graph(g, outs);
+  const ScheduledKernel* mm = kernel_named(s, "r_");
+  ASSERT_NE(mm, nullptr);
+  auto opts_with = [&](int64_t cache) {
+    Target t = cpu_like();
+    t.vector_registers = 16;
+    t.cache_bytes = cache;
+    return lower_kernel(g, mm->ast, t).opts;
+  };
+  // 4-row steps of 256 floats: 4 KiB a step, 128 steps (512 KiB); a quarter of 256 KiB holds 16 steps
+  const std::vector<Opt> blocked = opts_with(256 << 10);
+  EXPECT_EQ(split_amounts(blocked, AxisType::Loop), std::vector<int64_t>{16}) << opts_str(blocked);
+  EXPECT_EQ(split_amounts(opts_with(0), AxisType::Loop), std::vector<int64_t>{}) << opts_str(opts_with(0));
+  EXPECT_EQ(split_amounts(opts_with(4 << 20), AxisType::Loop), std::vector<int64_t>{}) << opts_str(opts_with(4 << 20));
+  Target t = cpu_like();
+  t.vector_registers = 16;
+  t.cache_bytes = 256 << 10;
+  EXPECT_EQ(expect_replays(g, outs, t, "blocked matmul"), 2);
+  CompileOptions forced;
+  forced.kernel_opts[mm->ast->content_hash()] = blocked;
+  testrt::expect_matches_oracle(g, outs, data, "matmul in cache blocks", 1e-4, 1e-4, forced);
 }
 
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
