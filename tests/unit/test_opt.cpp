@@ -255,34 +255,50 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   testrt::expect_matches_oracle(g, outs, data, "conv with its weight packed filter by filter", 1e-4, 1e-4, forced);
 }
 
-// A matmul whose A rows outgrow a quarter of the core's cache (Target::cache_bytes) has its rows'
-// loop split into cache blocks, the blocks' loop outermost (threads split the blocks); a target
-// that does not know its cache, or rows that fit, get no blocks. The blocked kernel replays and,
-// run on this machine, matches the oracle.
-TEST_F(Avx2Tiles, LargeMatmulRowsAreBlockedForTheCache) {
+// A matmul's tile on 16 registers is 6 rows x 16 lanes (12 accumulators: a plain product needs only
+// its B vector and one broadcast beside them), its rows padded to a multiple of 6; with 32 registers
+// it stays 8 rows. Where A's rows outgrow a quarter of the core's cache (Target::cache_bytes) the
+// rows' loop is split into cache blocks, the blocks' loop outermost (threads split the blocks), the
+// loop padded to whole blocks where no divisor fits; a target that does not know its cache, or rows
+// that fit, get no blocks. The kernels replay and, run on this machine, match the oracle.
+TEST_F(Avx2Tiles, MatmulTakesSixRowsAndCacheBlocks) {
   const UOp *a = in(dtypes::float32, {512, 256}), *b = in(dtypes::float32, {256, 512});
   std::vector<const UOp*> outs{matmul(g, a, b)};
   Schedule s = schedule_graph(g, outs);
   const ScheduledKernel* mm = kernel_named(s, "r_");
   ASSERT_NE(mm, nullptr);
-  auto opts_with = [&](int64_t cache) {
+  auto target = [](int registers, int64_t cache) {
     Target t = cpu_like();
-    t.vector_registers = 16;
+    t.vector_registers = registers;
     t.cache_bytes = cache;
-    return lower_kernel(g, mm->ast, t).opts;
+    return t;
   };
-  // 4-row steps of 256 floats: 4 KiB a step, 128 steps (512 KiB); a quarter of 256 KiB holds 16 steps
-  const std::vector<Opt> blocked = opts_with(256 << 10);
-  EXPECT_EQ(split_amounts(blocked, AxisType::Loop), std::vector<int64_t>{16}) << opts_str(blocked);
-  EXPECT_EQ(split_amounts(opts_with(0), AxisType::Loop), std::vector<int64_t>{}) << opts_str(opts_with(0));
-  EXPECT_EQ(split_amounts(opts_with(4 << 20), AxisType::Loop), std::vector<int64_t>{}) << opts_str(opts_with(4 << 20));
-  Target t = cpu_like();
-  t.vector_registers = 16;
-  t.cache_bytes = 256 << 10;
-  EXPECT_EQ(expect_replays(g, outs, t, "blocked matmul"), 2);
-  CompileOptions forced;
-  forced.kernel_opts[mm->ast->content_hash()] = blocked;
-  testrt::expect_matches_oracle(g, outs, data, "matmul in cache blocks", 1e-4, 1e-4, forced);
+  auto padded = [](const std::vector<Opt>& opts) {
+    std::vector<int64_t> out;
+    for (const Opt& o : opts)
+      if (o.op == OptOp::Padto) out.push_back(o.amount);
+    return out;
+  };
+  // 16 registers: 516 rows in 86 steps of 6 rows x 256 floats (6 KiB); a quarter of 256 KiB holds
+  // 10 steps, no divisor of 86 from 5 to 10: padded to 90 steps, 9 blocks
+  const std::vector<Opt> avx2 = lower_kernel(g, mm->ast, target(16, 256 << 10)).opts;
+  EXPECT_EQ(split_amounts(avx2, AxisType::Upcast), (std::vector<int64_t>{16, 6})) << opts_str(avx2);
+  EXPECT_EQ(padded(avx2), (std::vector<int64_t>{6, 10})) << opts_str(avx2);
+  EXPECT_EQ(split_amounts(avx2, AxisType::Loop), std::vector<int64_t>{10}) << opts_str(avx2);
+  // 32 registers: 64 steps of 8 rows (8 KiB), blocks of 8 steps
+  const std::vector<Opt> wide = lower_kernel(g, mm->ast, target(32, 256 << 10)).opts;
+  EXPECT_EQ(split_amounts(wide, AxisType::Upcast), (std::vector<int64_t>{16, 8})) << opts_str(wide);
+  EXPECT_EQ(split_amounts(wide, AxisType::Loop), std::vector<int64_t>{8}) << opts_str(wide);
+  for (int64_t cache : {int64_t(0), int64_t(4) << 20}) {
+    const std::vector<Opt> none = lower_kernel(g, mm->ast, target(16, cache)).opts;
+    EXPECT_EQ(split_amounts(none, AxisType::Loop), std::vector<int64_t>{}) << cache << ": " << opts_str(none);
+  }
+  EXPECT_EQ(expect_replays(g, outs, target(16, 256 << 10), "blocked matmul"), 2);
+  for (const std::vector<Opt>& opts : {avx2, wide}) {
+    CompileOptions forced;
+    forced.kernel_opts[mm->ast->content_hash()] = opts;
+    testrt::expect_matches_oracle(g, outs, data, "matmul " + opts_str(opts), 1e-4, 1e-4, forced);
+  }
 }
 
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
