@@ -1,5 +1,6 @@
 #include "core/runtime/buffer.h"
 
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 
 #include <cstdlib>
@@ -27,6 +28,20 @@ void* host_allocate(std::string_view device, size_t bytes) {
     if (rounded > host)
       fail(Code::OutOfMemory, device, ": cannot allocate ", bytes, " bytes: more than the host's memory (", host,
            " bytes of RAM and swap)");
+  }
+  // Buffers of 8 MiB and more start on a 2 MiB boundary and ask for transparent huge pages (where
+  // the kernel gives them only on request, THP "madvise"): a kernel that walks a matrix along its
+  // columns touches a new 4 KiB page at every row, and with 2 MiB pages the TLB covers 512 times
+  // more. A Zen 3 guest, alternated three times: a 1x4096 @ 4096x4096 matvec 2.78-3.17 -> 2.63-2.81
+  // ms (min of 30 runs); blocked matmuls and convolutions unchanged. The rounding wastes at most a
+  // quarter of a buffer, and none of a buffer of whole pages.
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (rounded >= 4 * kHuge) {
+    const size_t huge = (rounded + kHuge - 1) / kHuge * kHuge;
+    if (void* p = huge >= rounded ? std::aligned_alloc(kHuge, huge) : nullptr) {
+      madvise(p, huge, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
+      return p;
+    }
   }
   void* p = std::aligned_alloc(kBufferAlignment, rounded);
   if (!p) fail(Code::OutOfMemory, device, ": cannot allocate ", bytes, " bytes");

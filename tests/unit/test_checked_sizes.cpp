@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "core/ir/graph.h"
@@ -104,6 +105,23 @@ TEST(CheckedSizes, Compositions) {
       },
       {"conv2d: dilation x (kernel - 1) along H: 9223372036854775807 * 2 overflows int64"});
   expect_invalid([&] { rand_uniform(g, {k2p62, 4}, uint64_t(1)); }, {"(4611686018427387904,4) has too many elements"});
+}
+
+// Host buffers of 8 MiB and more start on a 2 MiB boundary (transparent huge pages cover them whole)
+// and every byte asked for is writable; smaller ones keep the plain alignment.
+TEST(CheckedSizes, LargeHostBuffersStartOnHugePageBoundaries) {
+  for (size_t bytes : {size_t(8) << 20, (size_t(9) << 20) + 3}) {
+    auto* p = static_cast<unsigned char*>(host_allocate("HOST", bytes));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u) << bytes;
+    std::memset(p, 1, bytes);
+    EXPECT_EQ(p[bytes - 1], 1);
+    std::free(p);
+  }
+  void* small = host_allocate("HOST", size_t(1) << 20);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % kBufferAlignment, 0u);
+  std::free(small);
 }
 
 TEST(CheckedSizes, AbsurdAllocationsFailCleanly) {
