@@ -28,7 +28,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_
 cmake --build "$BUILD" -j "${SN_JOBS:-$(nproc)}" --target sn_fuzz_capi
 mkdir -p "$BUILD/corpus" "$BUILD/artifacts"
 # Leaks are checked per input (libFuzzer's -detect_leaks); UBSan stops at the first report.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:intercept_tls_get_addr=0}"  # see test.sh
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:intercept_tls_get_addr=0:use_sigaltstack=0}"  # see test.sh
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 PARALLEL=()
 if [[ "${SN_FUZZ_JOBS:-1}" != 1 ]]; then  # one log per job, fuzz-N.log in build-fuzz/
