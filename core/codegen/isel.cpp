@@ -105,7 +105,9 @@ const UOp* narrow_compare(const Match& m) {
   return m.g.make(m.root->op, m.root->dtype, {m.g.cast(a, i32), m.g.cast(b, i32)}, m.root->arg);
 }
 
-// Cast(int32 lanes) of index lanes: into the math and the Vectorize that builds them.
+// Cast(int32 lanes) of index lanes: into the math and the Vectorize that builds them. A constant
+// lane becomes its low 32 bits here (the wrap the math relies on), not through symbolic's cast
+// folding, which leaves out-of-range conversions to the device.
 const UOp* sink_narrowing(const Match& m) {
   Graph& g = m.g;
   const UOp* x = m["x"];

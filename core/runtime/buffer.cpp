@@ -37,8 +37,8 @@ void* host_allocate(std::string_view device, size_t bytes) {
   // quarter of a buffer, and none of a buffer of whole pages.
   constexpr size_t kHuge = size_t(2) << 20;
   if (rounded >= 4 * kHuge) {
-    const size_t huge = (rounded + kHuge - 1) / kHuge * kHuge;
-    if (void* p = huge >= rounded ? std::aligned_alloc(kHuge, huge) : nullptr) {
+    const size_t huge = (rounded + kHuge - 1) / kHuge * kHuge;  // rounded is within host memory
+    if (void* p = std::aligned_alloc(kHuge, huge)) {
       madvise(p, huge, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
       return p;
     }
