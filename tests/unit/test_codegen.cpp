@@ -3,10 +3,12 @@
 // run in builds without LLVM too).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -735,6 +737,27 @@ TEST(ThreadPool, RethrowsAndNests) {
   std::atomic<int> n{0};
   pool.parallel_for(5, [&](int64_t) { n++; });
   EXPECT_EQ(n.load(), 5);
+}
+
+// The caller waits for the workers' share whether it ends while the caller still spins (50 us)
+// or after it has gone to sleep (20 ms), and sees what that share wrote.
+TEST(ThreadPool, WaitsForALateWorker) {
+  ThreadPool pool(2);
+  for (int us : {50, 20000}) {
+    for (int round = 0; round < 5; round++) {
+      std::atomic<int> done{0};
+      int written = 0;  // plain: parallel_for's return must order the worker's write before our read
+      pool.parallel_for(2, [&](int64_t i) {
+        if (i == 1) {
+          std::this_thread::sleep_for(std::chrono::microseconds(us));
+          written = 7;
+        }
+        done++;
+      });
+      ASSERT_EQ(done.load(), 2) << us;
+      ASSERT_EQ(written, 7) << us;
+    }
+  }
 }
 
 }  // namespace
