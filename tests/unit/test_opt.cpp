@@ -301,6 +301,38 @@ TEST_F(Avx2Tiles, MatmulTakesSixRowsAndCacheBlocks) {
   }
 }
 
+// PADTO of an output axis that no load or store walks contiguously (a matmul's rows) recomputes the
+// last valid row in its padding instead of gating each load: only the store is gated. Padding the
+// columns, which B and the output walk contiguously (they may become vector lanes), keeps B's load
+// gated. Both, with the padded axis upcast, match the oracle.
+TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
+  const UOp *a = in(dtypes::float32, {13, 8}), *b = in(dtypes::float32, {8, 20});
+  std::vector<const UOp*> outs{matmul(g, a, b)};
+  Schedule s = schedule_graph(g, outs);
+  const ScheduledKernel* mm = kernel_named(s, "r_");
+  ASSERT_NE(mm, nullptr);
+  // ranges: 0 the rows (13), 1 the columns (20), 2 the reduce (8)
+  auto gated = [&](const std::vector<Opt>& opts) {
+    OptState k = start_optimization(g, mm->ast, cpu_like());
+    for (const Opt& o : opts) apply_opt(g, k, o, cpu_like());
+    std::pair<int, int> loads_stores{0, 0};
+    for (const UOp* u : toposort(k.sink)) {
+      if (u->op == Op::Load && u->nsrc() == 3) loads_stores.first++;
+      if (u->op == Op::Store && u->nsrc() == 3) loads_stores.second++;
+    }
+    return loads_stores;
+  };
+  EXPECT_EQ(gated({}), (std::pair<int, int>{0, 0}));
+  EXPECT_EQ(gated({Opt::padto(0, 4)}), (std::pair<int, int>{0, 1}));
+  EXPECT_EQ(gated({Opt::padto(1, 8)}), (std::pair<int, int>{1, 1}));
+  for (const std::vector<Opt>& opts :
+       {std::vector<Opt>{Opt::padto(0, 4), Opt::upcast(0, 4)}, std::vector<Opt>{Opt::padto(1, 8), Opt::upcast(1, 8)}}) {
+    CompileOptions forced;
+    forced.kernel_opts[mm->ast->content_hash()] = opts;
+    testrt::expect_matches_oracle(g, outs, data, "padded matmul " + opts_str(opts), 1e-4, 1e-4, forced);
+  }
+}
+
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
 // vector take the registers a second tile axis would: the tile is the lanes and one axis of copies.
 // Its stride-2 rows fill no vector (a gather, or a scalar load per lane without gathers), so its
