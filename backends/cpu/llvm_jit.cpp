@@ -7,6 +7,7 @@
 // The disk cache (core/runtime/disk_cache.h) keeps each object file with the kernel's description,
 // so another process links it instead of compiling: see "disk payload" below.
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <unordered_set>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/llvm/llvm_ir.h"
 #include "core/pipeline.h"
 #include "core/runtime/disk_cache.h"
 #include "core/runtime/runtime.h"
@@ -395,10 +397,29 @@ llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   return jtmb;
 }
 
+// The CPU dialect's region of zeros that gated loads read where their gate is off
+// (kCpuZeroRegionSymbol): address space mapped read-only once per process, whose pages all read
+// as the kernel's zero page. Throws Error(OutOfMemory) when the address space cannot be had.
+const void* cpu_zero_region() {
+  static void* const region = [] {
+    void* r = mmap(nullptr, size_t(kCpuZeroRegionBytes), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return r == MAP_FAILED ? nullptr : r;
+  }();
+  if (region == nullptr)
+    fail(Code::OutOfMemory, "cpu: cannot map the ", kCpuZeroRegionBytes >> 20,
+         " MiB of read-only zeros that gated loads read (mmap failed)");
+  return region;
+}
+
 // An LLJIT that resolves the process's symbols: libc/libm (exp2f, sinf, powf, memset), libmvec and
-// libgcc helpers.
+// libgcc helpers; and the region of zeros.
 std::unique_ptr<llvm::orc::LLJIT> make_host_jit(const llvm::orc::JITTargetMachineBuilder& jtmb) {
   auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "create LLJIT");
+  llvm::orc::SymbolMap zeros;
+  zeros[jit->mangleAndIntern(kCpuZeroRegionSymbol)] =
+      llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(cpu_zero_region()), llvm::JITSymbolFlags::Exported);
+  if (auto err = jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(zeros))))
+    fail(Code::Compile, "llvm: cannot define the region of zeros: ", llvm_message(std::move(err)));
   char prefix = jit->getDataLayout().getGlobalPrefix();
   jit->getMainJITDylib().addGenerator(
       unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix), "process symbols"));

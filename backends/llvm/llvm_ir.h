@@ -12,6 +12,7 @@
 //           local buffers LDS (addrspace(3)), registers addrspace(5) allocas, barriers s_barrier
 //           between workgroup-scope release/acquire fences.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "core/codegen/codegen.h"
@@ -19,6 +20,12 @@
 namespace sn {
 
 enum class LlvmDialect { Cpu, Nvptx, Amdgpu };
+
+// The CPU dialect's region of zeros, which the host defines (backends/cpu: never written): a load
+// whose gate is off reads there, at its own index from the region's middle, where that index
+// stays within half the region either side.
+inline constexpr const char* kCpuZeroRegionSymbol = "sn_cpu_zero_region";
+inline constexpr int64_t kCpuZeroRegionBytes = int64_t(64) << 20;
 
 // LLVM IR text of a lowered kernel; `symbol` is the name of the entry point.
 std::string render_llvm_ir(const LoweredKernel& k, const std::string& symbol, LlvmDialect dialect = LlvmDialect::Cpu);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/llvm/llvm_ir.h"
 #include "core/pipeline.h"
 #include "test_codegen_kernels.h"
 
@@ -1019,8 +1020,8 @@ TEST(CpuBackend, PrintsLlvmIrOfAKernel) {
   for (int64_t r = 0; r < R; r++) EXPECT_EQ(o[r], *std::max_element(a.begin() + r * C, a.begin() + (r + 1) * C));
 }
 
-// A load with a scalar gate reads a block of zeros where its gate is off (a select of the address,
-// no branch) and takes its alt value there: out[i] = pad(a, zeros)[i - 2] + pad(a, -7)[i + 3].
+// A load with a scalar gate reads zeros where its gate is off (a select of the address, no
+// branch) and takes its alt value there: out[i] = pad(a, zeros)[i - 2] + pad(a, -7)[i + 3].
 TEST(CpuBackend, ScalarGatedLoadsSelectTheirAddress) {
   Graph g;
   KernelBuilder b{g};
@@ -1036,7 +1037,7 @@ TEST(CpuBackend, ScalarGatedLoadsSelectTheirAddress) {
   LoweredKernel lk = lower_kernel(g, sink, jit().target(), no_opts);
   auto ck = jit().compile(lk);
   EXPECT_EQ(ck->source.find("label %ld"), std::string::npos) << ck->source;  // no branch around a load
-  EXPECT_NE(ck->source.find(".zeros = internal constant"), std::string::npos) << ck->source;
+  EXPECT_NE(ck->source.find(kCpuZeroRegionSymbol), std::string::npos) << ck->source;
   std::vector<float> a(N), o(N);
   for (int64_t x = 0; x < N; x++) a[size_t(x)] = float(x + 1);
   void* bufs[2] = {a.data(), o.data()};
@@ -1066,7 +1067,8 @@ TEST(CpuBackend, AVectorLoadsUniformGatePartSelectsItsAddress) {
   o.opts = std::vector<Opt>{Opt::upcast(1, 8)};
   LoweredKernel lk = lower_kernel(g, sink, jit().target(), o);
   auto ck = jit().compile(lk);
-  EXPECT_NE(ck->source.find(".zeros\n"), std::string::npos) << ck->source;  // an address select
+  EXPECT_NE(ck->source.find(std::string(kCpuZeroRegionSymbol) + ", i64 "), std::string::npos)
+      << ck->source;  // a base select
   EXPECT_NE(ck->source.find("llvm.masked.load"), std::string::npos) << ck->source;
   std::vector<float> a(R * C), out(R * C, -1.0f);
   for (int64_t q = 0; q < R * C; q++) a[size_t(q)] = float(q + 1);
@@ -1077,6 +1079,38 @@ TEST(CpuBackend, AVectorLoadsUniformGatePartSelectsItsAddress) {
       bool inside = yy >= 1 && xx + 1 < C;
       EXPECT_EQ(out[size_t(yy * C + xx)], inside ? a[size_t((yy - 1) * C + xx + 1)] : 0.0f) << yy << "," << xx;
     }
+}
+
+// A gated load whose gate is off reads the region of zeros at its own index from the region's
+// middle: the gate selects only the base, so the select does not change with the index. An index
+// that can reach further than half the region either side selects the whole address instead (the
+// kernel's block of zeros). out[r, c] = c < 5 ? a[r * stride + c] : 0 for r in {0, 1}.
+TEST(CpuBackend, GatedLoadsReadTheRegionOfZerosWhereTheirIndexFits) {
+  const int64_t C = 16;
+  for (int64_t stride : {C, kCpuZeroRegionBytes / 4}) {
+    Graph g;
+    KernelBuilder b{g};
+    auto *A = b.param(0, dtypes::float32, stride + C), *O = b.param(1, dtypes::float32, 2 * C);
+    auto *r = b.range(2, 0), *c = b.range(C, 1);
+    auto* v = b.load(A, b.add(b.mul(r, b.c(stride)), c), g.cfloat(0.0), g.alu(Op::CmpLt, c, b.c(5)));
+    auto* sink = b.sink({b.store(O, b.flat({r, c}, {2, C}), v)}, "gated_rows");
+    LowerOptions no_opts;
+    no_opts.optimize = false;
+    LoweredKernel lk = lower_kernel(g, sink, jit().target(), no_opts);
+    auto ck = jit().compile(lk);
+    const bool fits = stride == C;
+    EXPECT_EQ(ck->source.find(kCpuZeroRegionSymbol) != std::string::npos, fits) << stride << "\n" << ck->source;
+    EXPECT_EQ(ck->source.find(".zeros = internal constant") != std::string::npos, !fits) << stride;
+    // 64 MiB of address space for the far row; only the elements read are written
+    std::unique_ptr<float[]> a(new float[size_t(stride + C)]);
+    for (int64_t q = 0; q < C; q++) a[size_t(q)] = float(q + 1), a[size_t(stride + q)] = float(-q - 1);
+    std::vector<float> out(2 * C, -100.0f);
+    void* bufs[2] = {a.get(), out.data()};
+    jit().run(*ck, bufs);
+    for (int64_t row = 0; row < 2; row++)
+      for (int64_t q = 0; q < C; q++)
+        EXPECT_EQ(out[size_t(row * C + q)], q < 5 ? a[size_t(row * stride + q)] : 0.0f) << stride << " " << q;
+  }
 }
 
 }  // namespace
