@@ -6,7 +6,8 @@
 //   vars[i]     the value of LoweredKernel::vars[i] (sorted by name)
 //   core_id     THREAD index in [0, ncores); ncores = LoweredKernel::threads
 // Buffers are declared noalias: two slots of one launch must not overlap when either is written
-// (CpuCompiler::run checks this).
+// (CpuCompiler::run checks this). Kernels may read the JIT's `sn_cpu_zero_region` (read-only zeros,
+// kCpuZeroRegionBytes: where a load's gate is off) and the process's libc/libm.
 #pragma once
 #include <cstdint>
 #include <memory>
