@@ -419,6 +419,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     if (best) {
       int64_t amt = copies_for(best);
+      const int64_t best_len = amt ? (const_bound(best) + amt - 1) / amt * amt : 0;  // padded
       if (amt && const_bound(best) % amt != 0) apply(Opt::padto(id_of(best), amt));
       if (amt) apply(Opt::upcast(id_of(best), amt));
       inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
@@ -475,9 +476,17 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //     3, bench_cpu against oneDNN in the same runs (three each): conv2d 64x56x56 1.31-1.75x ->
       //     1.01-1.16x, 128x28x28 with constant weights 1.37-1.42x -> 0.89-1.10x, the small CNN's
       //     first convolution 0.115-0.139 -> 0.091-0.103 ms (alternated); the tile's code is three
-      //     times longer (ResNet-18 compiles 10-20% slower). ResNet-18's 512x7x7 with one register of
-      //     lanes x 7 columns ran 25-35% slower with it.
-      const int rounds = target.vector_registers < 32 && vregs == 2 ? 2 : 1;
+      //     times longer (ResNet-18 compiles 10-20% slower).
+      //     With one register of lanes, the same where the copies do not span their whole axis (a
+      //     14-wide map's rows as two tiles of 7 columns): a padded input's gates then select their
+      //     base pointers once per tile (the region of zeros, render_llvm_ir), outside the loop. A
+      //     Zen 3, alternated three times: ResNet-18's 256x14x14 convolution 2.73-2.91 -> 2.02-2.23
+      //     ms, 512x512x14x14 9.9-13.2 -> 9.5-9.7 ms, 128x128x14x14 0.55-0.57 -> 0.47 ms. A tile
+      //     that spans its rows (7 columns of a 7-wide map) has gates on both sides: its unrolled
+      //     3x3 taps carry up to 9 gated bases, which spilled (58 spills and reloads per step), and
+      //     ResNet-18's 512x7x7 ran 25-35% slower with it.
+      const bool split_axis = amt > 0 && amt < best_len;
+      const int rounds = target.vector_registers < 32 && (vregs == 2 || (vregs == 1 && split_axis)) ? 2 : 1;
       for (int round = 0; round < rounds; round++) {
         std::vector<Opt> short_axes;
         for (const UOp* red : toposort(k.sink)) {  // (the tile's opts rebuilt the Reduces)

@@ -199,8 +199,9 @@ TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
 // With AVX2's 16 vector registers a 3x3 convolution's tile fits the accumulators in 8 of them: 16
 // output-channel lanes (two registers) x 4 columns where 4 copies divide the map (56, 28; also
 // where the rows would fill one register of lanes), with the filter's height unrolled beside its
-// width; one register of 8 channel lanes x 7 columns where 4 copies divide nothing (14, 7). The
-// kernels compiled with those opts on this machine match the oracle.
+// width; one register of 8 channel lanes x 7 columns where 4 copies divide nothing (14, 7), with
+// the filter's height unrolled too where the 7 columns are not the whole row (14). The kernels
+// compiled with those opts on this machine match the oracle.
 class Avx2Tiles : public testrt::OracleFixture<20261128> {};
 TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
   Target t = cpu_like();
@@ -210,7 +211,7 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
     int64_t hw, channels;
     std::vector<int64_t> upcasts, unrolls;
   };
-  for (const Want& want : {Want{56, 4, {16, 4}, {3, 3}}, Want{28, 32, {16, 4}, {3, 3}}, Want{14, 4, {8, 7}, {3}},
+  for (const Want& want : {Want{56, 4, {16, 4}, {3, 3}}, Want{28, 32, {16, 4}, {3, 3}}, Want{14, 4, {8, 7}, {3, 3}},
                            Want{7, 32, {8, 7}, {3}}}) {
     const int64_t hw = want.hw;
     const UOp *x = in(dtypes::float32, {1, want.channels, hw, hw}), *w = in(dtypes::float32, {64, want.channels, 3, 3});
