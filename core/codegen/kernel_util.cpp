@@ -315,6 +315,12 @@ bool eval_int_step(const UOp* root, const std::unordered_map<const UOp*, int64_t
   return true;
 }
 
+std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, const std::unordered_map<const UOp*, int64_t>& env) {
+  int64_t a = 0, b = 0;
+  if (!eval_int_step(idx, env, r, &a, &b)) return std::nullopt;
+  return b - a;
+}
+
 const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& offsets) {
   std::vector<const UOp*> cs;
   for (int64_t o : offsets) cs.push_back(g.cint(o, base->dtype));

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -67,6 +68,12 @@ bool eval_int(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, 
 // (at1 - at0 is the index's stride along r).
 bool eval_int_step(const UOp* u, const std::unordered_map<const UOp*, int64_t>& env, const UOp* r, int64_t* at0,
                    int64_t* at1);
+// How far index idx moves when r goes from 0 to 1 (the rest as in env); nullopt if not evaluable.
+std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, const std::unordered_map<const UOp*, int64_t>& env);
+// The element index of a load's or store's address Index(buffer, i), or nullptr for any other address.
+inline const UOp* address_index(const UOp* addr) {
+  return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
+}
 
 // The k-lane index base + (offsets[0], ..., offsets[k-1]) (the addresses of a gather or a scatter:
 // Index(buffer, it) loads or stores k elements at those positions), and its base, or nullptr when

@@ -91,7 +91,7 @@ struct Target {
   bool has_gather_scatter = false;
   // Bytes of cache one core can keep a kernel's operands in: its L2 and its share of the L3 (CPU;
   // 0: unknown). The CPU heuristic blocks a register tile's loops so that the rows it streams stay
-  // within half of it.
+  // within a quarter of it.
   int64_t cache_bytes = 0;
   // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
   // accumulators within half of them, so operands and addresses never spill.

@@ -34,17 +34,6 @@ std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
   return env;
 }
 
-// How far the index moves when r goes from 0 to 1 (others at 0). nullopt if not evaluable.
-std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, const std::unordered_map<const UOp*, int64_t>& env) {
-  int64_t a = 0, b = 0;
-  if (!eval_int_step(idx, env, r, &a, &b)) return std::nullopt;
-  return b - a;
-}
-
-const UOp* address_index(const UOp* addr) {
-  return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
-}
-
 int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t c : choices)
     if (c > 1 && n >= c && n % c == 0) return c;

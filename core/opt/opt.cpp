@@ -215,11 +215,10 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
 bool walked_contiguously(std::span<const UOp* const> order, const UOp* r) {
   static const std::unordered_map<const UOp*, int64_t> no_vars;
   for (const UOp* u : order) {
-    if (u->op != Op::Load && u->op != Op::Store) continue;
-    const UOp* a = u->src(0);
-    if (a->op != Op::Index || a->nsrc() != 2) continue;
-    int64_t at0 = 0, at1 = 0;
-    if (!eval_int_step(a->src(1), no_vars, r, &at0, &at1) || at1 - at0 == 1 || at1 - at0 == -1) return true;
+    const UOp* idx = u->op == Op::Load || u->op == Op::Store ? address_index(u->src(0)) : nullptr;
+    if (!idx) continue;
+    std::optional<int64_t> stride = stride_of(idx, r, no_vars);
+    if (!stride || *stride == 1 || *stride == -1) return true;
   }
   return false;
 }
@@ -235,6 +234,7 @@ const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
   int64_t n = const_bound(r);
   if (opt.amount < 1) fail(Code::InvalidArg, opt_str(opt), ": the multiple must be at least 1");
   const UOp *nr, *valid, *clamped = nullptr;
+  bool clamp_unless_contiguous = false;
   if (n > 0) {
     int64_t padded = (n + opt.amount - 1) / opt.amount * opt.amount;
     if (padded == n) return k.sink;
@@ -246,8 +246,7 @@ const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
     // would break their contiguous load). A matmul's rows padded to its register tile's 6 were
     // 6 gated loads of A in the inner loop, a cmov each: matmul 4096 ran 1.2-1.35 s, against
     // 0.87-1.01 s for 4092 rows, which need no padding.
-    if (type != AxisType::Reduce && type != AxisType::GroupReduce && !walked_contiguously(toposort(k.sink), r))
-      clamped = g.alu(Op::Where, valid, nr, g.cint(n - 1));
+    clamp_unless_contiguous = type != AxisType::Reduce && type != AxisType::GroupReduce;
   } else {
     // A symbolic length N (a batch variable) runs to ceil(N/m)*m, written so that a split by m
     // sees the multiple (symbolic_quotient).
@@ -263,7 +262,8 @@ const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
     // inner loop (a symbolic-batch MLP ran 1.5x slower with gated loads).
     clamped = g.alu(Op::Where, valid, nr, g.alu(Op::Add, bound, g.cint(-1)));
   }
-  std::vector<const UOp*> order = toposort(k.sink);
+  const std::vector<const UOp*> order = toposort(k.sink);
+  if (clamp_unless_contiguous && !walked_contiguously(order, r)) clamped = g.alu(Op::Where, valid, nr, g.cint(n - 1));
   OpenRanges open(order);
   // Whether a node reads r at all (its value or address moves with it).
   std::unordered_set<const UOp*> uses;

@@ -202,7 +202,24 @@ TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
 // width; one register of 8 channel lanes x 7 columns where 4 copies divide nothing (14, 7), with
 // the filter's height unrolled too where the 7 columns are not the whole row (14). The kernels
 // compiled with those opts on this machine match the oracle.
-class Avx2Tiles : public testrt::OracleFixture<20261128> {};
+class Avx2Tiles : public testrt::OracleFixture<20261128> {
+ protected:
+  // The last kernel of outs' schedule whose name starts with `prefix` (the schedule stays here).
+  const ScheduledKernel* scheduled(const std::vector<const UOp*>& outs, const std::string& prefix) {
+    sched_ = schedule_graph(g, outs);
+    return kernel_named(sched_, prefix);
+  }
+  // outs, compiled with `opts` forced on kernel k and run on this machine, match the oracle.
+  void expect_forced_match(const std::vector<const UOp*>& outs, const ScheduledKernel* k, const std::vector<Opt>& opts,
+                           const std::string& what) {
+    CompileOptions forced;
+    forced.kernel_opts[k->ast->content_hash()] = opts;
+    testrt::expect_matches_oracle(g, outs, data, what, 1e-4, 1e-4, forced);
+  }
+
+ private:
+  Schedule sched_;
+};
 TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
   Target t = cpu_like();
   t.vector_bits = 256;
@@ -216,18 +233,14 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
     const int64_t hw = want.hw;
     const UOp *x = in(dtypes::float32, {1, want.channels, hw, hw}), *w = in(dtypes::float32, {64, want.channels, 3, 3});
     std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
-    Schedule s = schedule_graph(g, outs);
-    const ScheduledKernel* conv = kernel_named(s, "r_");
+    const ScheduledKernel* conv = scheduled(outs, "r_");
     ASSERT_NE(conv, nullptr) << hw;
     LoweredKernel k = lower_kernel(g, conv->ast, t);
     for (const Opt& o : k.opts) EXPECT_NE(o.op, OptOp::Padto) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want.upcasts) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), want.unrolls) << hw << ": " << opts_str(k.opts);
     EXPECT_EQ(expect_replays(g, outs, t, "conv " + std::to_string(hw)), 2);
-    CompileOptions forced;
-    forced.kernel_opts[conv->ast->content_hash()] = k.opts;
-    testrt::expect_matches_oracle(g, outs, data, "conv " + std::to_string(hw) + " with AVX2's tile", 1e-4, 1e-4,
-                                  forced);
+    expect_forced_match(outs, conv, k.opts, "conv " + std::to_string(hw) + " with AVX2's tile");
   }
 }
 
@@ -238,8 +251,7 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
 TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   const UOp *x = in(dtypes::float32, {1, 8, 7, 7}), *w = in(dtypes::float32, {64, 8, 3, 3});
   std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
-  Schedule s = schedule_graph(g, outs);
-  const ScheduledKernel* pack = kernel_named(s, "E_");
+  const ScheduledKernel* pack = scheduled(outs, "E_");
   ASSERT_NE(pack, nullptr);
   auto opts_with = [&](bool gathers) {
     Target t = cpu_like();
@@ -251,9 +263,7 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{3, 3})) << opts_str(opts);
   EXPECT_EQ(split_amounts(gathered, AxisType::Upcast), (std::vector<int64_t>{8}))  // the stored channels' lanes
       << opts_str(gathered);
-  CompileOptions forced;
-  forced.kernel_opts[pack->ast->content_hash()] = opts;
-  testrt::expect_matches_oracle(g, outs, data, "conv with its weight packed filter by filter", 1e-4, 1e-4, forced);
+  expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter");
 }
 
 // A matmul's tile on 16 registers is 6 rows x 16 lanes (12 accumulators: a plain product needs only
@@ -265,8 +275,7 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
 TEST_F(Avx2Tiles, MatmulTakesSixRowsAndCacheBlocks) {
   const UOp *a = in(dtypes::float32, {512, 256}), *b = in(dtypes::float32, {256, 512});
   std::vector<const UOp*> outs{matmul(g, a, b)};
-  Schedule s = schedule_graph(g, outs);
-  const ScheduledKernel* mm = kernel_named(s, "r_");
+  const ScheduledKernel* mm = scheduled(outs, "r_");
   ASSERT_NE(mm, nullptr);
   auto target = [](int registers, int64_t cache) {
     Target t = cpu_like();
@@ -296,9 +305,7 @@ TEST_F(Avx2Tiles, MatmulTakesSixRowsAndCacheBlocks) {
   }
   EXPECT_EQ(expect_replays(g, outs, target(16, 256 << 10), "blocked matmul"), 2);
   for (const std::vector<Opt>& opts : {avx2, wide}) {
-    CompileOptions forced;
-    forced.kernel_opts[mm->ast->content_hash()] = opts;
-    testrt::expect_matches_oracle(g, outs, data, "matmul " + opts_str(opts), 1e-4, 1e-4, forced);
+    expect_forced_match(outs, mm, opts, "matmul " + opts_str(opts));
   }
 }
 
@@ -309,8 +316,7 @@ TEST_F(Avx2Tiles, MatmulTakesSixRowsAndCacheBlocks) {
 TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
   const UOp *a = in(dtypes::float32, {13, 8}), *b = in(dtypes::float32, {8, 20});
   std::vector<const UOp*> outs{matmul(g, a, b)};
-  Schedule s = schedule_graph(g, outs);
-  const ScheduledKernel* mm = kernel_named(s, "r_");
+  const ScheduledKernel* mm = scheduled(outs, "r_");
   ASSERT_NE(mm, nullptr);
   // ranges: 0 the rows (13), 1 the columns (20), 2 the reduce (8)
   auto gated = [&](const std::vector<Opt>& opts) {
@@ -328,9 +334,7 @@ TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
   EXPECT_EQ(gated({Opt::padto(1, 8)}), (std::pair<int, int>{1, 1}));
   for (const std::vector<Opt>& opts :
        {std::vector<Opt>{Opt::padto(0, 4), Opt::upcast(0, 4)}, std::vector<Opt>{Opt::padto(1, 8), Opt::upcast(1, 8)}}) {
-    CompileOptions forced;
-    forced.kernel_opts[mm->ast->content_hash()] = opts;
-    testrt::expect_matches_oracle(g, outs, data, "padded matmul " + opts_str(opts), 1e-4, 1e-4, forced);
+    expect_forced_match(outs, mm, opts, "padded matmul " + opts_str(opts));
   }
 }
 
