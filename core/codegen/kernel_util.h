@@ -75,6 +75,13 @@ inline const UOp* address_index(const UOp* addr) {
   return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
 }
 
+// Whether some load's or store's address in `order` (a kernel's nodes, sources first) depends on a
+// loaded value (a gather or a scatter).
+bool addresses_depend_on_loads(std::span<const UOp* const> order);
+// Whether every element an Index into a kernel parameter can address lies inside the parameter's
+// buffer (the index's bounds, over every range's whole length).
+bool inside_buffer(const UOp* index);
+
 // The k-lane index base + (offsets[0], ..., offsets[k-1]) (the addresses of a gather or a scatter:
 // Index(buffer, it) loads or stores k elements at those positions), and its base, or nullptr when
 // idx is not of that form.

@@ -273,6 +273,14 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       // output channels rather than 4 (ResNet-18's stem on a Zen 3: 16 columns x 4 channels
       // 3.4-3.5 ms at best, 8 columns x 8 channels 2.27-2.33 ms; 8 x 16 spilled: 2.6-3.5 ms).
       if (wide_filter && target.vector_registers < 32 && amt == 2 * vw) amt = vw;
+      // A long axis that two registers of lanes do not divide (a matmul's 1020 or 1000 columns) is
+      // padded to them where that wastes at most a sixteenth: its padded lanes read inside their
+      // buffers and store nothing (PADTO), where 4 lanes left matmul 1020 3x slower than 1024.
+      const int64_t padded_two = (n + 2 * vw - 1) / (2 * vw) * (2 * vw);
+      if (lanes_ok && !wide_filter && amt < 2 * vw && n >= 16 * vw && 16 * (padded_two - n) <= padded_two) {
+        apply(Opt::padto(id_of(inner), 2 * vw));
+        amt = 2 * vw;
+      }
       // 2a'. When the innermost axis fills less than a whole vector (a 56-, 28-, 14- or 7-wide
       //      feature map on AVX-512), another output axis that whole vectors divide and that a
       //      reduce load walks contiguously takes the lanes instead: a convolution's output

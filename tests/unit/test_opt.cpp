@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "core/codegen/codegen.h"
+#include "core/codegen/kernel_util.h"
 #include "core/opt/opt.h"
 #include "core/pipeline.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
+#include "tests/unit/test_codegen_kernels.h"
 #include "tests/unit/test_pipeline_util.h"
 #include "tests/util/ops_case.h"
 #include "tests/util/test_helpers.h"
@@ -336,6 +338,66 @@ TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
        {std::vector<Opt>{Opt::padto(0, 4), Opt::upcast(0, 4)}, std::vector<Opt>{Opt::padto(1, 8), Opt::upcast(1, 8)}}) {
     expect_forced_match(outs, mm, opts, "padded matmul " + opts_str(opts));
   }
+}
+
+// A matmul whose columns no two vector registers divide (250 on AVX2's 16 lanes) has them padded
+// to 16 and takes 16 lanes, not 2 (the most lanes that divide 250). Its B is packed in panels of
+// 32 columns, the last padded with zeros (8 panels), so the padded lanes read inside the panels:
+// PADTO leaves B's load ungated and gates only the store (where the padding would read past B,
+// unpacked 20 columns padded to 24, the load stays gated: PaddedRowsClampTheirLoadsAndGateTheirStore).
+// The heuristic's kernel replays and, run on this machine, matches the oracle.
+TEST_F(Avx2Tiles, ColumnsPaddedToTwoRegistersReadInsideTheirPanels) {
+  const UOp *a = in(dtypes::float32, {64, 96}), *b = in(dtypes::float32, {96, 250});
+  std::vector<const UOp*> outs{matmul(g, a, b)};
+  EXPECT_NE(scheduled(outs, "E_8_96_32"), nullptr) << "B is packed in 8 panels";
+  const ScheduledKernel* mm = scheduled(outs, "r_");
+  ASSERT_NE(mm, nullptr);
+  Target t = cpu_like();
+  t.vector_registers = 16;
+  const std::vector<Opt> opts = lower_kernel(g, mm->ast, t).opts;
+  ASSERT_FALSE(opts.empty());
+  EXPECT_EQ(opts[0].op, OptOp::Padto) << opts_str(opts);
+  EXPECT_EQ(opts[0].amount, 16) << opts_str(opts);
+  EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{16, 6})) << opts_str(opts);
+  // ranges: 0 the rows (64), 1 the columns (250), 2 the reduce (96)
+  OptState k = start_optimization(g, mm->ast, t);
+  apply_opt(g, k, Opt::padto(1, 16), t);
+  int gated_loads = 0, gated_stores = 0;
+  for (const UOp* u : toposort(k.sink)) {
+    gated_loads += u->op == Op::Load && u->nsrc() == 3;
+    gated_stores += u->op == Op::Store && u->nsrc() == 3;
+  }
+  EXPECT_EQ(gated_loads, 0);
+  EXPECT_EQ(gated_stores, 1);
+  EXPECT_EQ(expect_replays(g, outs, t, "matmul 64x96x250"), 2);
+  expect_forced_match(outs, mm, opts, "matmul 64x96x250 " + opts_str(opts));
+}
+
+// PADTO of an axis a load walks contiguously leaves the load ungated where its padded index stays
+// inside its buffer, but not in a kernel where an address depends on a loaded value (a gather: its
+// index, read in the padding, could point anywhere); outside the buffer it stays gated.
+TEST(Opts, PaddedLoadsInsideTheirBufferGoUngatedUnlessAnAddressIsLoaded) {
+  Graph g;
+  testk::KernelBuilder b{g};
+  const UOp *A = b.param(0, dtypes::float32, 24), *I = b.param(1, dtypes::int32, 20);
+  const UOp* O = b.param(2, dtypes::float32, 20);
+  auto gated_loads = [&](const UOp* sink) {
+    OptState k = start_optimization(g, sink, cpu_like());
+    apply_opt(g, k, Opt::padto(0, 8), cpu_like());
+    int n = 0;
+    for (const UOp* u : toposort(k.sink)) n += u->op == Op::Load && u->nsrc() == 3;
+    return n;
+  };
+  const UOp* j = b.range(20, 0);
+  const UOp* plain = b.sink({b.store(O, j, b.load(A, j))}, "E_20");
+  EXPECT_EQ(gated_loads(plain), 0) << "A[j] for j < 24 is inside A's 24 elements";
+  const UOp* shifted = b.sink({b.store(O, j, b.load(A, b.add(j, b.c(1))))}, "E_20");
+  EXPECT_EQ(gated_loads(shifted), 1) << "A[j + 1] reaches A[24]";
+  const UOp* at = g.make(Op::Cast, dtypes::index, {b.load(I, j)}, dtypes::index);
+  const UOp* gather = b.sink({b.store(O, j, g.alu(Op::Add, b.load(A, j), b.load(A, at)))}, "E_20");
+  EXPECT_EQ(gated_loads(gather), 3) << "A[j], I[j] and A[I[j]]";
+  EXPECT_TRUE(addresses_depend_on_loads(toposort(gather)));
+  EXPECT_FALSE(addresses_depend_on_loads(toposort(plain)));
 }
 
 // A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
