@@ -18,6 +18,7 @@
 //                                                 (f32, plain row-major operands like ours and OpenBLAS')
 //   matmul_2048       (2048x2048) @ (2048x2048)   same
 //   matmul_4096       (4096x4096) @ (4096x4096)   same
+//   matmul_1020       (1020x1020) @ (1020x1020)   same: a size no vector tile divides (1020 = 4 x 255)
 //   matvec_4096       (1x4096) @ (4096x4096)      OpenBLAS cblas_sgemv; oneDNN matmul with M = 1 (plain)
 //   mlp_256x512x2048x512   x (256x512) -> linear 2048 + relu -> linear 512 (with biases), one program of ours;
 //                     OpenBLAS: two sgemm + bias/relu loops; oneDNN: two matmuls (bias, relu post-op; weights in
@@ -963,6 +964,7 @@ int main(int argc, char** argv) {
   run("matmul_1024", [] { return bench_matmul(1024); });
   run("matmul_2048", [] { return bench_matmul(2048); });
   run("matmul_4096", [] { return bench_matmul(4096); });
+  run("matmul_1020", [] { return bench_matmul(1020); });
   run("matvec_4096", [] { return bench_matvec(4096); });
   run("mlp_256x512x2048x512", [] {
     return bench_model(
