@@ -490,18 +490,15 @@ struct CpuCompiler::Impl {
 
   void optimize(llvm::Module& m) { optimize(m, *tm); }
   // Our kernels arrive vectorized, unrolled and with their loops in the order the optimizer chose.
-  // Of O3's module pipeline they need: the body inlined into the entry point, the accumulators
-  // promoted to registers (SROA), CSE, instcombine and CFG cleanup, loop invariants hoisted (LICM),
-  // GVN, the loop vectorizer for the loops codegen leaves scalar (it marks the ones it vectorized:
-  // a packing copy's 32-element rows ran 1.5-2.5x slower without it), and SLP for what stays scalar
-  // (a scan's carried sums). O3's inliner, unswitching, loop distribution and the rest took half of
-  // LLVM's optimize time and left the inner loops of the bench_cpu kernels as they were.
-  // SLP runs on the functions of kernels where codegen left float math scalar (wants_slp; the others
-  // carry kNoSlp): in the kernels codegen vectorized it changed no instruction (every ResNet-18 and
-  // bench_cpu kernel but cumsum's) and it was the most expensive pass (on an AVX2 target, 0.40G of the
-  // 2.26G instructions compiling ResNet-18 took).
+  // Of O3's module pipeline they need: the accumulators promoted to registers (SROA), CSE,
+  // instcombine and CFG cleanup, loop invariants hoisted (LICM), GVN, the loop vectorizer for the loops codegen leaves
+  // scalar (it marks the ones it vectorized: a packing copy's 32-element rows ran 1.5-2.5x slower without it), and SLP
+  // for what stays scalar (a scan's carried sums). O3's inliner, unswitching, loop distribution and the rest took half
+  // of LLVM's optimize time and left the inner loops of the bench_cpu kernels as they were. SLP runs on the functions
+  // of kernels where codegen left float math scalar (wants_slp; the others carry kNoSlp): in the kernels codegen
+  // vectorized it changed no instruction (every ResNet-18 and bench_cpu kernel but cumsum's) and it was the most
+  // expensive pass (on an AVX2 target, 0.40G of the 2.26G instructions compiling ResNet-18 took).
   static constexpr const char* kPasses =
-      "always-inline,"
       "function(sroa<modify-cfg>,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
       "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,sn-slp,instcombine<no-verify-fixpoint>,"
       "simplifycfg),"

@@ -1,9 +1,12 @@
 // Linear -> LLVM IR text. Plain text (no LLVM headers here): easy to dump for SN_DEBUG and fast
 // to compile; the JIT parses it.
 //
-// Layout: an internal `<sym>.body(ptr noalias %b<slot>..., i64 %var<i>..., i64 %core_id)` with
-// the kernel, always inlined into the exported `<sym>(ptr bufs, ptr vars, i64 core_id, i64 n)`
-// that unpacks the argument arrays (after inlining, noalias becomes alias-scope metadata).
+// Layout: the exported `<sym>(ptr bufs, ptr vars, i64 core_id, i64 n)` unpacks the argument arrays
+// into %b<slot> and %var<i> and runs the kernel. The buffers do not overlap (the runtime's rule for
+// a written buffer): each load and store of a buffer carries alias-scope metadata that says so, one
+// scope per buffer, as inlining a body with noalias parameters would add (LLVM's inliner spent 5%
+// of a small CNN's compile doing that). A kernel with streaming stores keeps two bodies with
+// noalias parameters, not inlined, one of which the entry point calls.
 // Loops are do-while loops with a phi induction variable behind a trip-count guard; gated loads
 // and stores branch around the memory access. Accumulators are allocas (mem2reg makes them
 // phis). Float math keeps IEEE semantics: Mulacc is llvm.fmuladd (fused where the target has
@@ -61,30 +64,45 @@ class IrWriter {
     for (const UOp* u : k_.linear->src())
       if (u->op == Op::Range) iterations *= u->src(0)->op == Op::Const ? double(u->src(0)->const_int()) : 1e9;
     few_iterations_ = iterations < double(1 << 14);
+    // Metadata ids: the alias scopes first (!0 their domain, then three per buffer slot: its scope,
+    // the list of its scope, the list of the other buffers' scopes), then the loops' (two each).
+    if (!gpu() && k_.params.size() >= 2)
+      for (const KernelParam& p : k_.params) loop_metadata_ = std::max<int64_t>(loop_metadata_, 4 + 3 * p.slot);
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
-    std::string params;  // of the body
+    if (nt_stores_.empty()) {
+      os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
+      for (const KernelParam& p : k_.params) {
+        os << "  %pa" << p.slot << " = getelementptr inbounds ptr, ptr %bufs, i64 " << p.slot << "\n";
+        os << "  %b" << p.slot << " = load ptr, ptr %pa" << p.slot << ", align 8\n";
+      }
+      for (size_t i = 0; i < k_.vars.size(); i++) {
+        os << "  %va" << i << " = getelementptr inbounds i64, ptr %vars, i64 " << i << "\n";
+        os << "  %var" << i << " = load i64, ptr %va" << i << ", align 8\n";
+      }
+      os << allocas_ << body_ << "  ret void\n}\n\n";
+      return finish(os);
+    }
+    std::string params;  // of the bodies
     for (const KernelParam& p : k_.params) params += str("ptr noalias %b", p.slot, ", ");
     for (size_t i = 0; i < k_.vars.size(); i++) params += str("i64 %var", i, ", ");
     params += "i64 %core_id";
     os << "define internal void @" << sym_ << ".body(" << params << ") #0 {\nentry:\n"
        << allocas_ << body_ << "  ret void\n}\n\n";
-    // With streaming stores, a second body writes them non-temporally (whole aligned vectors); the
-    // wrapper runs it when every such buffer is aligned (a view at an offset may not be).
-    if (!nt_stores_.empty()) {
-      std::string nt_body;
-      size_t from = 0;
-      for (const StreamingStore& st : nt_stores_) {
-        nt_body.append(body_, from, st.at - from);
-        nt_body += str(", align ", st.bytes, ", !nontemporal !{i32 1}");
-        from = st.at + st.len;
-      }
-      nt_body.append(body_, from);
-      os << "define internal void @" << sym_ << ".body.nt(" << params << ") #0 {\nentry:\n"
-         << allocas_ << nt_body << "  ret void\n}\n\n";
+    // A second body writes the streaming stores non-temporally (whole aligned vectors); the entry
+    // point runs it when every such buffer is aligned (a view at an offset may not be).
+    std::string nt_body;
+    size_t from = 0;
+    for (const StreamingStore& st : nt_stores_) {
+      nt_body.append(body_, from, st.at - from);
+      nt_body += str(", align ", st.bytes, ", !nontemporal !{i32 1}");
+      from = st.at + st.len;
     }
+    nt_body.append(body_, from);
+    os << "define internal void @" << sym_ << ".body.nt(" << params << ") #0 {\nentry:\n"
+       << allocas_ << nt_body << "  ret void\n}\n\n";
     os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
     std::string args;
     for (const KernelParam& p : k_.params) {
@@ -111,17 +129,52 @@ class IrWriter {
       os << "  call void @" << sym_ << ".body.nt(" << args << ")\n  ret void\ncached:\n";
     }
     os << "  call void @" << sym_ << ".body(" << args << ")\n  ret void\n}\n\n";
+    return finish(os);
+  }
+
+ private:
+  // The module's declarations, constants, metadata and attributes after its functions.
+  std::string finish(std::ostringstream& os) {
     for (const std::string& d : decls_) os << d << "\n";
     if (zero_bytes_ > 0)
       os << "@" << sym_ << ".zeros = internal constant [" << zero_bytes_ << " x i8] zeroinitializer, align 64\n";
     for (const std::string& m : tile_loops_) os << m;
+    if (!scoped_slots_.empty()) {
+      // a domain, a scope per buffer, and per buffer the list of its scope and of the others'
+      const int64_t d = 0;
+      os << "!" << d << " = distinct !{!" << d << ", !\"sn.buffers\"}\n";
+      for (const KernelParam& p : k_.params) {
+        const int64_t s = d + 1 + 3 * p.slot;
+        os << "!" << s << " = distinct !{!" << s << ", !" << d << "}\n!" << s + 1 << " = !{!" << s << "}\n!" << s + 2
+           << " = !{";
+        bool first = true;
+        for (const KernelParam& q : k_.params)
+          if (q.slot != p.slot) {
+            os << (first ? "!" : ", !") << d + 1 + 3 * q.slot;
+            first = false;
+          }
+        os << "}\n";
+      }
+    }
     if (uses_pure_) os << "attributes #2 = { nounwind willreturn memory(none) }\n";
-    os << "\nattributes #0 = { alwaysinline nounwind \"no-trapping-math\"=\"true\" }\n";
+    os << "\nattributes #0 = { noinline nounwind \"no-trapping-math\"=\"true\" }\n";
     os << "attributes #1 = { nounwind \"no-trapping-math\"=\"true\" }\n";
     return os.str();
   }
 
- private:
+  // The alias-scope metadata of a load or store at addr (see the layout above): in the scope of
+  // its buffer and, for a store, apart from the other buffers' scopes (LLVM asks either side of a
+  // pair: a load needs only its scope). Empty for registers, GPUs and kernels of one buffer.
+  std::string alias_metadata(const UOp* addr, bool store) {
+    if (gpu() || k_.params.size() < 2 || addr->op != Op::Index) return "";
+    const UOp* b = addr->src(0);
+    while (b->op == Op::After) b = b->src(0);
+    if (b->op != Op::Param) return "";
+    const int64_t s = 1 + 3 * b->as<ParamArg>().slot;
+    scoped_slots_.insert(b->as<ParamArg>().slot);
+    return store ? str(", !alias.scope !", s + 1, ", !noalias !", s + 2) : str(", !alias.scope !", s + 1);
+  }
+
   bool gpu() const { return dialect_ != LlvmDialect::Cpu; }
   bool amd() const { return dialect_ == LlvmDialect::Amdgpu; }
 
@@ -143,7 +196,7 @@ class IrWriter {
     for (const std::string& d : decls_) os += d + "\n";
     for (const std::string& m : tile_loops_) os += m;
     if (!amd()) {  // NVPTX (LLVM 19) finds its kernels through this annotation
-      size_t id = 2 * tile_loops_.size();
+      size_t id = size_t(loop_metadata_) + 2 * tile_loops_.size();
       os += str("!nvvm.annotations = !{!", id, "}\n!", id, " = !{ptr @", sym_, ", !\"kernel\", i32 1}\n");
     }
     os += "\nattributes #0 = { nounwind \"no-trapping-math\"=\"true\" }\n";
@@ -285,9 +338,9 @@ class IrWriter {
     return it->second;
   }
   std::string call(const std::string& ret, const std::string& name, const std::string& args_types,
-                   const std::string& args, const std::string& flags = "") {
+                   const std::string& args, const std::string& flags = "", const std::string& metadata = "") {
     decls_.insert(str("declare ", ret, " @", name, "(", args_types, ")"));
-    return emit(str("call ", flags.empty() ? "" : flags + " ", ret, " @", name, "(", args, ")"));
+    return emit(str("call ", flags.empty() ? "" : flags + " ", ret, " @", name, "(", args, ")", metadata));
   }
 
   // value as i64 (index arithmetic and addresses)
@@ -681,18 +734,19 @@ class IrWriter {
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
+    const std::string md = alias_metadata(addr, false);
     // A gather (every lane from its own address): masked by a per-lane gate, with the alt values
     // where it is off; a scalar gate branches around it like around a load.
     auto gather = [&](const std::string& mask, const std::string& alt) {
       std::string vt = pointers_type(p), mk = str("<", p.lanes, " x i1>");
       std::string name = gather_scatter_name("gather", p);
       return from_mem(call(mt, name, str(vt, ", i32, ", mk, ", ", mt),
-                           str(vt, " ", v(addr), ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ", alt)),
+                           str(vt, " ", v(addr), ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ", alt), "", md),
                       u->dtype, p);
     };
     auto read = [&] {
       if (is_scatter_address(addr)) return gather(splat(dtypes::bool_.vec(p.lanes), "true"), "poison");
-      return from_mem(emit(str("load ", mt, ", ", pt, " ", v(addr), ", align ", align)), u->dtype, p);
+      return from_mem(emit(str("load ", mt, ", ", pt, " ", v(addr), ", align ", align, md)), u->dtype, p);
     };
     if (is_scatter_address(addr) && u->nsrc() == 3 && u->src(2)->dtype.lanes > 1) {
       val_[u] = gather(v(u->src(2)), to_mem(v(u->src(1)), u->dtype, p));
@@ -707,7 +761,8 @@ class IrWriter {
       const std::string mk = reg_type(gate->dtype), name = str("llvm.masked.load.", "v", p.lanes, mem_s(p), ptr_ovl(p));
       return from_mem(call(mt, name, str(pt, ", i32, ", mk, ", ", mt),
                            str(pt, " ", ptr, ", i32 ", align, ", ", mk, " ", mask, ", ", mt, " ",
-                               to_mem(v(u->src(1)), u->dtype, p))),
+                               to_mem(v(u->src(1)), u->dtype, p)),
+                           "", md),
                       u->dtype, p);
     };
     // On the CPU the gate's uniform part selects the address (the kernel's block of zeros where it
@@ -728,7 +783,7 @@ class IrWriter {
       const std::string on = all(uniform, "i1");
       const std::string safe = gated_address(addr, on);
       const std::string x = lanes.empty()
-                                ? from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align)), u->dtype, p)
+                                ? from_mem(emit(str("load ", mt, ", ptr ", safe, ", align ", align, md)), u->dtype, p)
                                 : masked(safe, all(lanes, reg_type(gate->dtype)));
       const std::string rt = reg_type(u->dtype);
       val_[u] = is_zero(u->src(1)) ? x : emit(str("select i1 ", on, ", ", rt, " ", x, ", ", rt, " ", v(u->src(1))));
@@ -757,11 +812,12 @@ class IrWriter {
     std::string mt = mem_t(p);
     int align = std::max(1, p.base().itemsize());
     std::string pt = ptr_type(p);
+    const std::string md = alias_metadata(addr, true);
     auto write = [&] {
       std::string tail = str(", align ", align);
-      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), tail));
+      line(str("store ", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr), tail, md));
       if (int64_t bytes = streaming_bytes(u))
-        nt_stores_.push_back({body_.size() - 1 - tail.size(), tail.size(), bytes});
+        nt_stores_.push_back({body_.size() - 1 - md.size() - tail.size(), tail.size(), bytes});
     };
     if (is_scatter_address(addr)) {  // every lane to its own address
       std::string vt = pointers_type(p);
@@ -771,7 +827,7 @@ class IrWriter {
       std::string name = gather_scatter_name("scatter", p);
       decls_.insert(str("declare void @", name, "(", mt, ", ", vt, ", i32, <", p.lanes, " x i1>)"));
       line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", vt, " ", v(addr),
-               ", i32 ", align, ", <", p.lanes, " x i1> ", mask, ")"));
+               ", i32 ", align, ", <", p.lanes, " x i1> ", mask, ")", md));
       return;
     }
     if (u->nsrc() < 3) return write();
@@ -780,7 +836,7 @@ class IrWriter {
       std::string name = str("llvm.masked.store.", "v", p.lanes, mem_s(p), ptr_ovl(p));
       decls_.insert(str("declare void @", name, "(", mt, ", ", pt, ", i32, ", reg_type(gate->dtype), ")"));
       line(str("call void @", name, "(", mt, " ", to_mem(v(u->src(1)), u->src(1)->dtype, p), ", ", pt, " ", v(addr),
-               ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ")"));
+               ", i32 ", align, ", ", reg_type(gate->dtype), " ", v(gate), ")", md));
       return;
     }
     fail(Code::Internal, "llvm: a store with a scalar gate outside an If block");
@@ -870,7 +926,7 @@ class IrWriter {
     for (const UOp* s : e->src(0)->src()) tile = tile && s->op == Op::Store && is_acc_address(s->src(0));
     std::string md;
     if (tile || few_iterations_) {
-      int id = 2 * int(tile_loops_.size());
+      int64_t id = loop_metadata_ + 2 * int64_t(tile_loops_.size());
       md = str(", !llvm.loop !", id);
       tile_loops_.push_back(str("!", id, " = distinct !{!", id, ", !", id + 1, "}\n!", id + 1,
                                 " = !{!\"llvm.loop.vectorize.enable\", i1 false}\n"));
@@ -1139,6 +1195,8 @@ class IrWriter {
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
   std::vector<std::string> tile_loops_;  // loop metadata
+  std::set<int64_t> scoped_slots_;       // buffers whose accesses carry alias-scope metadata
+  int64_t loop_metadata_ = 0;            // the first id of the loops' metadata
   bool uses_pure_ = false;               // attribute group #2 is used
 };
 

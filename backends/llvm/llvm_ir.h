@@ -2,9 +2,9 @@
 // backends/cuda, AMDGPU for backends/amd). One renderer; a dialect decides the few things that
 // differ: the entry point, pointer address spaces, GPU indices, local memory and barriers.
 //
-//   Cpu     `<sym>(ptr bufs, ptr vars, i64 core_id, i64 ncores)` unpacks the argument arrays into
-//           an always-inlined `<sym>.body(ptr noalias %b<slot>..., i64 %var<i>..., i64 %core_id)`
-//           (see backends/cpu/cpu_backend.h for the ABI).
+//   Cpu     `<sym>(ptr bufs, ptr vars, i64 core_id, i64 ncores)` unpacks the argument arrays and
+//           runs the kernel, its buffers' accesses in one alias scope each (see
+//           backends/cpu/cpu_backend.h for the ABI).
 //   Nvptx   a kernel (`nvvm.annotations`) `<sym>(ptr addrspace(1) noalias %b<slot>..., i64 %var<i>...)`:
 //           one parameter per buffer in Param slot order, then one i64 per variable (sorted by
 //           name); gidx/lidx are %ctaid/%tid, local buffers addrspace(3) globals, barriers bar.sync 0.
