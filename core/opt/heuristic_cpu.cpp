@@ -300,7 +300,11 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
           const UOp* r = loop_at(pos);
           int64_t m = r ? const_bound(r) : 0;
-          if (m < vw || m % vw != 0) continue;
+          // An axis whole vectors do not divide (100 output channels) is padded to them where that
+          // wastes at most an eighth: a convolution's packed weight pads its last panel (compose.cpp),
+          // so the padded lanes read inside it and store nothing (PADTO).
+          const int64_t m_padded = m > 0 ? (m + vw - 1) / vw * vw : 0;
+          if (m < vw || 8 * (m_padded - m) > m_padded) continue;
           // a load of every reduce step (the weight), not one per output (a bias added after it)
           bool contiguous = false;
           for (const UOp* l : rloads_in(r)) {
@@ -313,7 +317,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           // or more copies for any other output axis (AVX2's 4 copies against a 7- or 14-wide map),
           // one register of lanes with 7 copies of a column instead (ResNet-18's 512x7x7 convolution
           // on a Zen 3, constant weights: 16 channels x 1 column 9.4-10.2 ms, 8 x 7 1.9-2.1 ms).
-          int64_t lanes = div_amount(m, {2 * vw, vw});
+          int64_t lanes = div_amount(m_padded, {2 * vw, vw});
           if (lanes == 2 * vw) {
             const int64_t budget = std::min<int64_t>(8, target.vector_registers / 2 / 2);
             bool copies = false;
@@ -324,6 +328,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
             }
             if (!copies) lanes = vw;
           }
+          if (m_padded != m) apply(Opt::padto(id_of(r), vw));
           apply(Opt::upcast(id_of(r), lanes));
           vec_axis = r;
           vec_pos = pos;

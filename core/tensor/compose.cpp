@@ -788,20 +788,26 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   // output channels innermost: the CPU heuristic then makes output channels the vector lanes, one weight vector per
   // reduce step against broadcast input values (ResNet-18's 512x7x7 convolution ran 5x faster, its whole forward pass
   // 1.6x; its 256x14x14 one, whose rows were padded to 16 lanes before, 1.50-1.63 -> 1.38-1.41 ms on one core with
-  // the copy made on every call). Only where the channels fill vectors.
+  // the copy made on every call). Only where there are 16 channels or more.
   // Rows read with a stride (ResNet's 7x7 stride-2 stem) fill no vector either: their lanes are a
   // gather, or one scalar load per lane where the target has none.
   const UOp* wk = w;
   const bool rows_fill_vectors = ow % 16 == 0 && stride[1] == 1 && dilation[1] == 1;
-  if (!rows_fill_vectors && og % 16 == 0 && cg * kh * kw >= 8 && oh * ow >= 4) {
+  if (!rows_fill_vectors && og >= 16 && cg * kh * kw >= 8 && oh * ow >= 4) {
     // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32): a register tile's weights are
     // one contiguous block instead of 128-byte pieces 4 KiB apart (ResNet-18's 512x7x7 layers
-    // read 9 MB of weights that way, a TLB miss per piece)
-    const int64_t panel = og % 32 == 0 ? 32 : 16;
-    const Dims split{groups, og / panel, panel, cg, kh, kw}, to_panels{0, 1, 3, 4, 5, 2};
-    const UOp* packed = permute(g, reshape(g, w, split), to_panels);
+    // read 9 MB of weights that way, a TLB miss per piece). Where 16 does not divide the channels
+    // (40, 100) the last panel is padded with zeros: a tile's lanes padded past the channels then
+    // read inside the panels (conv 40x40x56x56 ran 1.3x slower per FLOP than 48x48, unpacked).
+    const int64_t panel = og % 32 == 0 ? 32 : 16, og_padded = (og + panel - 1) / panel * panel;
+    const UOp* wg = reshape(g, w, {groups, og, cg, kh, kw});
+    if (og_padded != og) wg = pad(g, wg, {0, 0, 0, 0, 0}, {groups, og_padded, cg, kh, kw});
+    const Dims split{groups, og_padded / panel, panel, cg, kh, kw}, to_panels{0, 1, 3, 4, 5, 2};
+    const UOp* packed = permute(g, reshape(g, wg, split), to_panels);
     packed = g.make(Op::Contiguous, packed->dtype, {packed});
-    wk = reshape(g, permute(g, packed, inverse(to_panels)), sw);
+    const UOp* view = reshape(g, permute(g, packed, inverse(to_panels)), {groups, og_padded, cg, kh, kw});
+    if (og_padded != og) view = shrink(g, view, {0, 0, 0, 0, 0}, {groups, og, cg, kh, kw});
+    wk = reshape(g, view, sw);
   }
   const UOp* wv = reshape(g, wk, {1, groups, og, cg, 1, 1, kh, kw});
   const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));

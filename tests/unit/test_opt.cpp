@@ -373,6 +373,43 @@ TEST_F(Avx2Tiles, ColumnsPaddedToTwoRegistersReadInsideTheirPanels) {
   expect_forced_match(outs, mm, opts, "matmul 64x96x250 " + opts_str(opts));
 }
 
+// A convolution with output channels 16 does not divide (60) still packs its weight with the
+// channels innermost, its last panel of 16 padded with zeros (64), and on AVX2 the channels are
+// padded to whole vectors and become the lanes: their padded lanes read inside the panels (PADTO
+// adds no gated load; only the store is gated). The heuristic's kernel replays and, run on this
+// machine, matches the oracle.
+TEST_F(Avx2Tiles, OddChannelCountsPadTheirWeightPanelsAndLanes) {
+  const UOp *x = in(dtypes::float32, {1, 8, 14, 14}), *w = in(dtypes::float32, {60, 8, 3, 3});
+  std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+  const ScheduledKernel* pack = scheduled(outs, "E_");
+  ASSERT_NE(pack, nullptr) << "the weight is packed";
+  EXPECT_NE(kernel_name(pack->ast).find("_4_"), std::string::npos) << kernel_name(pack->ast) << ": 4 panels of 16";
+  const ScheduledKernel* conv = scheduled(outs, "r_");
+  ASSERT_NE(conv, nullptr);
+  Target t = cpu_like();
+  t.vector_registers = 16;
+  const std::vector<Opt> opts = lower_kernel(g, conv->ast, t).opts;
+  ASSERT_GE(opts.size(), 2u);
+  EXPECT_EQ(opts[0].op, OptOp::Padto) << opts_str(opts);
+  EXPECT_EQ(opts[0].amount, 8) << opts_str(opts);
+  EXPECT_TRUE(opts[1].op == OptOp::Split && opts[1].type == AxisType::Upcast) << opts_str(opts);
+  EXPECT_EQ(opts[1].axis, opts[0].axis) << opts_str(opts);
+  auto gated = [&](const std::vector<Opt>& applied) {
+    OptState k = start_optimization(g, conv->ast, t);
+    for (const Opt& o : applied) apply_opt(g, k, o, t);
+    std::pair<int, int> loads_stores{0, 0};
+    for (const UOp* u : toposort(k.sink)) {
+      loads_stores.first += u->op == Op::Load && u->nsrc() == 3;
+      loads_stores.second += u->op == Op::Store && u->nsrc() == 3;
+    }
+    return loads_stores;
+  };
+  const std::pair<int, int> unpadded = gated({});
+  EXPECT_EQ(gated({opts[0]}), (std::pair<int, int>{unpadded.first, unpadded.second + 1}));
+  EXPECT_EQ(expect_replays(g, outs, t, "conv 8->60 at 14x14"), 2);
+  expect_forced_match(outs, conv, opts, "conv 8->60 at 14x14 " + opts_str(opts));
+}
+
 // PADTO of an axis a load walks contiguously leaves the load ungated where its padded index stays
 // inside its buffer, but not in a kernel where an address depends on a loaded value (a gather: its
 // index, read in the padding, could point anywhere); outside the buffer it stays gated.
