@@ -31,6 +31,7 @@
 //                                                 region: only the primitive is timed)
 //   conv2d_128x28x28, conv2d_256x14x14, conv2d_512x7x7   ResNet-18's other 3x3 convolutions (batch 1): same
 //   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
+//   conv2d_64to100x56 1x64x56x56 * 100x64x3x3     the same: output channels no vector divides
 //   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
 //   conv2d_*_cw       ResNet-18's four 3x3 convolutions with the weight a constant of our program (Binary
 //                     data) instead of an input: its packing runs once, at compile time, as oneDNN's weight
@@ -979,6 +980,7 @@ int main(int argc, char** argv) {
   // the convolutions of a small CNN (batch 8): 3->16 at 32x32, 16->32 at 16x16
   run("conv2d_cnn1_b8", [] { return bench_conv("conv2d_cnn1_b8", 8, 3, 16, 32, 32); });
   run("conv2d_cnn2_b8", [] { return bench_conv("conv2d_cnn2_b8", 8, 16, 32, 16, 16); });
+  run("conv2d_64to100x56", [] { return bench_conv("conv2d_64to100x56", 1, 64, 100, 56, 56); });
   // ResNet-18's convolutions again, with the weight a constant of our program (see bench_conv)
   run("conv2d_64x56x56_cw", [] { return bench_conv("conv2d_64x56x56_cw", 1, 64, 64, 56, 56, true); });
   run("conv2d_128x28x28_cw", [] { return bench_conv("conv2d_128x28x28_cw", 1, 128, 128, 28, 28, true); });
