@@ -302,7 +302,9 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           int64_t m = r ? const_bound(r) : 0;
           // An axis whole vectors do not divide (100 output channels) is padded to them where that
           // wastes at most an eighth: a convolution's packed weight pads its last panel (compose.cpp),
-          // so the padded lanes read inside it and store nothing (PADTO).
+          // so the padded lanes read inside it and store nothing (PADTO). Conv 64->100 at 56x56 on a
+          // Zen 3: 8 columns x 5 channels 2.9-3.4 ms, 8 of 104 channels x 8 columns 2.3 ms (60->60 at
+          // 30x30 lost 3% against its 30 columns padded to 32).
           const int64_t m_padded = m > 0 ? (m + vw - 1) / vw * vw : 0;
           if (m < vw || 8 * (m_padded - m) > m_padded) continue;
           // a load of every reduce step (the weight), not one per output (a bias added after it)
