@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "backends/llvm/llvm_text.h"
+#include "core/codegen/kernel_util.h"
 
 namespace sn {
 
@@ -35,10 +36,8 @@ namespace {
 using namespace llvmir;
 
 bool is_acc_address(const UOp* a) {
-  if (a->op != Op::Index) return false;
-  const UOp* b = a->src(0);
-  while (b->op == Op::After) b = b->src(0);
-  return b->op == Op::Buffer && b->as<BufferArg>().addrspace == AddrSpace::Reg;
+  const UOp* b = address_buffer(a);
+  return b && b->op == Op::Buffer && b->as<BufferArg>().addrspace == AddrSpace::Reg;
 }
 
 bool is_acc_load(const UOp* u) { return u->op == Op::Load && is_acc_address(u->src(0)); }
@@ -66,22 +65,15 @@ class IrWriter {
     few_iterations_ = iterations < double(1 << 14);
     // Metadata ids: the alias scopes first (!0 their domain, then three per buffer slot: its scope,
     // the list of its scope, the list of the other buffers' scopes), then the loops' (two each).
-    if (!gpu() && k_.params.size() >= 2)
+    alias_scopes_ = !gpu() && k_.params.size() >= 2;
+    if (alias_scopes_)
       for (const KernelParam& p : k_.params) loop_metadata_ = std::max<int64_t>(loop_metadata_, 4 + 3 * p.slot);
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
-    if (nt_stores_.empty()) {
-      os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
-      for (const KernelParam& p : k_.params) {
-        os << "  %pa" << p.slot << " = getelementptr inbounds ptr, ptr %bufs, i64 " << p.slot << "\n";
-        os << "  %b" << p.slot << " = load ptr, ptr %pa" << p.slot << ", align 8\n";
-      }
-      for (size_t i = 0; i < k_.vars.size(); i++) {
-        os << "  %va" << i << " = getelementptr inbounds i64, ptr %vars, i64 " << i << "\n";
-        os << "  %var" << i << " = load i64, ptr %va" << i << ", align 8\n";
-      }
+    if (nt_stores_.empty()) {  // one function: the arguments unpacked under the body's names
+      unpack_arguments(os, "b", "var");
       os << allocas_ << body_ << "  ret void\n}\n\n";
       return finish(os);
     }
@@ -103,18 +95,10 @@ class IrWriter {
     nt_body.append(body_, from);
     os << "define internal void @" << sym_ << ".body.nt(" << params << ") #0 {\nentry:\n"
        << allocas_ << nt_body << "  ret void\n}\n\n";
-    os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
+    unpack_arguments(os, "p", "v");
     std::string args;
-    for (const KernelParam& p : k_.params) {
-      os << "  %pa" << p.slot << " = getelementptr inbounds ptr, ptr %bufs, i64 " << p.slot << "\n";
-      os << "  %p" << p.slot << " = load ptr, ptr %pa" << p.slot << ", align 8\n";
-      args += str(args.empty() ? "" : ", ", "ptr %p", p.slot);
-    }
-    for (size_t i = 0; i < k_.vars.size(); i++) {
-      os << "  %va" << i << " = getelementptr inbounds i64, ptr %vars, i64 " << i << "\n";
-      os << "  %v" << i << " = load i64, ptr %va" << i << ", align 8\n";
-      args += str(args.empty() ? "" : ", ", "i64 %v", i);
-    }
+    for (const KernelParam& p : k_.params) args += str(args.empty() ? "" : ", ", "ptr %p", p.slot);
+    for (size_t i = 0; i < k_.vars.size(); i++) args += str(args.empty() ? "" : ", ", "i64 %v", i);
     args += str(args.empty() ? "" : ", ", "i64 %core_id");
     if (!nt_align_.empty()) {
       std::string all = "true";
@@ -133,13 +117,27 @@ class IrWriter {
   }
 
  private:
+  // The exported entry point's head: the buffer pointers and variable values loaded from the
+  // argument arrays as %<ptr><slot> and %<var><i>.
+  void unpack_arguments(std::ostringstream& os, const char* ptr, const char* var) {
+    os << "define void @" << sym_ << "(ptr %bufs, ptr %vars, i64 %core_id, i64 %ncores) #1 {\nentry:\n";
+    for (const KernelParam& p : k_.params) {
+      os << "  %pa" << p.slot << " = getelementptr inbounds ptr, ptr %bufs, i64 " << p.slot << "\n";
+      os << "  %" << ptr << p.slot << " = load ptr, ptr %pa" << p.slot << ", align 8\n";
+    }
+    for (size_t i = 0; i < k_.vars.size(); i++) {
+      os << "  %va" << i << " = getelementptr inbounds i64, ptr %vars, i64 " << i << "\n";
+      os << "  %" << var << i << " = load i64, ptr %va" << i << ", align 8\n";
+    }
+  }
+
   // The module's declarations, constants, metadata and attributes after its functions.
   std::string finish(std::ostringstream& os) {
     for (const std::string& d : decls_) os << d << "\n";
     if (zero_bytes_ > 0)
       os << "@" << sym_ << ".zeros = internal constant [" << zero_bytes_ << " x i8] zeroinitializer, align 64\n";
     for (const std::string& m : tile_loops_) os << m;
-    if (!scoped_slots_.empty()) {
+    if (alias_scopes_) {
       // a domain, a scope per buffer, and per buffer the list of its scope and of the others'
       const int64_t d = 0;
       os << "!" << d << " = distinct !{!" << d << ", !\"sn.buffers\"}\n";
@@ -166,12 +164,9 @@ class IrWriter {
   // its buffer and, for a store, apart from the other buffers' scopes (LLVM asks either side of a
   // pair: a load needs only its scope). Empty for registers, GPUs and kernels of one buffer.
   std::string alias_metadata(const UOp* addr, bool store) {
-    if (gpu() || k_.params.size() < 2 || addr->op != Op::Index) return "";
-    const UOp* b = addr->src(0);
-    while (b->op == Op::After) b = b->src(0);
-    if (b->op != Op::Param) return "";
+    const UOp* b = alias_scopes_ ? address_buffer(addr) : nullptr;
+    if (!b || b->op != Op::Param) return "";
     const int64_t s = 1 + 3 * b->as<ParamArg>().slot;
-    scoped_slots_.insert(b->as<ParamArg>().slot);
     return store ? str(", !alias.scope !", s + 1, ", !noalias !", s + 2) : str(", !alias.scope !", s + 1);
   }
 
@@ -1195,7 +1190,7 @@ class IrWriter {
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
   std::vector<std::string> tile_loops_;  // loop metadata
-  std::set<int64_t> scoped_slots_;       // buffers whose accesses carry alias-scope metadata
+  bool alias_scopes_ = false;            // buffer accesses carry alias-scope metadata (CPU, 2+ buffers)
   int64_t loop_metadata_ = 0;            // the first id of the loops' metadata
   bool uses_pure_ = false;               // attribute group #2 is used
 };

@@ -418,9 +418,8 @@ const UOp* fragment_coord(Graph& g, const TcCoord& c, const UOp* lane, int64_t e
 bool addresses_depend_on_loads(std::span<const UOp* const> order) {
   std::unordered_set<const UOp*> loaded;  // nodes computed from a loaded value
   for (const UOp* u : order) {
-    if ((u->op == Op::Load || u->op == Op::Store) && u->src(0)->op == Op::Index && u->src(0)->nsrc() > 1 &&
-        loaded.count(u->src(0)->src(1)))
-      return true;
+    const UOp* idx = u->op == Op::Load || u->op == Op::Store ? address_index(u->src(0)) : nullptr;
+    if (idx && loaded.count(idx)) return true;
     bool from_load = u->op == Op::Load;
     for (const UOp* s : u->src()) from_load = from_load || loaded.count(s);
     if (from_load) loaded.insert(u);
@@ -429,12 +428,11 @@ bool addresses_depend_on_loads(std::span<const UOp* const> order) {
 }
 
 bool inside_buffer(const UOp* index) {
-  if (index->op != Op::Index || index->nsrc() != 2) return false;
-  const UOp* buf = index->src(0);
-  while (buf->op == Op::After) buf = buf->src(0);
-  if (buf->op != Op::Param || !buf->shape() || buf->shape()->size() != 1 || !(*buf->shape())[0].is_const())
+  const UOp *buf = address_buffer(index), *idx = address_index(index);
+  if (!buf || !idx || buf->op != Op::Param || !buf->shape() || buf->shape()->size() != 1 ||
+      !(*buf->shape())[0].is_const())
     return false;
-  const MinMax& m = index->src(1)->minmax();
+  const MinMax& m = idx->minmax();
   return !m.is_float && m.lo >= 0 && m.hi < i128((*buf->shape())[0].value);
 }
 

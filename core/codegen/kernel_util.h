@@ -74,6 +74,14 @@ std::optional<int64_t> stride_of(const UOp* idx, const UOp* r, const std::unorde
 inline const UOp* address_index(const UOp* addr) {
   return addr->op == Op::Index && addr->nsrc() == 2 ? addr->src(1) : nullptr;
 }
+// The buffer an Index addresses (a Param, a Buffer, ...), under any Afters, or nullptr for any
+// other address.
+inline const UOp* address_buffer(const UOp* addr) {
+  if (addr->op != Op::Index) return nullptr;
+  const UOp* b = addr->src(0);
+  while (b->op == Op::After) b = b->src(0);
+  return b;
+}
 
 // Whether some load's or store's address in `order` (a kernel's nodes, sources first) depends on a
 // loaded value (a gather or a scatter).

@@ -34,6 +34,9 @@ std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
   return env;
 }
 
+// n rounded up to a multiple of m (m > 0, n >= 0): an axis padded to whole vectors or copies.
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
 int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t c : choices)
     if (c > 1 && n >= c && n % c == 0) return c;
@@ -113,7 +116,7 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
   for (int64_t d = cap; d >= std::max<int64_t>(2, cap / 2) && !block; d--)
     if (n % d == 0) block = d;
   if (!block) {
-    const int64_t padded = (n + cap - 1) / cap * cap;
+    const int64_t padded = round_up(n, cap);
     if (8 * (padded - n) > padded) return;
     block = cap;
     apply_opt(g, k, Opt::padto(rows_id, block), target);
@@ -276,7 +279,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       // A long axis that two registers of lanes do not divide (a matmul's 1020 or 1000 columns) is
       // padded to them where that wastes at most a sixteenth: its padded lanes read inside their
       // buffers and store nothing (PADTO), where 4 lanes left matmul 1020 3x slower than 1024.
-      const int64_t padded_two = (n + 2 * vw - 1) / (2 * vw) * (2 * vw);
+      const int64_t padded_two = round_up(std::max<int64_t>(n, 0), 2 * vw);
       if (lanes_ok && !wide_filter && amt < 2 * vw && n >= 16 * vw && 16 * (padded_two - n) <= padded_two) {
         apply(Opt::padto(id_of(inner), 2 * vw));
         amt = 2 * vw;
@@ -294,7 +297,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //      16 channel lanes x 4 columns share each input value across the channels and the taps
       //      (conv2d 64x56x56 on a Zen 3, constant weights: 3.1 -> 2.1 ms). AVX-512's one-register
       //      tiles (the small CNN's 16-wide map, the stem) were measured on a Xeon and stay as they were.
-      const int64_t padded = (n + vw - 1) / vw * vw;
+      const int64_t padded = round_up(std::max<int64_t>(n, 0), vw);
       const bool pad_ok = !amt && lanes_ok && n > 1 && n >= vw / 2 && 4 * (padded - n) <= padded;
       if (amt < vw || (amt == vw && target.vector_registers < 32)) {
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
@@ -305,7 +308,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           // so the padded lanes read inside it and store nothing (PADTO). Conv 64->100 at 56x56 on a
           // Zen 3: 8 columns x 5 channels 2.9-3.4 ms, 8 of 104 channels x 8 columns 2.3 ms (60->60 at
           // 30x30 lost 3% against its 30 columns padded to 32).
-          const int64_t m_padded = m > 0 ? (m + vw - 1) / vw * vw : 0;
+          const int64_t m_padded = round_up(std::max<int64_t>(m, 0), vw);
           if (m < vw || 8 * (m_padded - m) > m_padded) continue;
           // a load of every reduce step (the weight), not one per output (a bias added after it)
           bool contiguous = false;
@@ -396,7 +399,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       }
       for (int64_t c = std::min<int64_t>(limit, 8); c >= 4; c--)
         if (n >= c && n % c == 0) return c;
-      if (n > 0 && limit >= 8 && n >= 7 && 8 * ((n + 7) / 8 * 8 - n) <= (n + 7) / 8 * 8) return 8;
+      if (n > 0 && limit >= 8 && n >= 7 && 8 * (round_up(n, 8) - n) <= round_up(n, 8)) return 8;
       if (2 <= limit && (n < 0 || (n >= 2 && n % 2 == 0))) return 2;
       return 0;
     };
@@ -423,7 +426,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     if (best) {
       int64_t amt = copies_for(best);
-      const int64_t best_len = amt ? (const_bound(best) + amt - 1) / amt * amt : 0;  // padded
+      const int64_t best_len = amt ? round_up(const_bound(best), amt) : 0;  // padded
       if (amt && const_bound(best) % amt != 0) apply(Opt::padto(id_of(best), amt));
       if (amt) apply(Opt::upcast(id_of(best), amt));
       inner_upcast = inner_upcast || (amt && best_pos == nloops - 1);
