@@ -215,7 +215,6 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
   int64_t rows = rows_dim.is_const() ? rows_dim.value : int64_t(rows_dim.sym->minmax().hi);
   int64_t k = (*ps)[size_t(rank - 2)].value, n = (*ps)[size_t(rank - 1)].value;
   if (rows < kMinRows || k < kMinK || n < 2 * kPanel) return nullptr;
-  const int64_t n_padded = (n + kPanel - 1) / kPanel * kPanel;  // the last panel padded with zeros
   for (int side = 0; side < 2; side++) {
     const UOp* e = prod->src(size_t(side));  // b0 itself (elementwise ops broadcast) or its Expand
     const UOp* b0 = e->op == Op::Expand ? e->src(0) : e;
@@ -224,21 +223,7 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
     // already a view of a packed copy (its padded columns shrunk away where N is not whole panels)
     const UOp* bv = b0->op == Op::Shrink ? b0->src(0) : b0;
     if (bv->op == Op::Reshape && bv->src(0)->op == Op::Permute && bv->src(0)->src(0)->op == Op::Contiguous) continue;
-    std::vector<int64_t> b0_shape;
-    for (const Dim& d : *bs) b0_shape.push_back(d.value);
-    std::vector<int64_t> padded_shape = b0_shape;
-    padded_shape.back() = n_padded;
-    const UOp* b0p = n_padded == n ? b0 : pad(g, b0, std::vector<int64_t>(b0_shape.size(), 0), padded_shape);
-    std::vector<int64_t> split(b0_shape.begin(), b0_shape.end() - 3);  // (..., K, N/32, 32)
-    int64_t nl = int64_t(split.size());
-    split.insert(split.end(), {k, n_padded / kPanel, kPanel});
-    std::vector<int64_t> swap;  // swaps the K and N/32 axes
-    for (int64_t i = 0; i < nl; i++) swap.push_back(i);
-    swap.insert(swap.end(), {nl + 1, nl, nl + 2});
-    const UOp* packed = permute(g, reshape(g, b0p, split), swap);  // (..., N/32, K, 32)
-    packed = g.make(Op::Contiguous, packed->dtype, {packed});
-    const UOp* view = reshape(g, permute(g, packed, swap), padded_shape);
-    if (n_padded != n) view = shrink(g, view, std::vector<int64_t>(b0_shape.size(), 0), b0_shape);
+    const UOp* view = panel_copy(g, b0, rank - 1, kPanel, rank - 2);  // (..., 1, N/32, K, 32)
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
     const UOp* a = stored_rows(g, prod->src(size_t(1 - side)));
     const UOp* np = side == 0 ? binary(g, Op::Mul, ex, a) : binary(g, Op::Mul, a, ex);

@@ -800,15 +800,7 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
     // (40, 100) the last panel is padded with zeros: a tile's lanes padded past the channels then
     // read inside the panels (on a Zen 3: conv 80->40 at 28x28 0.59 -> 0.30 ms, 64->100 at 56x56
     // 2.9-3.4 -> 2.3 ms, against the weight read unpacked).
-    const int64_t panel = og % 32 == 0 ? 32 : 16, og_padded = (og + panel - 1) / panel * panel;
-    const UOp* wg = reshape(g, w, {groups, og, cg, kh, kw});
-    if (og_padded != og) wg = pad(g, wg, {0, 0, 0, 0, 0}, {groups, og_padded, cg, kh, kw});
-    const Dims split{groups, og_padded / panel, panel, cg, kh, kw}, to_panels{0, 1, 3, 4, 5, 2};
-    const UOp* packed = permute(g, reshape(g, wg, split), to_panels);
-    packed = g.make(Op::Contiguous, packed->dtype, {packed});
-    const UOp* view = reshape(g, permute(g, packed, inverse(to_panels)), {groups, og_padded, cg, kh, kw});
-    if (og_padded != og) view = shrink(g, view, {0, 0, 0, 0, 0}, {groups, og, cg, kh, kw});
-    wk = reshape(g, view, sw);
+    wk = reshape(g, panel_copy(g, reshape(g, w, {groups, og, cg, kh, kw}), 1, og % 32 == 0 ? 32 : 16, 1), sw);
   }
   const UOp* wv = reshape(g, wk, {1, groups, og, cg, 1, 1, kh, kw});
   const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));

@@ -456,6 +456,27 @@ const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, c
   return g.make(Op::Shrink, x->dtype, {x, g.shape_uop(offsets), g.shape_uop(sizes)});
 }
 
+const UOp* panel_copy(Graph& g, const UOp* x, int64_t axis, int64_t panel, int64_t outer_at) {
+  const std::vector<int64_t> shape = static_shape(x, "panel_copy");
+  const size_t a = size_t(axis);
+  std::vector<int64_t> padded = shape;
+  padded[a] = (shape[a] + panel - 1) / panel * panel;
+  std::vector<int64_t> split = padded;  // the axis as (panels, panel)
+  split[a] = padded[a] / panel;
+  split.insert(split.begin() + axis + 1, panel);
+  std::vector<int64_t> order;  // the other axes, the panels' index among them, the panel last
+  for (int64_t i = 0; i < int64_t(split.size()); i++)
+    if (i != axis && i != axis + 1) order.push_back(i);
+  order.insert(order.begin() + outer_at, axis);
+  order.push_back(axis + 1);
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); i++) back[size_t(order[i])] = int64_t(i);
+  const std::vector<int64_t> zeros(shape.size(), 0);
+  const UOp* packed = permute(g, reshape(g, pad(g, x, zeros, padded), split), order);
+  packed = g.make(Op::Contiguous, packed->dtype, {packed});
+  return shrink(g, reshape(g, permute(g, packed, back), padded), zeros, shape);
+}
+
 const UOp* index(Graph& g, const UOp* x, std::span<const UOp* const> indices) {
   std::vector<int64_t> xs = static_shape(x, "index");
   if (indices.size() > xs.size())

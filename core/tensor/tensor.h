@@ -80,6 +80,12 @@ const UOp* flip(Graph& g, const UOp* x, const std::vector<int64_t>& flags);
 const UOp* pad(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& new_shape);
 // sizes[k] elements of axis k starting at offsets[k].
 const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, const std::vector<int64_t>& sizes);
+// A view of x read from a contiguous copy in which axis `axis` is cut into panels of `panel`
+// elements: the copy holds the panels' index at position `outer_at` among x's other axes and each
+// panel's elements innermost, so a register tile whose lanes run along the axis reads one
+// contiguous block per step. Where `panel` does not divide the axis the last panel is padded with
+// zeros: lanes padded past the axis still read inside the copy. Every axis of x is constant.
+const UOp* panel_copy(Graph& g, const UOp* x, int64_t axis, int64_t panel, int64_t outer_at);
 // The spec's Index: indices[k] (an integer tensor of shape () or (n,)) selects along axis k of x,
 // from the left; a ()-shaped index removes the axis, an (n,)-shaped one makes it n long (a gather
 // along the leading axes). An index outside its axis reads 0.
