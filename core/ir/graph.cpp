@@ -9,12 +9,20 @@ namespace {
 constexpr size_t kSrcBlock = 1 << 14;                         // pointers per source block
 constexpr size_t kFirstNodeBlock = 64, kMaxNodeBlock = 4096;  // nodes per node block
 
+// The node table's hash. It hashes sources by node id, so it means nothing outside this graph
+// (content hashes, which key the disk cache, are UOp::content_hash): one multiply per word and one
+// final mix for the low bits the table indexes by, where hash_combine's full mix per word was a
+// twelfth of lowering a convolution (most interns find their node: expand's copies repeat).
+inline uint64_t intern_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ULL; }
 uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg& arg, int64_t tag) {
-  uint64_t h = hash_combine(uint64_t(op) * 0x100000001b3ULL, (uint64_t(dt.scalar) << 24) | (uint64_t(dt.lanes) << 8) |
-                                                                 (uint64_t(dt.ptr) << 4) | uint64_t(dt.addrspace));
-  for (auto* s : src) h = hash_combine(h, s->id);
-  h = hash_combine(h, hash_arg(arg));
-  return hash_combine(h, uint64_t(tag));
+  uint64_t h = intern_mix(uint64_t(op) << 40 | uint64_t(dt.scalar) << 24 | uint64_t(dt.lanes) << 8 |
+                              uint64_t(dt.ptr) << 4 | uint64_t(dt.addrspace),
+                          uint64_t(tag));
+  for (auto* s : src) h = intern_mix(h, s->id);
+  if (arg.index() != 0) h = intern_mix(h, hash_arg(arg));  // (most nodes carry none)
+  h ^= h >> 32;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
 }
 }  // namespace
 
@@ -52,7 +60,7 @@ void Graph::grow() {
   table_.swap(bigger);
 }
 
-const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Arg&& arg, int64_t tag) {
+const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int64_t tag, Arg* owned) {
   for (auto* s : src) {
     if (s == nullptr) fail(Code::InvalidArg, op_name(op), ": source is null");
     if (s->graph_ != this) fail(Code::InvalidArg, op_name(op), ": source %", s->id, " belongs to another graph");
@@ -73,7 +81,7 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Ar
   UOp& n = *new_node();
   n.op = op;
   n.dtype = dtype;
-  n.arg = std::move(arg);
+  n.arg = owned ? std::move(*owned) : arg;
   n.tag = tag;
   n.id = uint32_t(node_count_ - 1);
   n.graph_ = this;
@@ -100,12 +108,12 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, Ar
 
 const UOp* Graph::make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg, int64_t tag) {
   if (size_t(op) >= size_t(Op::Count_)) fail(Code::InvalidArg, "unknown op value ", int(op));
-  return intern(op, dtype, src, std::move(arg), tag);
+  return intern(op, dtype, src, arg, tag, &arg);
 }
 
 const UOp* Graph::replace_src(const UOp* u, std::span<const UOp* const> src) {
   if (src.size() == u->nsrc() && std::equal(src.begin(), src.end(), u->src().begin())) return u;
-  return make(u->op, u->dtype, src, u->arg, u->tag);
+  return intern(u->op, u->dtype, src, u->arg, u->tag);
 }
 
 const UOp* Graph::with_tag(const UOp* u, int64_t tag) {

@@ -70,7 +70,10 @@ class Graph {
   uint64_t next_buffer_id() { return ++buffer_ids_; }
 
  private:
-  const UOp* intern(Op op, DType dtype, std::span<const UOp* const> src, Arg&& arg, int64_t tag);
+  // The node, found or made; a new node takes `arg` from `owned` when given (moved), else copies it
+  // (replace_src: most rebuilt nodes are found, and their argument is then never copied).
+  const UOp* intern(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int64_t tag,
+                    Arg* owned = nullptr);
   void grow();
   UOp* new_node();
   // Nodes live in blocks that double in size up to a limit: a pass builds thousands of nodes, and
