@@ -462,7 +462,8 @@ std::shared_ptr<const CpuKernel> check_matmul(int64_t M, int64_t N, int64_t K) {
 // LLVM's SLP vectorizer runs on the kernels where codegen left float math scalar (it found nothing
 // in register tiles and was the most expensive pass there): a register-tiled matmul goes without
 // it, a scalar elementwise kernel with two float ops (left to LLVM's vectorizers) and a vector
-// built from different scalars (expand's per-lane fallback) get it; every result is right.
+// built from neighbouring loads (expand's per-lane fallback) get it, a vector built from strided
+// loads (which SLP cannot pack) goes without it; every result is right.
 TEST(CpuBackend, SlpRunsWhereCodegenLeftScalarMath) {
   auto tiled = check_matmul(64, 64, 48);
   EXPECT_FALSE(tiled->slp) << tiled->name;
@@ -497,13 +498,31 @@ TEST(CpuBackend, SlpRunsWhereCodegenLeftScalarMath) {
     per_lane = per_lane || (u->op == Op::Vectorize && u->dtype.is_float() && u->src(0) != u->src(1));
   ASSERT_TRUE(per_lane) << linear_str(lk.linear);
   auto ck = jit().compile(lk);
-  EXPECT_TRUE(ck->slp);
+  EXPECT_FALSE(ck->slp);
   std::vector<float> xs(64 * 8), ys(64 * 8, -1);
   for (size_t x = 0; x < xs.size(); x++) xs[x] = float(x) * 0.5f - 3;
   std::vector<void*> bufs{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, xs.data(), ys.data()};
   jit().run(*ck, bufs.data(), nullptr);
   for (size_t rr = 0; rr < 64; rr++)
     for (size_t qq = 0; qq < 8; qq++) ASSERT_EQ(ys[qq * 64 + rr], xs[rr * 8 + qq]) << rr << "," << qq;
+
+  // lanes that walk backwards one element at a time: loaded one by one, packed by SLP
+  auto *U = b.param(8, dtypes::float32, 64), *W = b.param(9, dtypes::float32, 64);
+  auto* t = b.range(64, 0);
+  auto* rev = b.sink({b.store(W, t, b.load(U, b.add(b.c(63), b.mul(t, b.c(-1)))))});
+  LoweredKernel lr = lower_kernel(g, rev, no_gathers, upcast);
+  per_lane = false;
+  for (const UOp* u : lr.linear->src())
+    per_lane = per_lane || (u->op == Op::Vectorize && u->dtype.is_float() && u->src(0) != u->src(1));
+  ASSERT_TRUE(per_lane) << linear_str(lr.linear);
+  auto cr = jit().compile(lr);
+  EXPECT_TRUE(cr->slp);
+  std::vector<float> us(64), ws(64, -1);
+  for (size_t x = 0; x < us.size(); x++) us[x] = float(x) * 1.5f - 40;
+  std::vector<void*> rbufs(10, nullptr);
+  rbufs[8] = us.data(), rbufs[9] = ws.data();
+  jit().run(*cr, rbufs.data(), nullptr);
+  for (size_t x = 0; x < 64; x++) ASSERT_EQ(ws[x], us[63 - x]) << x;
 }
 
 TEST(CpuBackend, MatmulOddSizes) { check_matmul(13, 19, 17); }
