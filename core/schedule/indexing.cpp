@@ -1,5 +1,7 @@
 #include "core/schedule/indexing.h"
 
+#include <algorithm>
+
 #include "core/symbolic/symbolic.h"
 #include "core/util/checked.h"
 
@@ -117,6 +119,15 @@ IndexCtx through_movement(Graph& g, const UOp* mop, const IndexCtx& out, const U
     case Op::Reshape: {
       if (in == os) {
         r.idx = out.idx;
+        return r;
+      }
+      // A reshape of no elements ((0,) to (0, 3, 2)) indexes nothing: the loops over it never run,
+      // and its dims need not pair up into blocks of equal count.
+      auto empty = [](const Shape& s) {
+        return std::any_of(s.begin(), s.end(), [](const Dim& d) { return d.is_const() && d.value == 0; });
+      };
+      if (empty(in) || empty(os)) {
+        r.idx.assign(in.size(), g.cint(0));
         return r;
       }
       r.idx.assign(in.size(), nullptr);

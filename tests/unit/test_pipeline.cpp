@@ -189,6 +189,14 @@ TEST_F(PipelineTest, ZeroSizeTensors) {
   check({reduce(g, x, Op::Max, {0})}, "max over an empty axis");
   check({reduce(g, in(dtypes::int32, {3, 0}), Op::Mul, {1})}, "product over an empty axis");
   check({reduce(g, x, Op::Add, {1})}, "sum of a zero-size tensor keeping the empty axis");
+  // a reshape of no elements whose dims do not pair up, padded into a tensor that has some (fuzz seed 9973:
+  // rangeify refused the reshape as changing the element count)
+  const UOp* e = reshape(g, in(dtypes::float64, {0}), {0, 3, 2});
+  const UOp* lo = expand(g, reshape(g, constant(g, dtypes::float64, -10.0), {1, 1, 1}), {0, 3, 2});
+  const UOp* clipped = where(g, g.alu(Op::CmpLt, e, lo), lo, e);
+  const UOp* padded = pad(g, unary(g, Op::Sin, clipped), {0, 2, 1}, {1, 7, 5});
+  check({pad(g, g.alu(Op::Add, padded, padded), {2, 0, 2}, {5, 7, 7})}, "padded reshape of an empty tensor");
+  check({pad(g, reshape(g, x, {5, 0, 1}), {1, 0, 0}, {6, 2, 1})}, "padded reshape of (0, 5) to (5, 0, 1)");
 }
 
 // ---- reductions -------------------------------------------------------------------------------
