@@ -68,7 +68,8 @@ class IrWriter {
     alias_scopes_ = !gpu() && k_.params.size() >= 2;
     if (alias_scopes_)
       for (const KernelParam& p : k_.params) loop_metadata_ = std::max<int64_t>(loop_metadata_, 4 + 3 * p.slot);
-    for (pos_ = 0; pos_ < k_.linear->nsrc(); pos_++) instruction(k_.linear->src(pos_));
+    if (dialect_ == LlvmDialect::Cpu) find_strides();
+    for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
@@ -710,7 +711,7 @@ class IrWriter {
   // gate that moves with the loop picks between two hoisted pointers), the rest (ranges times
   // strides, and the constant) index it, so that the address is one x86 operand [base + range *
   // scale + constant] however many terms the index has. A term q * c is loop q's own induction
-  // variable, stepped by c (loop_strides). That is the form loop strength reduction found, and
+  // variable, stepped by c (find_strides). That is the form loop strength reduction found, and
   // codegen runs without it (CpuCompiler: a fifth of its time on our kernels).
   std::string address(const std::string& base, const UOp* idx, DType p, bool inbounds, const Choice* choice = nullptr) {
     const std::string gep = str("getelementptr ", inbounds ? "inbounds " : "", mem_s(p), ", ", ptr_type(p), " ");
@@ -755,7 +756,7 @@ class IrWriter {
     const std::string hoisted = pick(emit(str(plain, base, ", i64 ", f)), alt);
     return emit(str(plain, hoisted, ", i64 ", sum(moving, offset)));
   }
-  // The induction variable of loop q that a term q * c is (loop_strides), or nullptr.
+  // The induction variable of loop q that a term q * c is (find_strides), or nullptr.
   const std::string* induction(const UOp* t) const {
     if (t->op != Op::Mul || t->dtype.lanes != 1) return nullptr;
     const UOp* q = t->src(0)->op == Op::Range ? t->src(0) : t->src(1);
@@ -989,45 +990,36 @@ class IrWriter {
     const i128 c = b->const_int();
     return c == 1 || c == 0 || c > INT32_MAX || c < INT32_MIN ? 0 : int64_t(c);
   }
-  // The terms of an index sum (its Adds flattened), the constants added into *offset.
+  // The terms of an index sum but its constants, which are added into *offset.
   static void index_terms(const UOp* idx, std::vector<const UOp*>* terms, i128* offset) {
-    std::vector<const UOp*> stack{idx};
-    while (!stack.empty()) {
-      const UOp* t = stack.back();
-      stack.pop_back();
-      if (t->op == Op::Add) {
-        stack.push_back(t->src(1));
-        stack.push_back(t->src(0));
-      } else if (t->op == Op::Const) {
-        *offset += t->const_int();
-      } else {
-        terms->push_back(t);
-      }
-    }
+    add_terms(idx, terms);
+    for (const UOp* t : *terms)
+      if (t->op == Op::Const) *offset += t->const_int();
+    std::erase_if(*terms, [](const UOp* t) { return t->op == Op::Const; });
   }
   // Whether address() splits index idx at the innermost open loop r (CPU, a scalar 64-bit sum).
   bool splits(const UOp* idx) const {
     return dialect_ == LlvmDialect::Cpu && (idx->op == Op::Add || idx->op == Op::Mul) && idx->dtype.lanes == 1 &&
            reg_type(idx->dtype) == "i64";
   }
-  // The strides r * c that the addresses inside loop r (the linear program from pos_ to its End)
-  // step by: each becomes an induction variable of its own, stepped by c at the latch, where
-  // codegen would otherwise multiply (shift) r every step. Also in the loops it holds: LLVM's loop
-  // vectorizer may turn the innermost into vector code, and its parent becomes the inner loop.
-  std::vector<int64_t> loop_strides(const UOp* r) {
-    std::vector<int64_t> out;
-    for (size_t i = pos_ + 1; i < k_.linear->nsrc(); i++) {
-      const UOp* u = k_.linear->src(i);
-      if (u->op == Op::End && u->src(1) == r) break;
+  // The strides c of the terms r * c in the kernel's split addresses, per range r: each becomes an
+  // induction variable of loop r, stepped by c at its latch, where codegen would otherwise multiply
+  // (shift) r every step. In every loop, not only the innermost: LLVM's loop vectorizer may turn
+  // the innermost into vector code, and its parent becomes the inner loop.
+  void find_strides() {
+    for (const UOp* u : k_.linear->src()) {
       if (u->op != Op::Index || u->nsrc() != 2 || !splits(u->src(1))) continue;
       std::vector<const UOp*> terms;
-      i128 offset = 0;
-      index_terms(u->src(1), &terms, &offset);
-      for (const UOp* t : terms)
-        if (int64_t c = stride_term(t, r); c != 0 && std::find(out.begin(), out.end(), c) == out.end())
-          out.push_back(c);
+      add_terms(u->src(1), &terms);
+      for (const UOp* t : terms) {
+        if (t->op != Op::Mul) continue;
+        const UOp* r = t->src(0)->op == Op::Range ? t->src(0) : t->src(1);
+        if (int64_t c = r->op == Op::Range ? stride_term(t, r) : 0) {
+          std::vector<int64_t>& cs = strides_[r];
+          if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
+        }
+      }
     }
-    return out;
   }
 
   void open_loop(const UOp* r) {
@@ -1042,8 +1034,8 @@ class IrWriter {
     std::string from = block_;
     label(str("L", n));
     line(str(L.var, " = phi i64 [ 0, %", from, " ], [ ", L.var, ".next, %L", n, ".latch ]"));
-    if (dialect_ == LlvmDialect::Cpu)
-      for (int64_t c : loop_strides(r)) {
+    if (auto it = strides_.find(r); it != strides_.end())
+      for (int64_t c : it->second) {
         L.steps.push_back({c, str(L.var, ".s", L.steps.size())});
         line(str(L.steps.back().second, " = phi i64 [ 0, %", from, " ], [ ", L.steps.back().second, ".next, %L", n,
                  ".latch ]"));
@@ -1340,10 +1332,10 @@ class IrWriter {
   std::unordered_map<const UOp*, std::string> val_;
   std::unordered_map<std::string, size_t> var_index_;
   std::unordered_map<const UOp*, Loop> loops_;
-  std::vector<const UOp*> open_ranges_;                      // the loops open at this point, innermost last
-  size_t pos_ = 0;                                           // the instruction being rendered (its index in the Linear)
-  std::map<std::pair<const UOp*, const UOp*>, bool> moves_;  // moves_with(term, range), memoized
-  std::unordered_map<const UOp*, int> ifs_;                  // open If -> its label number
+  std::vector<const UOp*> open_ranges_;                           // the loops open at this point, innermost last
+  std::unordered_map<const UOp*, std::vector<int64_t>> strides_;  // find_strides: range -> its terms' strides
+  std::map<std::pair<const UOp*, const UOp*>, bool> moves_;       // moves_with(term, range), memoized
+  std::unordered_map<const UOp*, int> ifs_;                       // open If -> its label number
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
   std::vector<std::string> tile_loops_;  // loop metadata

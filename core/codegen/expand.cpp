@@ -185,11 +185,6 @@ class Vectorizer {
     }
     return std::nullopt;
   }
-  static void add_terms(const UOp* e, std::vector<const UOp*>* out) {
-    if (e->op != Op::Add) return out->push_back(e);
-    add_terms(e->src(0), out);
-    add_terms(e->src(1), out);
-  }
   // Whether e is an integer multiple of m by its form (a constant, or a product with one).
   static bool multiple_of(const UOp* e, int64_t m) {
     if (e->op == Op::Const) return e->holds<int64_t>() && e->as<int64_t>() % m == 0;

@@ -389,6 +389,12 @@ const UOp* reduce_identity(Graph& g, Op op, DType dt) {
   }
 }
 
+void add_terms(const UOp* e, std::vector<const UOp*>* out) {
+  if (e->op != Op::Add) return out->push_back(e);
+  add_terms(e->src(0), out);
+  add_terms(e->src(1), out);
+}
+
 bool depends_on(const UOp* u, const UOp* x) {
   for (const UOp* y : toposort(u))
     if (y == x) return true;

@@ -100,6 +100,8 @@ const UOp* lane_index_base(const UOp* idx);
 
 // Whether the graph under u contains node x (u's value or address moves with x).
 bool depends_on(const UOp* u, const UOp* x);
+// The terms of sum e (its Adds flattened, left to right) appended to *out; e itself if no Add.
+void add_terms(const UOp* e, std::vector<const UOp*>* out);
 
 // All Range nodes under root, by loop id (RangeArg::id; the node id breaks ties).
 std::vector<const UOp*> ranges_of(const UOp* root);

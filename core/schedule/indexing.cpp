@@ -121,8 +121,8 @@ IndexCtx through_movement(Graph& g, const UOp* mop, const IndexCtx& out, const U
         r.idx = out.idx;
         return r;
       }
-      // A reshape of no elements ((0,) to (0, 3, 2)) indexes nothing: the loops over it never run,
-      // and its dims need not pair up into blocks of equal count.
+      // A reshape of no elements ((0,) to (0, 3, 2)) has no index that is ever used (a pad around
+      // it is gated off everywhere there), and its dims need not pair up into blocks of equal count.
       auto empty = [](const Shape& s) {
         return std::any_of(s.begin(), s.end(), [](const Dim& d) { return d.is_const() && d.value == 0; });
       };
