@@ -461,13 +461,16 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
       break;
     }
     if (parts.empty()) parts = {s};
-    for (const UOp* part : parts) {
-      if (up.empty()) {
-        stores.push_back(part);
-        continue;
-      }
-      for (const UOp* copy : substitute_copies(g, part, combos(g, up))) stores.push_back(copy);
+    if (up.empty()) {
+      stores.insert(stores.end(), parts.begin(), parts.end());
+      continue;
     }
+    // The parts (a scatter's lane stores) share their value: they are copied together, so that
+    // the value is rebuilt once per copy, not once per part and copy.
+    const UOp* group = g.make(Op::Sink, dtypes::void_, parts);
+    std::vector<const UOp*> copies = substitute_copies(g, group, combos(g, up));
+    for (size_t p = 0; p < parts.size(); p++)
+      for (const UOp* copy : copies) stores.push_back(copy->src(p));
   }
   sink = g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
 
