@@ -111,10 +111,22 @@ class Vectorizer {
         if (s->nsrc() == 3) src.push_back(rb_.get(s->src(2)));
         return {g_.make(Op::Store, s->dtype, src, s->arg, s->tag)};
       }
+    // Lane c's address: lane 0's plus c times the stride where the store walks the lanes with a
+    // constant one (a sum over one shared base, which the simplifier folds at a constant's cost;
+    // substituting c into the index instead gives each lane a product to distribute).
+    const UOp* index = s->src(0);
+    std::optional<int64_t> stride;
+    if (index->op == Op::Index && index->nsrc() == 2) stride = coefficient(index->src(1));
+    const UOp* base = stride ? lane(index->src(1), 0) : nullptr;
+    auto address = [&](int c) -> const UOp* {
+      if (!stride) return lane(index, c);
+      const UOp* at = c == 0 ? base : g_.alu(Op::Add, base, g_.cint(c * *stride, base->dtype));
+      return g_.make(Op::Index, index->dtype, {index->src(0), at}, index->arg, index->tag);
+    };
     std::vector<const UOp*> out;
     for (int c = 0; c < k_; c++) {
       const UOp* val = vec(s->src(1)) ? g_.make(Op::Gep, v->dtype.base(), {v}, int64_t(c)) : v;
-      std::vector<const UOp*> src{lane(s->src(0), c), val};
+      std::vector<const UOp*> src{address(c), val};
       if (s->nsrc() == 3) src.push_back(lane(s->src(2), c));
       out.push_back(g_.make(Op::Store, s->dtype, src, s->arg, s->tag));
     }
