@@ -4,7 +4,8 @@
 // (stock O3, same codegen level) in the same process. Three runs per case; the columns are the
 // median run:
 //   total_ms         wall time of compile_program (schedule, lowering, LLVM, precompute, plan)
-//   ours/kernel      our lowering stages (optimize .. linearize) per kernel
+//   ours/kernel      our lowering stages (optimize .. linearize) per kernel: the lowering thread's CPU time
+//                    (the backend compiles earlier kernels on every core meanwhile)
 //   llvm/kernel      our backend (render, parse, optimize, codegen, link) per kernel
 //   floor/kernel     the bare LLJIT per kernel
 //   total/floor      total_ms over the summed floor (the goal: at most 1.5)

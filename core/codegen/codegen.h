@@ -91,7 +91,7 @@ struct LoweredKernel {
   std::vector<Opt> opts;                                   // the optimizer's choices, in order (replayable)
   uint64_t key = 0;                                        // content hash of the AST + target + options (cache key)
   std::vector<std::pair<std::string, const UOp*>> stages;  // graph after each stage
-  std::vector<std::pair<std::string, double>> stage_ms;    // milliseconds each stage took, in order
+  std::vector<std::pair<std::string, double>> stage_ms;    // CPU milliseconds of each stage, in order
 };
 
 // Cache key of lower_kernel(ast, target, opts) without lowering.

@@ -43,7 +43,7 @@ struct DeviceKernel {
   KernelFeatures features;
   std::vector<Opt> opts;  // the optimizer's choices
   double compile_ms = 0;  // backend compile time (0 for a cache hit)
-  // Milliseconds of each lowering stage (optimized .. linear) when it was lowered, for SN_DEBUG=2.
+  // CPU milliseconds of each lowering stage (optimized .. linear) when it was lowered, for SN_DEBUG=2.
   std::vector<std::pair<std::string, double>> stage_ms;
 
   // The fields every backend copies from the lowered kernel (all but source and compile_ms).
