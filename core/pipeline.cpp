@@ -449,6 +449,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   std::vector<std::optional<LoweredKernel>> pending(nk);
   std::vector<std::exception_ptr> errors(nk);
   std::map<uint64_t, size_t> first_of_key;  // a kernel that appears twice compiles once
+  std::vector<uint64_t> keys(nk, 0);        // kernel_key of each kernel
+  std::vector<int> repeats(nk, -1);         // the earlier kernel this one repeats (not lowered again)
   std::set<uint64_t> forced_used;
   // compile: the backend's render + compile of each new kernel starts as soon as it is lowered,
   // on the other cores while this thread lowers the next (finish() joins in). Small kernels wait
@@ -486,9 +488,17 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       bo.debug = debug;
       klo.opts = beam_search(sk.ast, *device, lo, bo);
     }
-    if (!dump.wants_graphs()) kernels[k] = device->find(kernel_key(sk.ast, device->target(), klo));
-    cached[k] = kernels[k] != nullptr;
-    if (kernels[k]) continue;
+    keys[k] = kernel_key(sk.ast, device->target(), klo);
+    if (!dump.wants_graphs()) {
+      kernels[k] = device->find(keys[k]);
+      cached[k] = kernels[k] != nullptr;
+      if (kernels[k]) continue;
+      // The same kernel earlier in this program (ResNet-18 repeats 11 of its 50): lowered once.
+      if (auto it = first_of_key.find(keys[k]); it != first_of_key.end()) {
+        repeats[k] = int(it->second);
+        continue;
+      }
+    }
     if (dump.wants_graphs())
       klo.on_stage = [&](std::string_view stage, const UOp* root) { dump.graph(stage, int(k), root); };
     try {
@@ -498,7 +508,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       fail(Code::InvalidArg, "compile: the opts given for kernel ", kernel_id_str(id), " (", kernel_name(sk.ast), ") [",
            opts_str(forced->second), "] do not apply: ", e.message());
     }
-    if (!first_of_key.emplace(pending[k]->key, k).second) continue;
+    if (!first_of_key.emplace(keys[k], k).second) continue;
     // The compile thread reads this kernel's nodes while this one builds more in the same graph:
     // what it would derive lazily is derived here first.
     pending[k]->linear->derive_for_readers();
@@ -520,7 +530,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   for (size_t k = 0; k < nk; k++)
     if (errors[k]) std::rethrow_exception(errors[k]);
   for (size_t k = 0; k < nk; k++)
-    if (pending[k] && !kernels[k]) kernels[k] = kernels[first_of_key.at(pending[k]->key)];
+    if (!kernels[k]) kernels[k] = kernels[first_of_key.at(keys[k])];
 
   for (size_t k = 0; k < nk; k++) {
     const ScheduledKernel& sk = s.kernels[k];
@@ -579,6 +589,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       }
       if (cached[k])
         std::fprintf(stderr, "sn: ms   %4zu %-32s compiled before\n", k, lowered[k]->name.c_str());
+      else if (repeats[k] >= 0)
+        std::fprintf(stderr, "sn: ms   %4zu %-32s repeats kernel %d\n", k, lowered[k]->name.c_str(), repeats[k]);
       else
         std::fprintf(stderr, "sn: ms   %4zu %-32s%s = %s ours + %s backend\n", k, lowered[k]->name.c_str(),
                      line.c_str(), fixed2(ours).c_str(), fixed2(lowered[k]->compile_ms).c_str());

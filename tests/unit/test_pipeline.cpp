@@ -587,6 +587,35 @@ TEST_F(PipelineTest, LoweringStagesAreTimed) {
             (std::vector<std::string>{"optimized", "expanded", "simplified", "reduce", "parallel", "isel", "linear"}));
 }
 
+// A kernel that repeats an earlier one of the program (the same AST over other buffers) is lowered and
+// compiled once; both launches run it, each on its own buffers.
+TEST_F(PipelineTest, RepeatedKernelsShareOneLowering) {
+  Graph g2;
+  const UOp* x = input(g2, dtypes::float32, {3, 5});
+  const UOp* y = input(g2, dtypes::float32, {3, 5});
+  const UOp* sx = reduce(g2, x, Op::Add, {1});
+  const UOp* sy = reduce(g2, y, Op::Add, {1});
+  Runtime rt(RuntimeOptions{.debug = 0, .threads = 0});
+  rt.devices().set_disk_cache(false);  // nothing found compiled: the repeat is found in this program
+  auto p = compile_program(rt, g2, std::vector<const UOp*>{sx, sy});
+  ASSERT_EQ(p->launches.size(), 2u);
+  EXPECT_EQ(p->launches[0].kernel, p->launches[1].kernel);
+  std::vector<float> xv(15), yv(15);
+  for (int i = 0; i < 15; i++) xv[size_t(i)] = float(i), yv[size_t(i)] = float(100 * i);
+  auto xb = Buffer::allocate(p->device, dtypes::float32, {3, 5});
+  auto yb = Buffer::allocate(p->device, dtypes::float32, {3, 5});
+  xb->copy_in(xv.data(), 60);
+  yb->copy_in(yv.data(), 60);
+  auto ob0 = p->allocate_output(0), ob1 = p->allocate_output(1);
+  std::vector<std::shared_ptr<Buffer>> ins{xb, yb}, outs{ob0, ob1};
+  p->run(ins, outs);
+  std::vector<float> got0(3), got1(3);
+  ob0->copy_out(got0.data(), 12);
+  ob1->copy_out(got1.data(), 12);
+  EXPECT_EQ(got0, (std::vector<float>{10, 35, 60}));
+  EXPECT_EQ(got1, (std::vector<float>{1000, 3500, 6000}));
+}
+
 // Two kernels that differ only in the variable they read render the same IR (variables are slots of the launch's
 // values): they may share machine code, never the description that names the variable (found by tests/fuzz).
 TEST_F(PipelineTest, KernelsOverDifferentVariablesShareCodeNotNames) {
