@@ -17,6 +17,12 @@ template <class F>
 void ensure(const UOp* u, std::atomic<uint8_t>& (*flags)(const UOp*), uint8_t bit, F compute) {
   auto has = [&](const UOp* n) { return (flags(n).load(std::memory_order_acquire) & bit) != 0; };
   if (has(u)) return;
+  // Most nodes are asked for right after they are made, over sources that have it: no stack.
+  if (std::all_of(u->src().begin(), u->src().end(), has)) {
+    compute(u);
+    flags(u).fetch_or(bit, std::memory_order_release);
+    return;
+  }
   std::vector<std::pair<const UOp*, size_t>> stack{{u, 0}};
   while (!stack.empty()) {
     auto& [n, i] = stack.back();

@@ -52,7 +52,9 @@ struct Frame {
 class Rewriter {
  public:
   Rewriter(Graph& g, const PatternMatcher& pm, void* ctx, RewriteStats* stats)
-      : g_(g), pm_(pm), ctx_(ctx), stats_(stats) {}
+      : g_(g), pm_(pm), ctx_(ctx), stats_(stats) {
+    stack_.reserve(64);  // one allocation where growing from empty took six
+  }
 
   const UOp* children_first(const UOp* root);
   const UOp* parent_first(const UOp* root);

@@ -145,9 +145,10 @@ const UOp* build_lin(Graph& g, DType dt, const Lin& l) {
   // Sorting a sum rebuilds every prefix behind an inserted term, so sums built in an order far
   // from the canonical one cost quadratic nodes; beyond this size terms keep their order.
   constexpr size_t kSortLimit = 256;
+  // (a Lin holds each atom once and atom_less orders distinct atoms totally: std::sort gives
+  // stable_sort's order without its temporary buffer)
   if (terms.size() <= kSortLimit)
-    std::stable_sort(terms.begin(), terms.end(),
-                     [](const Term& a, const Term& b) { return atom_less(a.atom, b.atom); });
+    std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) { return atom_less(a.atom, b.atom); });
   const UOp* acc = nullptr;
   for (const Term& t : terms) {
     i128 c = dt.is_index() ? t.coef : wrap_int(dt, t.coef);
