@@ -758,13 +758,12 @@ class IrWriter {
   }
   // The induction variable of loop q that a term q * c is (find_strides), or nullptr.
   const std::string* induction(const UOp* t) const {
-    if (t->op != Op::Mul || t->dtype.lanes != 1) return nullptr;
-    const UOp* q = t->src(0)->op == Op::Range ? t->src(0) : t->src(1);
-    auto it = loops_.find(q);
+    if (t->dtype.lanes != 1) return nullptr;
+    auto [q, c] = stepped_range(t);
+    auto it = q ? loops_.find(q) : loops_.end();
     if (it == loops_.end()) return nullptr;
-    if (int64_t c = stride_term(t, q))
-      for (const auto& [stride, name] : it->second.steps)
-        if (stride == c) return &name;
+    for (const auto& [stride, name] : it->second.steps)
+      if (stride == c) return &name;
     return nullptr;
   }
   // Whether index term t changes as range r steps (a load in it counts as changing).
@@ -786,7 +785,7 @@ class IrWriter {
     if (!fresh) return it->second;
     bool m = false;
     for (const UOp* x : t->src()) m = m || moves_with(x, r);
-    moves_[std::pair(t, r)] = m;
+    it->second = m;  // (a std::map keeps `it` valid while the recursion inserts)
     return m;
   }
 
@@ -981,14 +980,15 @@ class IrWriter {
     std::vector<std::pair<int64_t, std::string>> steps;  // derived induction variables: stride, name
   };
 
-  // The stride c of a term r * c (c a constant other than 1), or 0.
-  static int64_t stride_term(const UOp* t, const UOp* r) {
-    if (t->op != Op::Mul) return 0;
-    const UOp *a = t->src(0), *b = t->src(1);
-    if (b == r) std::swap(a, b);
-    if (a != r || b->op != Op::Const || b->dtype.is_float()) return 0;
-    const i128 c = b->const_int();
-    return c == 1 || c == 0 || c > INT32_MAX || c < INT32_MIN ? 0 : int64_t(c);
+  // The range r and stride c of a term r * c (c a constant other than 0 and 1), or {nullptr, 0}.
+  static std::pair<const UOp*, int64_t> stepped_range(const UOp* t) {
+    if (t->op != Op::Mul) return {nullptr, 0};
+    const UOp *r = t->src(0), *c = t->src(1);
+    if (c->op == Op::Range) std::swap(r, c);
+    if (r->op != Op::Range || c->op != Op::Const || c->dtype.is_float()) return {nullptr, 0};
+    const i128 k = c->const_int();
+    if (k == 1 || k == 0 || k > INT32_MAX || k < INT32_MIN) return {nullptr, 0};
+    return {r, int64_t(k)};
   }
   // The terms of an index sum but its constants, which are added into *offset.
   static void index_terms(const UOp* idx, std::vector<const UOp*>* terms, i128* offset) {
@@ -1012,12 +1012,10 @@ class IrWriter {
       std::vector<const UOp*> terms;
       add_terms(u->src(1), &terms);
       for (const UOp* t : terms) {
-        if (t->op != Op::Mul) continue;
-        const UOp* r = t->src(0)->op == Op::Range ? t->src(0) : t->src(1);
-        if (int64_t c = r->op == Op::Range ? stride_term(t, r) : 0) {
-          std::vector<int64_t>& cs = strides_[r];
-          if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
-        }
+        auto [r, c] = stepped_range(t);
+        if (!r) continue;
+        std::vector<int64_t>& cs = strides_[r];
+        if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
       }
     }
   }

@@ -595,11 +595,19 @@ TEST_F(PipelineTest, RepeatedKernelsShareOneLowering) {
   const UOp* y = input(g2, dtypes::float32, {3, 5});
   const UOp* sx = reduce(g2, x, Op::Add, {1});
   const UOp* sy = reduce(g2, y, Op::Add, {1});
-  Runtime rt(RuntimeOptions{.debug = 0, .threads = 0});
-  rt.devices().set_disk_cache(false);  // nothing found compiled: the repeat is found in this program
+  Runtime rt(RuntimeOptions{.debug = 2, .threads = 0});  // SN_DEBUG=2 says which kernels were lowered
+  rt.devices().set_disk_cache(false);                    // nothing found compiled: the repeat is found in this program
+  testing::internal::CaptureStderr();
   auto p = compile_program(rt, g2, std::vector<const UOp*>{sx, sy});
+  const std::string log = testing::internal::GetCapturedStderr();
   ASSERT_EQ(p->launches.size(), 2u);
   EXPECT_EQ(p->launches[0].kernel, p->launches[1].kernel);
+  // Kernel 1's line says it repeats kernel 0; a kernel lowered again would print its stage times.
+  const size_t at = log.find("sn: ms      1 ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string line = log.substr(at, log.find('\n', at) - at);
+  EXPECT_NE(line.find("repeats kernel 0"), std::string::npos) << line;
+  EXPECT_EQ(line.find("optimized"), std::string::npos) << line;
   std::vector<float> xv(15), yv(15);
   for (int i = 0; i < 15; i++) xv[size_t(i)] = float(i), yv[size_t(i)] = float(100 * i);
   auto xb = Buffer::allocate(p->device, dtypes::float32, {3, 5});
