@@ -1,5 +1,6 @@
 // Linear forms, products, canonical order and small graph queries for the simplifier.
 #include <algorithm>
+#include <span>
 #include <unordered_set>
 
 #include "core/symbolic/sym_internal.h"
@@ -51,6 +52,7 @@ void Lin::add(const UOp* atom, i128 coef) {
     if (terms[size_t(i)].coef == 0) erase_at(size_t(i));
     return;
   }
+  if (terms.empty()) terms.reserve(8);  // one allocation for a usual sum, not four
   terms.push_back({atom, coef});
   if (!index_.empty()) {
     index_[atom] = terms.size() - 1;
@@ -98,10 +100,24 @@ i128 Lin::hi() const {
 Lin lin_of(const UOp* root) {
   Lin l;
   const DType dt = root->dtype;
-  std::vector<std::pair<const UOp*, i128>> stack{{root, 1}};
-  while (!stack.empty()) {
-    auto [n, s] = stack.back();
-    stack.pop_back();
+  // The walk's stack: a sum is rarely more than a few terms deep, so a fixed buffer (spilling into
+  // a vector beyond it) spares the allocation that every call made.
+  using Item = std::pair<const UOp*, i128>;
+  constexpr size_t kFixed = 32;
+  Item fixed[kFixed];
+  std::vector<Item> spill;
+  size_t top = 0;
+  auto push = [&](const UOp* n, i128 s) {
+    if (top < kFixed)
+      fixed[top++] = {n, s};
+    else
+      spill.push_back({n, s});
+  };
+  push(root, 1);
+  while (top > 0) {  // (the spill holds items only while the buffer is full)
+    Item it = spill.empty() ? fixed[--top] : spill.back();
+    if (!spill.empty()) spill.pop_back();
+    auto [n, s] = it;
     if (n->dtype != dt || !is_int_scalar(dt)) {
       l.add(n, s);
       continue;
@@ -111,22 +127,22 @@ Lin lin_of(const UOp* root) {
         l.k += s * n->const_int();
         continue;
       case Op::Add:
-        stack.push_back({n->src(1), s});
-        stack.push_back({n->src(0), s});
+        push(n->src(1), s);
+        push(n->src(0), s);
         continue;
       case Op::Sub:
-        stack.push_back({n->src(1), -s});
-        stack.push_back({n->src(0), s});
+        push(n->src(1), -s);
+        push(n->src(0), s);
         continue;
       case Op::Neg:
-        stack.push_back({n->src(0), -s});
+        push(n->src(0), -s);
         continue;
       case Op::Mul: {
         int ci = is_iconst(n->src(1)) ? 1 : is_iconst(n->src(0)) ? 0 : -1;
         if (ci >= 0) {
           i128 c = n->src(size_t(ci))->const_int();
           if (small(c) && small(s * c)) {
-            stack.push_back({n->src(size_t(1 - ci)), s * c});
+            push(n->src(size_t(1 - ci)), s * c);
             continue;
           }
         }
@@ -141,7 +157,18 @@ Lin lin_of(const UOp* root) {
 }
 
 const UOp* build_lin(Graph& g, DType dt, const Lin& l) {
-  std::vector<Term> terms = l.terms;
+  // the terms sorted in a copy (on the stack for a usual sum)
+  constexpr size_t kFixed = 16;
+  Term fixed[kFixed];
+  std::vector<Term> heap;
+  std::span<Term> terms;
+  if (l.terms.size() <= kFixed) {
+    std::copy(l.terms.begin(), l.terms.end(), fixed);
+    terms = std::span<Term>(fixed, l.terms.size());
+  } else {
+    heap = l.terms;
+    terms = heap;
+  }
   // Sorting a sum rebuilds every prefix behind an inserted term, so sums built in an order far
   // from the canonical one cost quadratic nodes; beyond this size terms keep their order.
   constexpr size_t kSortLimit = 256;
