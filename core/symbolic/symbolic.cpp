@@ -3,6 +3,7 @@
 #include "core/symbolic/symbolic.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -447,21 +448,27 @@ namespace {
 // where the rules would visit and reintern every node: the expand stage's copies of an address
 // differ only in the constants it put for the upcast and unrolled ranges (a 3x3 convolution
 // kernel: 163 index expressions, most of them such sums). nullptr for any other expression.
-const UOp* affine_fixed_point(Graph& g, const UOp* e) {
+// The linear form of such a sum; nullopt for any other expression.
+std::optional<Lin> affine_form(const UOp* e) {
   const DType dt = e->dtype;
-  if (!is_index_scalar(dt) || e->op == Op::Const) return nullptr;
-  const Lin l = lin_of(e);
+  if (!is_index_scalar(dt) || e->op == Op::Const) return std::nullopt;
+  Lin l = lin_of(e);
   // (build_lin keeps the order of a sum beyond its sort limit: leave those to the rules)
-  if (l.terms.size() > 64) return nullptr;
+  if (l.terms.size() > 64) return std::nullopt;
   for (const Term& t : l.terms) {
     const UOp* a = t.atom;
-    if (a->dtype != dt || (a->op != Op::Range && a->op != Op::Special && a->op != Op::DefineVar)) return nullptr;
+    if (a->dtype != dt || (a->op != Op::Range && a->op != Op::Special && a->op != Op::DefineVar)) return std::nullopt;
     // a variable of one value is that constant; a bound that is not a constant may simplify
-    if (vmin(a) == vmax(a)) return nullptr;
+    if (vmin(a) == vmax(a)) return std::nullopt;
     for (const UOp* b : a->src())
-      if (b->op != Op::Const) return nullptr;
+      if (b->op != Op::Const) return std::nullopt;
   }
-  return build_lin(g, dt, l);
+  return l;
+}
+
+const UOp* affine_fixed_point(Graph& g, const UOp* e) {
+  std::optional<Lin> l = affine_form(e);
+  return l ? build_lin(g, e->dtype, *l) : nullptr;
 }
 
 }  // namespace
@@ -521,11 +528,60 @@ const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr, boo
       it->hi = std::min(it->hi, cl.hi);
     }
   }
+  for (const Clause& b : bounds)
+    if (b.lo > b.hi) return e;  // the gate is never open: any value will do
+  // the clauses that narrow their value (and whose bounds a stand-in variable can hold)
+  auto narrows = [](const Clause& b) {
+    if (b.lo == vmin(b.x) && b.hi == vmax(b.x)) return false;
+    return b.lo >= i128(INT64_MIN) && b.hi <= i128(INT64_MAX);
+  };
+  // An affine sum (simplify's fixed point) changes under a gate only where the gate leaves one of its
+  // variables a single value: that term becomes a constant. Narrower bounds do not move it (the
+  // rules order and fold such a sum without them). nullptr for any other expression, and where a
+  // clause bounds a partial sum: those go to the rules.
+  auto affine_under_gate = [&](const UOp* x) -> const UOp* {
+    std::optional<Lin> l = affine_form(x);
+    if (!l) return nullptr;
+    bool changed = false;
+    for (const Clause& b : bounds) {
+      if (!narrows(b)) continue;
+      i128 coef = l->coef_of(b.x);
+      if (coef == 0) {
+        // a variable missing from the sum is not in it at all (a fixed point cancels nothing)
+        if (!(b.x->op == Op::Range || b.x->op == Op::Special || b.x->op == Op::DefineVar)) return nullptr;
+      } else if (b.lo == b.hi) {
+        l->k += coef * b.lo;
+        l->remove(b.x);
+        changed = true;
+      }
+    }
+    return changed ? build_lin(g, x->dtype, *l) : x;
+  };
+  // a list of expressions (simplify_indices' addresses under one gate): the affine ones directly
+  std::vector<const UOp*> out, rest;
+  std::vector<size_t> at;
+  if (e->op == Op::Sink) {
+    out.assign(e->src().begin(), e->src().end());
+    for (size_t i = 0; i < out.size(); i++) {
+      if (const UOp* f = affine_under_gate(out[i])) {
+        out[i] = f;
+      } else {
+        rest.push_back(out[i]);
+        at.push_back(i);
+      }
+    }
+    if (rest.empty()) return g.replace_src(e, out);
+    if (rest.size() < out.size()) {
+      const UOp* r = simplify_given_valid(g, v, g.make(Op::Sink, dtypes::void_, rest), true);
+      for (size_t j = 0; j < at.size(); j++) out[at[j]] = r->src(j);
+      return g.replace_src(e, out);
+    }
+  } else if (const UOp* f = affine_under_gate(e)) {
+    return f;
+  }
   std::vector<std::pair<const UOp*, const UOp*>> to, back;
   for (const Clause& b : bounds) {
-    if (b.lo > b.hi) return e;  // the gate is never open: any value will do
-    if (b.lo == vmin(b.x) && b.hi == vmax(b.x)) continue;
-    if (b.lo < i128(INT64_MIN) || b.hi > i128(INT64_MAX)) continue;
+    if (!narrows(b)) continue;
     std::string name = b.x->op == Op::DefineVar ? b.x->as<VarArg>().name : cat("gated", b.x->id);
     const UOp* stand_in =
         g.make(Op::DefineVar, dtypes::index, {}, VarArg{name, int64_t(b.lo), int64_t(b.hi)}, kGateTag);

@@ -5,6 +5,7 @@
 // simplify_given_valid on random gates (compared only where the gate holds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -276,6 +277,44 @@ TEST(SymbolicRandom, AffineSumsReachTheRulesFixedPoint) {
       problem = "first in a list: " + to_sexpr(list->src(0), false) + ", the rules: " + to_sexpr(by_rules2, false);
     else if (list->src(2) != by_rules)
       problem = "last in a list: " + to_sexpr(list->src(2), false);
+    // Under a gate of bounds on the sum's variables (some leaving one value), simplify_given_valid
+    // (which takes such a sum without the rules too) against the rules over stand-in variables of
+    // the narrowed bounds, substituted back.
+    if (problem.empty()) {
+      const UOp* gate = nullptr;
+      std::vector<std::pair<const UOp*, const UOp*>> to, back;
+      for (int c = 0, n = 1 + pick(2); c < n; c++) {
+        const UOp* x = atoms[size_t(pick(int(atoms.size())))];
+        const MinMax& m = x->minmax();
+        if (m.lo == m.hi) continue;
+        int64_t lo = int64_t(m.lo), hi = int64_t(m.hi), cut = lo + int64_t(pick(int(hi - lo) + 1));
+        const bool below = pick(2) == 0;  // x < cut + 1, else cut - 1 < x
+        if (std::any_of(to.begin(), to.end(),
+                        [&](auto& p) { return p.first == graph_rewrite(g, x, symbolic_rules()); }))
+          continue;
+        const UOp* clause = below ? alu(Op::CmpLt, {x, g.cint(cut + 1)}) : alu(Op::CmpLt, {g.cint(cut - 1), x});
+        gate = gate ? alu(Op::And, {gate, clause}) : clause;
+        if (below ? cut == hi : cut == lo) continue;  // no narrower than the variable
+        const UOp* stand_in = g.var("stand_in" + std::to_string(c), below ? lo : cut, below ? cut : hi);
+        const UOp* xs = graph_rewrite(g, x, symbolic_rules());  // as the simplified sum holds it
+        to.push_back({xs, stand_in});
+        back.push_back({stand_in, xs});
+      }
+      if (gate) {
+        const UOp* want = by_rules;
+        if (!to.empty()) {
+          want = graph_rewrite(g, substitute(g, by_rules, to), symbolic_rules());
+          want = graph_rewrite(g, substitute(g, want, back), symbolic_rules());
+        }
+        const UOp* under = simplify_given_valid(g, gate, e);
+        const UOp* under_list = simplify_given_valid(g, gate, g.make(Op::Sink, dtypes::void_, Srcs{e2, e}));
+        if (under != want)
+          problem = "under " + to_sexpr(gate, false) + ": " + to_sexpr(under, false) +
+                    ", the rules: " + to_sexpr(want, false);
+        else if (under_list->src(1) != want)
+          problem = "in a list under " + to_sexpr(gate, false) + ": " + to_sexpr(under_list->src(1), false);
+      }
+    }
     if (!problem.empty() && ++failures <= 10)
       report << "  #" << i << " " << to_sexpr(e, false) << ": " << problem << "\n";
   }
