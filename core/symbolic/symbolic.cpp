@@ -442,13 +442,8 @@ const PatternMatcher& symbolic_rules() {
 
 namespace {
 
-// The fixed point of an index sum of loop variables times constants, found without the rules: for
-// such a sum only the sum rule applies (no where or division to combine, no variable fixed to one
-// value), and it ends at the linear form rebuilt in canonical order. One walk and one rebuild,
-// where the rules would visit and reintern every node: the expand stage's copies of an address
-// differ only in the constants it put for the upcast and unrolled ranges (a 3x3 convolution
-// kernel: 163 index expressions, most of them such sums). nullptr for any other expression.
-// The linear form of such a sum; nullopt for any other expression.
+// The linear form of an index sum of loop variables (ranges, core ids, variables) times constants;
+// nullopt for any other expression.
 std::optional<Lin> affine_form(const UOp* e) {
   const DType dt = e->dtype;
   if (!is_index_scalar(dt) || e->op == Op::Const) return std::nullopt;
@@ -466,9 +461,40 @@ std::optional<Lin> affine_form(const UOp* e) {
   return l;
 }
 
+// The fixed point of such a sum, found without the rules: only the sum rule applies to it (no
+// where or division to combine, no variable of one value), and that ends at the linear form
+// rebuilt in canonical order. One walk and one rebuild, where the rules visit and reintern every
+// node: the expand stage's copies of an address differ only in the constants it put for the
+// upcast and unrolled ranges (a 3x3 convolution kernel: 163 index expressions, most of them such
+// sums). nullptr for any other expression.
 const UOp* affine_fixed_point(Graph& g, const UOp* e) {
   std::optional<Lin> l = affine_form(e);
   return l ? build_lin(g, e->dtype, *l) : nullptr;
+}
+
+// A list of expressions (a Sink) with each member that `direct` answers (not nullptr) replaced by
+// that answer and the others by `together`'s answer for a Sink of them, in order. nullptr when
+// `direct` answers none of them (the caller then takes the list its own way).
+template <class Direct, class Together>
+const UOp* each_or_together(Graph& g, const UOp* list, Direct direct, Together together) {
+  std::vector<const UOp*> out(list->src().begin(), list->src().end()), rest;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < out.size(); i++) {
+    if (const UOp* f = direct(out[i])) {
+      out[i] = f;
+    } else {
+      rest.push_back(out[i]);
+      at.push_back(i);
+    }
+  }
+  if (rest.size() == out.size() && !out.empty()) return nullptr;
+  if (!rest.empty()) {
+    const UOp* r = together(g.make(Op::Sink, dtypes::void_, rest));
+    if (r->op != Op::Sink || r->nsrc() != rest.size())
+      fail(Code::Internal, "simplify: a list of ", rest.size(), " expressions came back as ", op_name(r->op));
+    for (size_t j = 0; j < at.size(); j++) out[at[j]] = r->src(j);
+  }
+  return g.replace_src(list, out);
 }
 
 }  // namespace
@@ -477,29 +503,14 @@ const UOp* simplify(Graph& g, const UOp* root) {
   // (a node of another graph is simplified without the memo: its id means nothing in g's)
   const bool own = root->graph() == &g;
   if (const UOp* known = own ? g.simplified(root) : nullptr) return known;
+  auto by_rules = [&](const UOp* x) { return graph_rewrite(g, x, symbolic_rules()); };
   const UOp* s = nullptr;
-  if (root->op == Op::Sink) {
-    // a list of expressions: the affine ones directly, the rest through the rules together
-    std::vector<const UOp*> out(root->src().begin(), root->src().end()), rest;
-    std::vector<size_t> at;
-    for (size_t i = 0; i < out.size(); i++) {
-      if (const UOp* f = own ? affine_fixed_point(g, out[i]) : nullptr) {
-        out[i] = f;
-      } else {
-        rest.push_back(out[i]);
-        at.push_back(i);
-      }
-    }
-    if (!rest.empty()) {
-      const UOp* r = graph_rewrite(g, g.make(Op::Sink, dtypes::void_, rest), symbolic_rules());
-      if (r->op != Op::Sink || r->nsrc() != rest.size()) fail(Code::Internal, "simplify: a rule rewrote a Sink");
-      for (size_t j = 0; j < at.size(); j++) out[at[j]] = r->src(j);
-    }
-    s = g.replace_src(root, out);
-  } else {
-    s = own ? affine_fixed_point(g, root) : nullptr;
-    if (s == nullptr) s = graph_rewrite(g, root, symbolic_rules());
-  }
+  if (own && root->op == Op::Sink)  // a list: the affine members directly, the rest through the rules together
+    s = each_or_together(
+        g, root, [&](const UOp* x) { return affine_fixed_point(g, x); }, by_rules);
+  else if (own)
+    s = affine_fixed_point(g, root);
+  if (s == nullptr) s = by_rules(root);
   if (own) g.set_simplified(root, s);
   return s;
 }
@@ -540,7 +551,7 @@ const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr, boo
   // rules order and fold such a sum without them). nullptr for any other expression, and where a
   // clause bounds a partial sum: those go to the rules.
   auto affine_under_gate = [&](const UOp* x) -> const UOp* {
-    std::optional<Lin> l = affine_form(x);
+    std::optional<Lin> l = x->graph() == &g ? affine_form(x) : std::nullopt;
     if (!l) return nullptr;
     bool changed = false;
     for (const Clause& b : bounds) {
@@ -557,25 +568,13 @@ const UOp* simplify_given_valid(Graph& g, const UOp* valid, const UOp* expr, boo
     }
     return changed ? build_lin(g, x->dtype, *l) : x;
   };
-  // a list of expressions (simplify_indices' addresses under one gate): the affine ones directly
-  std::vector<const UOp*> out, rest;
-  std::vector<size_t> at;
-  if (e->op == Op::Sink) {
-    out.assign(e->src().begin(), e->src().end());
-    for (size_t i = 0; i < out.size(); i++) {
-      if (const UOp* f = affine_under_gate(out[i])) {
-        out[i] = f;
-      } else {
-        rest.push_back(out[i]);
-        at.push_back(i);
-      }
-    }
-    if (rest.empty()) return g.replace_src(e, out);
-    if (rest.size() < out.size()) {
-      const UOp* r = simplify_given_valid(g, v, g.make(Op::Sink, dtypes::void_, rest), true);
-      for (size_t j = 0; j < at.size(); j++) out[at[j]] = r->src(j);
-      return g.replace_src(e, out);
-    }
+  // a list of expressions (simplify_indices' addresses under one gate): the affine ones directly,
+  // the rest below
+  if (e->op == Op::Sink && e->graph() == &g) {
+    const UOp* r = each_or_together(g, e, affine_under_gate, [&](const UOp* rest) {
+      return simplify_given_valid(g, v, rest, true);  // (none of them affine: no deeper split)
+    });
+    if (r) return r;
   } else if (const UOp* f = affine_under_gate(e)) {
     return f;
   }
