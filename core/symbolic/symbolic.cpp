@@ -458,6 +458,22 @@ std::optional<Lin> affine_form(const UOp* e) {
     for (const UOp* b : a->src())
       if (b->op != Op::Const) return std::nullopt;
   }
+  // A variable of one value that cancels out of the form (x - r + r with r in [0, 0]) is left to the
+  // rules too: they fold its products to 0 before the sum sees them, and may keep a bare one.
+  const UOp* stack[64];
+  size_t top = 0;
+  stack[top++] = e;
+  while (top > 0) {
+    const UOp* u = stack[--top];
+    if (u->op == Op::Add || u->op == Op::Sub || u->op == Op::Neg || u->op == Op::Mul) {
+      for (const UOp* x : u->src()) {
+        if (top == std::size(stack)) return std::nullopt;  // (a deep sum: the rules)
+        stack[top++] = x;
+      }
+    } else if (u->op != Op::Const && vmin(u) == vmax(u)) {
+      return std::nullopt;
+    }
+  }
   return l;
 }
 
@@ -471,6 +487,51 @@ const UOp* affine_fixed_point(Graph& g, const UOp* e) {
   std::optional<Lin> l = affine_form(e);
   return l ? build_lin(g, e->dtype, *l) : nullptr;
 }
+
+// build_lin for the sums of one list, which share the node of their terms where they differ only
+// in their constant (the expand stage's copies of an address: 4 to 16 of each in a convolution
+// kernel). The canonical node is that node plus the constant, as build_lin makes it; finding the
+// terms' node again costs one lookup instead of an intern per term.
+class SumsOfOneList {
+ public:
+  const UOp* build(Graph& g, DType dt, Lin l) {
+    if (l.terms.empty()) return build_lin(g, dt, l);
+    const i128 k = l.k;
+    l.k = 0;
+    // an order-free hash: a Lin's terms come in any order
+    uint64_t h = l.terms.size();
+    for (const Term& t : l.terms) h += mix(uint64_t(reinterpret_cast<uintptr_t>(t.atom)), uint64_t(t.coef));
+    const UOp* terms = nullptr;
+    std::vector<Entry>& bucket = known_[h];
+    for (const Entry& e : bucket)
+      if (same_terms(e.terms, l)) terms = e.node;
+    if (terms == nullptr) {
+      terms = build_lin(g, dt, l);
+      if (terms == nullptr) return nullptr;
+      bucket.push_back({l, terms});
+    }
+    if (k == 0) return terms;
+    const UOp* kc = mk_int(g, dt, k);
+    return kc ? g.make(Op::Add, dt, {terms, kc}) : nullptr;
+  }
+
+ private:
+  struct Entry {
+    Lin terms;
+    const UOp* node;
+  };
+  static uint64_t mix(uint64_t a, uint64_t b) {
+    uint64_t x = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xbf58476d1ce4e5b9ULL;
+    return x ^ (x >> 31);
+  }
+  static bool same_terms(const Lin& a, const Lin& b) {
+    if (a.terms.size() != b.terms.size()) return false;
+    for (const Term& t : a.terms)
+      if (b.coef_of(t.atom) != t.coef) return false;
+    return true;
+  }
+  std::unordered_map<uint64_t, std::vector<Entry>> known_;
+};
 
 // A list of expressions (a Sink) with each member that `direct` answers (not nullptr) replaced by
 // that answer and the others by `together`'s answer for a Sink of them, in order. nullptr when
@@ -505,11 +566,16 @@ const UOp* simplify(Graph& g, const UOp* root) {
   if (const UOp* known = own ? g.simplified(root) : nullptr) return known;
   auto by_rules = [&](const UOp* x) { return graph_rewrite(g, x, symbolic_rules()); };
   const UOp* s = nullptr;
-  if (own && root->op == Op::Sink)  // a list: the affine members directly, the rest through the rules together
-    s = each_or_together(
-        g, root, [&](const UOp* x) { return affine_fixed_point(g, x); }, by_rules);
-  else if (own)
+  if (own && root->op == Op::Sink) {  // a list: the affine members directly, the rest through the rules together
+    SumsOfOneList sums;
+    auto affine = [&](const UOp* x) -> const UOp* {
+      std::optional<Lin> l = affine_form(x);
+      return l ? sums.build(g, x->dtype, std::move(*l)) : nullptr;
+    };
+    s = each_or_together(g, root, affine, by_rules);
+  } else if (own) {
     s = affine_fixed_point(g, root);
+  }
   if (s == nullptr) s = by_rules(root);
   if (own) g.set_simplified(root, s);
   return s;

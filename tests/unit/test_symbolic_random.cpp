@@ -269,14 +269,20 @@ TEST(SymbolicRandom, AffineSumsReachTheRulesFixedPoint) {
     const UOp* by_rules = graph_rewrite(g, e, symbolic_rules());
     const UOp* by_rules2 = graph_rewrite(g, e2, symbolic_rules());
     const UOp* got = simplify(g, e);
-    const UOp* list = simplify(g, g.make(Op::Sink, dtypes::void_, Srcs{e2, alu(Op::Mod, {e, g.cint(7)}), e}));
+    // in a list, beside copies of it that differ in their constant (they share the node of their terms)
+    const int64_t shift = int64_t(pick(9)) - 4;
+    const UOp* shifted = alu(Op::Add, {e, g.cint(shift)});
+    const UOp* list = simplify(g, g.make(Op::Sink, dtypes::void_, Srcs{e2, alu(Op::Mod, {e, g.cint(7)}), e, shifted}));
     std::string problem;
     if (got != by_rules)
       problem = "alone: " + to_sexpr(got, false) + ", the rules: " + to_sexpr(by_rules, false);
     else if (list->src(0) != by_rules2)
       problem = "first in a list: " + to_sexpr(list->src(0), false) + ", the rules: " + to_sexpr(by_rules2, false);
     else if (list->src(2) != by_rules)
-      problem = "last in a list: " + to_sexpr(list->src(2), false);
+      problem = "in a list: " + to_sexpr(list->src(2), false);
+    else if (const UOp* want = graph_rewrite(g, shifted, symbolic_rules()); list->src(3) != want)
+      problem = "shifted by " + std::to_string(shift) + " in a list: " + to_sexpr(list->src(3), false) +
+                ", the rules: " + to_sexpr(want, false);
     // Under a gate of bounds on the sum's variables (some leaving one value), simplify_given_valid
     // (which takes such a sum without the rules too) against the rules over stand-in variables of
     // the narrowed bounds, substituted back.
