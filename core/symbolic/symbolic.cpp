@@ -447,33 +447,51 @@ namespace {
 std::optional<Lin> affine_form(const UOp* e) {
   const DType dt = e->dtype;
   if (!is_index_scalar(dt) || e->op == Op::Const) return std::nullopt;
-  Lin l = lin_of(e);
-  // (build_lin keeps the order of a sum beyond its sort limit: leave those to the rules)
-  if (l.terms.size() > 64) return std::nullopt;
-  for (const Term& t : l.terms) {
-    const UOp* a = t.atom;
-    if (a->dtype != dt || (a->op != Op::Range && a->op != Op::Special && a->op != Op::DefineVar)) return std::nullopt;
-    // a variable of one value is that constant; a bound that is not a constant may simplify
-    if (vmin(a) == vmax(a)) return std::nullopt;
-    for (const UOp* b : a->src())
-      if (b->op != Op::Const) return std::nullopt;
-  }
-  // A variable of one value that cancels out of the form (x - r + r with r in [0, 0]) is left to the
-  // rules too: they fold its products to 0 before the sum sees them, and may keep a bare one.
+  // First a walk of the sum as a tree, bounded: a sum that shares its parts (x2 = x1 + x1, x3 = x2 +
+  // x2, ...) is exponential as a tree, and goes to the rules, which fold it part by part. It also
+  // turns away other expressions before the linear form is built. Its leaves must be constants and
+  // variables of more than one value with constant bounds; a variable of one value that cancels
+  // out of the form (x - r + r with r in [0, 0]) counts too: the rules fold its products to 0 before
+  // the sum sees them, and may keep a bare one.
+  constexpr int kMaxVisits = 256;
   const UOp* stack[64];
   size_t top = 0;
   stack[top++] = e;
-  while (top > 0) {
+  for (int visits = 0; top > 0; visits++) {
+    if (visits == kMaxVisits) return std::nullopt;
     const UOp* u = stack[--top];
-    if (u->op == Op::Add || u->op == Op::Sub || u->op == Op::Neg || u->op == Op::Mul) {
-      for (const UOp* x : u->src()) {
-        if (top == std::size(stack)) return std::nullopt;  // (a deep sum: the rules)
-        stack[top++] = x;
-      }
-    } else if (u->op != Op::Const && vmin(u) == vmax(u)) {
-      return std::nullopt;
+    if (u->dtype != dt) return std::nullopt;
+    switch (u->op) {
+      case Op::Const:
+        continue;
+      case Op::Range:
+      case Op::Special:
+      case Op::DefineVar:
+        if (vmin(u) == vmax(u)) return std::nullopt;
+        for (const UOp* b : u->src())
+          if (b->op != Op::Const) return std::nullopt;  // a bound that is not a constant may simplify
+        continue;
+      case Op::Mul:
+        if (!is_iconst(u->src(0)) && !is_iconst(u->src(1))) return std::nullopt;
+        [[fallthrough]];
+      case Op::Add:
+      case Op::Sub:
+      case Op::Neg:
+        for (const UOp* x : u->src()) {
+          if (top == std::size(stack)) return std::nullopt;
+          stack[top++] = x;
+        }
+        continue;
+      default:
+        return std::nullopt;
     }
   }
+  Lin l = lin_of(e);
+  // (build_lin keeps the order of a sum beyond its sort limit: leave those to the rules; a product
+  // by a constant too large for the form is an atom of it)
+  if (l.terms.size() > 64) return std::nullopt;
+  for (const Term& t : l.terms)
+    if (t.atom->op != Op::Range && t.atom->op != Op::Special && t.atom->op != Op::DefineVar) return std::nullopt;
   return l;
 }
 

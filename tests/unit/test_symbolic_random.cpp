@@ -327,5 +327,21 @@ TEST(SymbolicRandom, AffineSumsReachTheRulesFixedPoint) {
   EXPECT_EQ(failures, 0) << report.str();
 }
 
+// A sum that shares its parts (x1 = v + v, x2 = x1 + x1, ...: 2^40 leaves as a tree) is simplified
+// part by part, never walked as a tree (the affine path's walk is bounded): alone, in a list and
+// under a gate, it comes out as v * 2^40.
+TEST(SymbolicRandom, SharedSumsAreNotWalkedAsTrees) {
+  Graph g;
+  const UOp* v = g.var("v", 0, 9);
+  const UOp* x = v;
+  for (int i = 0; i < 40; i++) x = g.alu(Op::Add, std::vector<const UOp*>{x, x});
+  const UOp* want = g.alu(Op::Mul, std::vector<const UOp*>{v, g.cint(int64_t(1) << 40)});
+  EXPECT_EQ(to_sexpr(simplify(g, x), false), to_sexpr(want, false));
+  const UOp* list = simplify(g, g.make(Op::Sink, dtypes::void_, std::vector<const UOp*>{x, v}));
+  EXPECT_EQ(list->src(0), simplify(g, x));
+  const UOp* gate = g.alu(Op::CmpLt, std::vector<const UOp*>{v, g.cint(5)});
+  EXPECT_EQ(to_sexpr(simplify_given_valid(g, gate, x), false), to_sexpr(want, false));
+}
+
 }  // namespace
 }  // namespace sn
