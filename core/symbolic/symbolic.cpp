@@ -518,7 +518,7 @@ class SumsOfOneList {
     l.k = 0;
     // an order-free hash: a Lin's terms come in any order
     uint64_t h = l.terms.size();
-    for (const Term& t : l.terms) h += mix(uint64_t(reinterpret_cast<uintptr_t>(t.atom)), uint64_t(t.coef));
+    for (const Term& t : l.terms) h += hash_combine(uint64_t(reinterpret_cast<uintptr_t>(t.atom)), uint64_t(t.coef));
     const UOp* terms = nullptr;
     std::vector<Entry>& bucket = known_[h];
     for (const Entry& e : bucket)
@@ -538,10 +538,6 @@ class SumsOfOneList {
     Lin terms;
     const UOp* node;
   };
-  static uint64_t mix(uint64_t a, uint64_t b) {
-    uint64_t x = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xbf58476d1ce4e5b9ULL;
-    return x ^ (x >> 31);
-  }
   static bool same_terms(const Lin& a, const Lin& b) {
     if (a.terms.size() != b.terms.size()) return false;
     for (const Term& t : a.terms)
