@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "core/runtime/runtime.h"
 
@@ -58,9 +60,62 @@ struct Stmt {
   ~Stmt() { sqlite3_finalize(s); }
 };
 
+// The schema, created by the first process to open the file. `totals` keeps the bytes of all values
+// (kept by triggers in the same statement as each change, so it is exact whichever process wrote),
+// so a put knows whether the cache is over its limit without reading the table. `used` is when an
+// entry was last stored or read (to the touch interval): the least recently used go first.
+// auto_vacuum takes effect only in a new file (before its first table): freed pages are then given
+// back to the file system by incremental_vacuum after a trim.
+constexpr const char* kSchema =
+    "PRAGMA auto_vacuum=INCREMENTAL;"
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, used INTEGER NOT NULL, value BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
+    "CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK(id = 0), bytes INTEGER NOT NULL);"
+    "INSERT OR IGNORE INTO totals VALUES(0, 0);"
+    "CREATE TRIGGER IF NOT EXISTS entries_added AFTER INSERT ON entries BEGIN "
+    "UPDATE totals SET bytes = bytes + length(NEW.value); END;"
+    "CREATE TRIGGER IF NOT EXISTS entries_removed AFTER DELETE ON entries BEGIN "
+    "UPDATE totals SET bytes = bytes - length(OLD.value); END;"
+    "CREATE TRIGGER IF NOT EXISTS entries_replaced AFTER UPDATE OF value ON entries BEGIN "
+    "UPDATE totals SET bytes = bytes - length(OLD.value) + length(NEW.value); END;";
+
+constexpr const char* kConnection = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+constexpr const char* kSchemaCount =
+    "SELECT count(*) FROM sqlite_master WHERE name IN "
+    "('entries', 'entries_by_use', 'totals', 'entries_added', 'entries_removed', 'entries_replaced')";
+constexpr int64_t kSchemaObjects = 6;
+
+int64_t now_s() { return int64_t(std::time(nullptr)); }
+
+// The value of a one-column, one-row query; nullopt when it fails or returns no row.
+std::optional<int64_t> query_int(sqlite3* db, const char* sql) {
+  Stmt st;
+  if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) return std::nullopt;
+  if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
+  return sqlite3_column_int64(st.s, 0);
+}
+
 }  // namespace
 
-DiskCache::DiskCache(std::string path) : path_(std::move(path)) {}
+DiskCacheLimits disk_cache_limits_from_env() {
+  DiskCacheLimits limits;
+  const char* v = std::getenv("SN_CACHE_MAX_MB");
+  if (!v || !*v) return limits;
+  char* end = nullptr;
+  errno = 0;
+  long long mb = std::strtoll(v, &end, 10);
+  if (errno == 0 && *end == '\0' && mb > 0 && mb <= (int64_t(1) << 40)) {
+    limits.max_bytes = int64_t(mb) << 20;
+  } else if (debug_level_from_env() >= 1) {
+    std::fprintf(stderr, "sinter: SN_CACHE_MAX_MB=%s is not a positive number of MiB; the disk cache keeps %lld MiB\n",
+                 v, static_cast<long long>(limits.max_bytes >> 20));
+  }
+  return limits;
+}
+
+DiskCache::DiskCache(std::string path, DiskCacheLimits limits) : path_(std::move(path)), limits_(limits) {}
 
 DiskCache::~DiskCache() {
   std::lock_guard<std::mutex> lk(mu_);
@@ -95,12 +150,15 @@ bool DiskCache::open_locked() {
       return false;
     }
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    const char* setup =
-        "PRAGMA journal_mode=WAL;"
-        "PRAGMA synchronous=NORMAL;"
-        "CREATE TABLE IF NOT EXISTS cache(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored INTEGER NOT NULL);";
-    rc = exec_while_busy(db_, setup);
-    if (rc == SQLITE_OK) return true;
+    // Setting auto_vacuum costs a write (about 1 ms) even when it changes nothing, so a process
+    // that finds the schema in place sets up only its connection.
+    std::optional<int64_t> have = query_int(db_, kSchemaCount);
+    rc = exec_while_busy(db_, have && *have == kSchemaObjects ? kConnection : kSchema);
+    if (rc == SQLITE_OK) {
+      drop_legacy_table_locked();
+      trim_locked();  // a smaller limit than the last process's takes effect at once
+      return true;
+    }
     note(path_, "set up", db_, rc);
     close_locked();
     if (!damaged(rc) || attempt > 0) return false;
@@ -120,14 +178,21 @@ std::optional<std::string> DiskCache::get(std::string_view key) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!open_locked()) return std::nullopt;
   Stmt st;
-  int rc = sqlite3_prepare_v2(db_, "SELECT value FROM cache WHERE key = ?1", -1, &st.s, nullptr);
+  int rc = sqlite3_prepare_v2(db_, "SELECT used, value FROM entries WHERE key = ?1", -1, &st.s, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(st.s, 1, key.data(), int(key.size()), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(st.s);
   if (rc == SQLITE_ROW) {
-    const void* blob = sqlite3_column_blob(st.s, 0);
-    int n = sqlite3_column_bytes(st.s, 0);
-    if (n <= 0 || !blob) return std::string();
-    return std::string(static_cast<const char*>(blob), size_t(n));
+    int64_t used = sqlite3_column_int64(st.s, 0);
+    const void* blob = sqlite3_column_blob(st.s, 1);
+    int n = sqlite3_column_bytes(st.s, 1);
+    std::string value = n > 0 && blob ? std::string(static_cast<const char*>(blob), size_t(n)) : std::string();
+    sqlite3_finalize(st.s);
+    st.s = nullptr;
+    // Once per touch interval at most: a read that writes on every hit would cost a warm start a
+    // write transaction per kernel.
+    int64_t now = now_s();
+    if (now - used >= limits_.touch_every_s) touch_locked(key, now);
+    return value;
   }
   if (rc != SQLITE_DONE) {
     note(path_, "get", db_, rc);
@@ -138,22 +203,96 @@ std::optional<std::string> DiskCache::get(std::string_view key) {
   return std::nullopt;
 }
 
+void DiskCache::touch_locked(std::string_view key, int64_t now) {
+  Stmt st;
+  int rc = sqlite3_prepare_v2(db_, "UPDATE entries SET used = ?2 WHERE key = ?1", -1, &st.s, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(st.s, 1, key.data(), int(key.size()), SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st.s, 2, now);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st.s);
+  if (rc != SQLITE_DONE) note(path_, "touch", db_, rc);  // the entry only ages sooner
+}
+
 bool DiskCache::put(std::string_view key, std::string_view value) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!open_locked()) return false;
+  if (int64_t(value.size()) > limits_.max_bytes / 4) return false;  // would push out most of the cache
   Stmt st;
-  int rc = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO cache(key, value, stored) VALUES(?1, ?2, ?3)", -1, &st.s,
-                              nullptr);
+  int rc = sqlite3_prepare_v2(db_,
+                              "INSERT INTO entries(key, used, value) VALUES(?1, ?2, ?3) "
+                              "ON CONFLICT(key) DO UPDATE SET used = excluded.used, value = excluded.value",
+                              -1, &st.s, nullptr);
   if (rc == SQLITE_OK) rc = sqlite3_bind_text(st.s, 1, key.data(), int(key.size()), SQLITE_TRANSIENT);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st.s, 2, value.data(), value.size(), SQLITE_TRANSIENT);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st.s, 3, int64_t(std::time(nullptr)));
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st.s, 2, now_s());
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st.s, 3, value.data(), value.size(), SQLITE_TRANSIENT);
   if (rc == SQLITE_OK) rc = sqlite3_step(st.s);
-  if (rc == SQLITE_DONE) return true;
+  if (rc == SQLITE_DONE) {
+    sqlite3_finalize(st.s);
+    st.s = nullptr;
+    std::optional<int64_t> total = query_int(db_, "SELECT bytes FROM totals");
+    if (total && *total > limits_.max_bytes) trim_locked();
+    return true;
+  }
   note(path_, "put", db_, rc);
   sqlite3_finalize(st.s);
   st.s = nullptr;
   if (damaged(rc)) drop_locked();
   return false;
+}
+
+// Removes the least recently used entries until the values take at most 3/4 of the limit (so that
+// trims are rare), in one write transaction: other processes see the cache before or after, and
+// two trimming at once trim once. The total is recounted first, so a total that drifted (another
+// program edited the table with the triggers off) heals here.
+void DiskCache::trim_locked() {
+  std::optional<int64_t> total = query_int(db_, "SELECT bytes FROM totals");
+  if (!total || *total <= limits_.max_bytes) return;
+  int rc = exec_while_busy(db_, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK) return note(path_, "trim", db_, rc);
+  bool ok = exec_while_busy(db_, "UPDATE totals SET bytes = (SELECT COALESCE(SUM(length(value)), 0) FROM entries)") ==
+            SQLITE_OK;
+  total = ok ? query_int(db_, "SELECT bytes FROM totals") : std::nullopt;
+  ok = total.has_value();
+  const int64_t target = limits_.max_bytes / 4 * 3;
+  if (ok && *total > limits_.max_bytes) {
+    std::vector<int64_t> victims;
+    {
+      Stmt st;
+      ok = sqlite3_prepare_v2(db_, "SELECT rowid, length(value) FROM entries ORDER BY used, rowid", -1, &st.s,
+                              nullptr) == SQLITE_OK;
+      int64_t left = *total;
+      while (ok && left > target) {
+        rc = sqlite3_step(st.s);
+        if (rc != SQLITE_ROW) {
+          ok = rc == SQLITE_DONE;
+          break;
+        }
+        victims.push_back(sqlite3_column_int64(st.s, 0));
+        left -= sqlite3_column_int64(st.s, 1);
+      }
+    }
+    Stmt del;
+    ok = ok && sqlite3_prepare_v2(db_, "DELETE FROM entries WHERE rowid = ?1", -1, &del.s, nullptr) == SQLITE_OK;
+    for (size_t i = 0; ok && i < victims.size(); i++) {
+      ok = sqlite3_bind_int64(del.s, 1, victims[i]) == SQLITE_OK && sqlite3_step(del.s) == SQLITE_DONE &&
+           sqlite3_reset(del.s) == SQLITE_OK;
+    }
+  }
+  rc = sqlite3_exec(db_, ok ? "COMMIT" : "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!ok || rc != SQLITE_OK) {
+    note(path_, "trim", db_, rc);
+    if (rc != SQLITE_OK) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return;
+  }
+  sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);  // best effort
+}
+
+// Caches written before the size limit (table `cache`) hold entries only their own builds can read
+// (every key names the build), so the table goes; VACUUM then shrinks the file and turns on
+// auto_vacuum for it. Both are best effort: if another process holds the file, a later open tries.
+void DiskCache::drop_legacy_table_locked() {
+  if (!query_int(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cache'")) return;
+  if (exec_while_busy(db_, "DROP TABLE IF EXISTS cache") != SQLITE_OK) return;
+  sqlite3_exec(db_, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", nullptr, nullptr, nullptr);
 }
 
 #ifndef SN_LIBRARY_VERSION
@@ -258,7 +397,7 @@ std::shared_ptr<DiskCache>& process_cache() {
 std::shared_ptr<DiskCache> disk_cache() {
   std::lock_guard<std::mutex> lk(process_cache_mu());
   std::shared_ptr<DiskCache>& c = process_cache();
-  if (!c) c = std::make_shared<DiskCache>(disk_cache_path_from_env());
+  if (!c) c = std::make_shared<DiskCache>(disk_cache_path_from_env(), disk_cache_limits_from_env());
   return c;
 }
 

@@ -135,7 +135,7 @@ int64_t entries(const fs::path& db, const char* where = "1") {
   int64_t n = -1;
   if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
-    std::string q = cat("SELECT count(*) FROM cache WHERE ", where);
+    std::string q = cat("SELECT count(*) FROM entries WHERE ", where);
     if (sqlite3_prepare_v2(h, q.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
       n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -207,11 +207,11 @@ TEST(DiskCache, SecondRuntimeLinksEveryKernelFromDisk) {
 // (b) Damaged entries (garbage, truncated, one byte flipped) are recompiled and replaced.
 TEST(DiskCache, DamagedEntriesAreRecompiledAndReplaced) {
   const char* damage[] = {
-      "UPDATE cache SET value = randomblob(200)",
-      "UPDATE cache SET value = substr(value, 1, length(value) / 2)",
-      "UPDATE cache SET value = substr(value, 1, 300) || "
+      "UPDATE entries SET value = randomblob(200)",
+      "UPDATE entries SET value = substr(value, 1, length(value) / 2)",
+      "UPDATE entries SET value = substr(value, 1, 300) || "
       "CASE WHEN substr(value, 301, 1) = X'55' THEN X'AA' ELSE X'55' END || substr(value, 302)",
-      "UPDATE cache SET value = X''",
+      "UPDATE entries SET value = X''",
   };
   for (const char* statement : damage) {
     SCOPED_TRACE(statement);
@@ -382,9 +382,9 @@ TEST(DiskCache, BeamResultsAreKeptAndDamagedOnesSearchedAgain) {
   EXPECT_EQ(second.outputs, first.outputs);
 
   const char* damage[] = {
-      "UPDATE cache SET value = randomblob(40) WHERE key LIKE 'beam/%'",
-      "UPDATE cache SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(99,4)' AS BLOB) WHERE key LIKE 'beam/%'",
-      "UPDATE cache SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(0,' AS BLOB) WHERE key LIKE 'beam/%'",
+      "UPDATE entries SET value = randomblob(40) WHERE key LIKE 'beam/%'",
+      "UPDATE entries SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(99,4)' AS BLOB) WHERE key LIKE 'beam/%'",
+      "UPDATE entries SET value = CAST('sinter-beam-1' || char(10) || 'UPCAST(0,' AS BLOB) WHERE key LIKE 'beam/%'",
   };
   for (const char* statement : damage) {
     SCOPED_TRACE(statement);
@@ -485,6 +485,168 @@ TEST(DiskCache, ProcessesOpeningAFreshCacheAtOnceKeepIt) {
     for (int p = 0; p < kProcs; p++)
       for (int k = 0; k < kEntries; k++) EXPECT_EQ(c.get(key(p, k)), value(p, k)) << "round " << round;
   }
+}
+
+// The bytes the cache's `totals` row holds and the bytes its values really take.
+std::pair<int64_t, int64_t> totals(const fs::path& db) {
+  sqlite3* h = nullptr;
+  std::pair<int64_t, int64_t> t{-1, -2};
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT (SELECT bytes FROM totals), (SELECT COALESCE(SUM(length(value)), 0) FROM entries)",
+                           -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+      t = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return t;
+}
+
+TEST(DiskCache, LimitsFromEnvironment) {
+  auto old = getenv_opt("SN_CACHE_MAX_MB");
+  const int64_t fallback = DiskCacheLimits{}.max_bytes;
+  EXPECT_EQ(fallback, int64_t(512) << 20);
+  unsetenv("SN_CACHE_MAX_MB");
+  EXPECT_EQ(disk_cache_limits_from_env().max_bytes, fallback);
+  setenv("SN_CACHE_MAX_MB", "64", 1);
+  EXPECT_EQ(disk_cache_limits_from_env().max_bytes, int64_t(64) << 20);
+  for (const char* bad : {"", "0", "-5", "12abc", "lots", "99999999999999999999"}) {
+    setenv("SN_CACHE_MAX_MB", bad, 1);
+    EXPECT_EQ(disk_cache_limits_from_env().max_bytes, fallback) << "'" << bad << "'";
+  }
+  restore_env("SN_CACHE_MAX_MB", old);
+}
+
+// Over its limit, the cache removes the least recently used entries down to 3/4 of it; a read
+// counts as a use (once per touch interval); the totals row stays exact; a value over a quarter
+// of the limit is not stored.
+TEST(DiskCache, StaysUnderItsLimitDroppingTheLeastRecentlyUsed) {
+  CacheDir cd("limit");
+  const fs::path db = cd.dir() / "c.db";
+  const int64_t kValue = 10000;
+  DiskCache c(db.string(), DiskCacheLimits{.max_bytes = 10 * kValue, .touch_every_s = 3600});
+  auto value = [&](int k) { return std::string(size_t(kValue), char('a' + k)); };
+  for (int k = 0; k < 10; k++) ASSERT_TRUE(c.put(cat("k", k), value(k)));
+  EXPECT_EQ(totals(db), std::make_pair(10 * kValue, 10 * kValue));
+  // Ages as another program could set them: k0 the oldest ... k9 the newest, all long ago.
+  sql(db, "UPDATE entries SET used = 1000 + CAST(substr(key, 2) AS INTEGER)");
+  sql(db, "UPDATE entries SET used = strftime('%s', 'now') - 10 WHERE key = 'k1'");
+  EXPECT_EQ(c.get("k0"), value(0));  // used long ago: marked used now
+  EXPECT_EQ(c.get("k1"), value(1));  // used 10 s ago, within the touch interval: left as it is
+  EXPECT_EQ(entries(db, "key = 'k0' AND used > 1000000"), 1);
+  EXPECT_EQ(entries(db, "key = 'k1' AND used < strftime('%s', 'now') - 5"), 1);
+  EXPECT_EQ(entries(db, "key = 'k2' AND used = 1002"), 1);
+
+  ASSERT_TRUE(c.put("k10", value(10)));  // 110000 > 100000: trims down to at most 75000
+  for (int k : {2, 3, 4, 5}) EXPECT_FALSE(c.get(cat("k", k)).has_value()) << "k" << k << " must be gone";
+  for (int k : {0, 1, 6, 7, 8, 9, 10}) EXPECT_EQ(c.get(cat("k", k)), value(k)) << "k" << k;
+  EXPECT_EQ(totals(db), std::make_pair(7 * kValue, 7 * kValue));
+
+  EXPECT_FALSE(c.put("huge", std::string(size_t(kValue * 3), 'h'))) << "over a quarter of the limit";
+  EXPECT_FALSE(c.get("huge").has_value());
+  EXPECT_EQ(totals(db), std::make_pair(7 * kValue, 7 * kValue));
+
+  // A totals row that drifted (edited with the triggers bypassed) is recounted by the next trim,
+  // which then removes nothing that fits.
+  sql(db, "UPDATE totals SET bytes = 1000000000");
+  ASSERT_TRUE(c.put("k11", value(11)));
+  EXPECT_EQ(totals(db), std::make_pair(8 * kValue, 8 * kValue));
+  for (int k : {0, 1, 6, 7, 8, 9, 10, 11}) EXPECT_EQ(c.get(cat("k", k)), value(k)) << "k" << k;
+}
+
+// Trimmed space goes back to the file system: writing ten times the limit leaves a file near it.
+TEST(DiskCache, FileStaysNearItsLimit) {
+  CacheDir cd("file_size");
+  const fs::path db = cd.dir() / "c.db";
+  const int64_t kLimit = 1 << 20;
+  {
+    DiskCache c(db.string(), DiskCacheLimits{.max_bytes = kLimit});
+    for (int k = 0; k < 1000; k++) {
+      std::string v(size_t(6000 + k % 5000), char('a' + k % 26));
+      ASSERT_TRUE(c.put(cat("key", k), v));
+    }
+    auto [kept, real] = totals(db);
+    EXPECT_EQ(kept, real);
+    EXPECT_LE(kept, kLimit);
+  }  // closing checkpoints the WAL into the file
+  EXPECT_LE(int64_t(fs::file_size(db)), kLimit * 3 / 2) << "the file must stay near its limit";
+  {
+    DiskCache smaller(db.string(), DiskCacheLimits{.max_bytes = kLimit / 4});
+    EXPECT_TRUE(smaller.put("one more", "value"));
+    auto [kept, real] = totals(db);
+    EXPECT_EQ(kept, real);
+    EXPECT_LE(kept, kLimit / 4);
+  }
+  EXPECT_LE(int64_t(fs::file_size(db)), kLimit / 4 * 3 / 2) << "a lower limit must shrink the file";
+}
+
+// A cache from before the limit (table `cache`, entries of older builds only) is dropped and its
+// space given back when a new Sinter opens it.
+TEST(DiskCache, CacheOfAnOlderFormatIsDropped) {
+  CacheDir cd("legacy");
+  const fs::path db = cd.dir() / "c.db";
+  sql(db,
+      "PRAGMA journal_mode=WAL;"
+      "CREATE TABLE cache(key TEXT PRIMARY KEY, value BLOB NOT NULL, stored INTEGER NOT NULL);"
+      "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) "
+      "INSERT INTO cache SELECT 'old' || i, randomblob(10000), 0 FROM n;");
+  EXPECT_GE(fs::file_size(db), 2000000u);  // closing checkpointed the WAL into it
+  {
+    DiskCache c(db.string());
+    EXPECT_TRUE(c.put("new", "value"));
+    EXPECT_EQ(c.get("new"), "value");
+  }
+  EXPECT_LE(fs::file_size(db), 200000u);
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(*) FROM sqlite_master WHERE name = 'cache'", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(st, 0), 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+}
+
+// Processes storing at once into a cache over its limit all succeed, and the cache ends within its
+// limit with an exact total (each trim is one transaction).
+TEST(DiskCache, ProcessesTrimmingAtOnceKeepItConsistent) {
+  CacheDir cd("trim_at_once");
+  const std::string db = (cd.dir() / "cache.db").string();
+  const int kProcs = 4, kEntries = 60;
+  const int64_t kLimit = 300000;
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  std::vector<pid_t> pids;
+  for (int p = 0; p < kProcs; p++) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(start[1]);
+      char go;
+      (void)!read(start[0], &go, 1);
+      DiskCache c(db, DiskCacheLimits{.max_bytes = kLimit});
+      int failed = 0;
+      for (int k = 0; k < kEntries; k++)
+        failed += c.put(cat("p", p, "_k", k), std::string(size_t(5000 + 13 * k), char('a' + p))) ? 0 : 1;
+      _exit(failed);
+    }
+    pids.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);
+  for (int p = 0; p < kProcs; p++) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[size_t(p)], &status, 0), pids[size_t(p)]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "process " << p << " failed to store " << WEXITSTATUS(status) << " entries";
+  }
+  auto [kept, real] = totals(db);
+  EXPECT_EQ(kept, real);
+  EXPECT_LE(kept, kLimit);
+  EXPECT_GE(kept, kLimit / 2) << "a trim removes down to 3/4 of the limit, not everything";
 }
 
 // The child of ProcessesCompilingAtOnce (skipped unless SN_DISK_CACHE_CHILD_OUT is set): compiles

@@ -754,7 +754,8 @@ SN_API SN_NODISCARD sn_code sn_context_set_debug(sn_context *ctx, int level, sn_
 SN_API int sn_context_debug(const sn_context *ctx, sn_error **err);
 /* (API version 6) Whether the context's devices keep compiled kernels and BEAM results in the
    disk cache ($SN_CACHE_DIR, else $XDG_CACHE_HOME/sinter, else ~/.cache/sinter; on by default,
-   SN_CACHE=0 turns it off for the whole process). Applies to devices open now and later. */
+   SN_CACHE=0 turns it off for the whole process; it keeps at most $SN_CACHE_MAX_MB MiB, default
+   512, dropping the least recently used). Applies to devices open now and later. */
 SN_API SN_NODISCARD sn_code sn_context_set_disk_cache(sn_context *ctx, int enabled, sn_error **err);
 
 /* ---- compile ---- */
