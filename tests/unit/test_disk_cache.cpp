@@ -445,6 +445,34 @@ TEST(DiskCache, ProcessesCompilingAtOnce) {
   EXPECT_EQ(after.outputs, reference.outputs);
 }
 
+// Runs store(p) in n forked processes that start together (no threads, no gtest in them), and
+// returns what each exited with (store's count of failed puts), or -1 when one did not exit.
+template <class Store>
+std::vector<int> stores_at_once(int n, Store store) {
+  std::vector<int> exits(size_t(n), -1);
+  int start[2];
+  if (pipe(start) != 0) return exits;
+  std::vector<pid_t> pids;
+  for (int p = 0; p < n; p++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(start[1]);
+      char go;
+      (void)!read(start[0], &go, 1);  // all start together: the parent closes the pipe
+      _exit(store(p));
+    }
+    pids.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);
+  for (int p = 0; p < n; p++) {
+    int status = 0;
+    if (pids[size_t(p)] > 0 && waitpid(pids[size_t(p)], &status, 0) == pids[size_t(p)] && WIFEXITED(status))
+      exits[size_t(p)] = WEXITSTATUS(status);
+  }
+  return exits;
+}
+
 // Processes that open a fresh cache at the same moment all keep it: setting up a new database
 // takes locks SQLite's busy handler does not wait for, and a process that got SQLITE_BUSY there
 // lost its cache for its whole life (its kernels were never stored). 8 processes x 20 fresh
@@ -456,31 +484,14 @@ TEST(DiskCache, ProcessesOpeningAFreshCacheAtOnceKeepIt) {
   auto value = [](int p, int k) { return std::string(size_t(1000 + 37 * k), char('a' + (p + k) % 26)); };
   for (int round = 0; round < kRounds; round++) {
     const std::string db = (cd.dir() / cat("round", round) / "cache.db").string();
-    int start[2];
-    ASSERT_EQ(pipe(start), 0);
-    std::vector<pid_t> pids;
-    for (int p = 0; p < kProcs; p++) {
-      pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {  // the child only opens the cache and stores: no threads, no gtest
-        close(start[1]);
-        char go;
-        (void)!read(start[0], &go, 1);  // all start together: the parent closes the pipe
-        DiskCache c(db);
-        int failed = 0;
-        for (int k = 0; k < kEntries; k++) failed += c.put(key(p, k), value(p, k)) ? 0 : 1;
-        _exit(failed);
-      }
-      pids.push_back(pid);
-    }
-    close(start[0]);
-    close(start[1]);
-    for (int p = 0; p < kProcs; p++) {
-      int status = 0;
-      ASSERT_EQ(waitpid(pids[size_t(p)], &status, 0), pids[size_t(p)]);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "round " << round << ": process " << p << " failed to store " << WEXITSTATUS(status) << " entries";
-    }
+    std::vector<int> failed = stores_at_once(kProcs, [&](int p) {
+      DiskCache c(db);
+      int n = 0;
+      for (int k = 0; k < kEntries; k++) n += c.put(key(p, k), value(p, k)) ? 0 : 1;
+      return n;
+    });
+    for (int p = 0; p < kProcs; p++)
+      EXPECT_EQ(failed[size_t(p)], 0) << "round " << round << ": process " << p << " failed to store entries";
     DiskCache c(db);
     for (int p = 0; p < kProcs; p++)
       for (int k = 0; k < kEntries; k++) EXPECT_EQ(c.get(key(p, k)), value(p, k)) << "round " << round;
@@ -617,32 +628,14 @@ TEST(DiskCache, ProcessesTrimmingAtOnceKeepItConsistent) {
   const std::string db = (cd.dir() / "cache.db").string();
   const int kProcs = 4, kEntries = 60;
   const int64_t kLimit = 300000;
-  int start[2];
-  ASSERT_EQ(pipe(start), 0);
-  std::vector<pid_t> pids;
-  for (int p = 0; p < kProcs; p++) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(start[1]);
-      char go;
-      (void)!read(start[0], &go, 1);
-      DiskCache c(db, DiskCacheLimits{.max_bytes = kLimit});
-      int failed = 0;
-      for (int k = 0; k < kEntries; k++)
-        failed += c.put(cat("p", p, "_k", k), std::string(size_t(5000 + 13 * k), char('a' + p))) ? 0 : 1;
-      _exit(failed);
-    }
-    pids.push_back(pid);
-  }
-  close(start[0]);
-  close(start[1]);
-  for (int p = 0; p < kProcs; p++) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pids[size_t(p)], &status, 0), pids[size_t(p)]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "process " << p << " failed to store " << WEXITSTATUS(status) << " entries";
-  }
+  std::vector<int> failed = stores_at_once(kProcs, [&](int p) {
+    DiskCache c(db, DiskCacheLimits{.max_bytes = kLimit});
+    int n = 0;
+    for (int k = 0; k < kEntries; k++)
+      n += c.put(cat("p", p, "_k", k), std::string(size_t(5000 + 13 * k), char('a' + p))) ? 0 : 1;
+    return n;
+  });
+  for (int p = 0; p < kProcs; p++) EXPECT_EQ(failed[size_t(p)], 0) << "process " << p << " failed to store entries";
   auto [kept, real] = totals(db);
   EXPECT_EQ(kept, real);
   EXPECT_LE(kept, kLimit);
