@@ -122,10 +122,13 @@ std::span<const UOp* const> closed_ranges(const UOp* u) {
 }
 
 OpenRanges::OpenRanges(std::span<const UOp* const> order) {
-  sets_.reserve(order.size() + 1);  // at most one new set per node: references stay valid
-  sets_.emplace_back();             // set 0: the empty set
+  sets_.reserve(order.size() + 1);
+  sets_.push_back({0, 0});  // set 0: the empty set
   auto by_id = [](const UOp* a, const UOp* b) { return a->id < b->id; };
-  std::vector<const UOp*> work;
+  auto view = [&](int32_t k) {
+    return std::span<const UOp* const>(ranges_.data() + sets_[size_t(k)].begin, sets_[size_t(k)].size);
+  };
+  std::vector<const UOp*> work, merged;
   for (const UOp* u : order) {
     // Most nodes are inside exactly the ranges of one of their sources: they share its set.
     int32_t cur = 0;
@@ -133,14 +136,14 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
     for (const UOp* s : u->src()) {
       int32_t k = slot_.get(s) - 1;
       if (k <= 0 || k == cur) continue;
-      const auto& other = sets_[size_t(k)];
-      const auto& mine = own ? work : sets_[size_t(cur)];
-      if (other == mine) continue;
+      std::span<const UOp* const> other = view(k);
+      std::span<const UOp* const> mine = own ? std::span<const UOp* const>(work) : view(cur);
+      if (std::equal(other.begin(), other.end(), mine.begin(), mine.end())) continue;
       if (!own && cur == 0) {
         cur = k;
         continue;
       }
-      std::vector<const UOp*> merged;
+      merged.clear();
       std::set_union(mine.begin(), mine.end(), other.begin(), other.end(), std::back_inserter(merged), by_id);
       work.swap(merged);
       own = true;
@@ -148,7 +151,11 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
     const bool is_range = u->op == Op::Range;
     std::span<const UOp* const> closed = closed_ranges(u);
     if (is_range || !closed.empty()) {
-      if (!own) work = sets_[size_t(cur)], own = true;
+      if (!own) {
+        std::span<const UOp* const> mine = view(cur);
+        work.assign(mine.begin(), mine.end());
+        own = true;
+      }
       if (is_range) {
         auto pos = std::lower_bound(work.begin(), work.end(), u, by_id);
         if (pos == work.end() || *pos != u) work.insert(pos, u);
@@ -156,22 +163,27 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
       for (const UOp* c : closed) work.erase(std::remove(work.begin(), work.end(), c), work.end());
     }
     if (own) {
-      cur = work.empty() ? 0 : int32_t(sets_.size());
-      if (cur) sets_.push_back(std::move(work));
+      cur = 0;
+      if (!work.empty()) {
+        cur = int32_t(sets_.size());
+        sets_.push_back({uint32_t(ranges_.size()), uint32_t(work.size())});
+        ranges_.insert(ranges_.end(), work.begin(), work.end());
+      }
       work.clear();
     }
     slot_.set(u, cur + 1);
   }
 }
 
-const std::vector<const UOp*>& OpenRanges::of(const UOp* u) const {
-  static const std::vector<const UOp*> kEmpty;
+std::span<const UOp* const> OpenRanges::of(const UOp* u) const {
   int32_t k = slot_.get(u) - 1;
-  return k < 0 ? kEmpty : sets_[size_t(k)];
+  if (k <= 0) return {};
+  const Set& s = sets_[size_t(k)];
+  return {ranges_.data() + s.begin, s.size};
 }
 
 bool OpenRanges::contains(const UOp* u, const UOp* range) const {
-  const auto& s = of(u);
+  std::span<const UOp* const> s = of(u);
   return std::binary_search(s.begin(), s.end(), range, [](const UOp* a, const UOp* b) { return a->id < b->id; });
 }
 

@@ -48,13 +48,18 @@ std::vector<const UOp*> substitute_copies(Graph& g, const UOp* root,
 class OpenRanges {
  public:
   explicit OpenRanges(std::span<const UOp* const> order);
-  // Empty for nodes that were not in `order`.
-  const std::vector<const UOp*>& of(const UOp* u) const;
+  // Empty for nodes that were not in `order`. Valid as long as this object; nodes with the same
+  // set of open ranges get the same span.
+  std::span<const UOp* const> of(const UOp* u) const;
   bool contains(const UOp* u, const UOp* range) const;
 
  private:
-  NodeMap<int32_t> slot_;                      // node -> its set's index + 1; 0: not in order
-  std::vector<std::vector<const UOp*>> sets_;  // 0: empty; a node shares a source's set where they are equal
+  struct Set {
+    uint32_t begin, size;  // in ranges_
+  };
+  NodeMap<int32_t> slot_;           // node -> its set's index + 1; 0: not in order
+  std::vector<Set> sets_;           // 0: empty; a node shares a source's set where they are equal
+  std::vector<const UOp*> ranges_;  // the sets, one after another (one allocation, not one per set)
 };
 
 // The ranges a Reduce or End closes (its sources after the first).

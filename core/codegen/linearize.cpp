@@ -111,12 +111,12 @@ class Linearizer {
     std::unordered_map<const UOp*, std::vector<const UOp*>> earlier;
     std::unordered_set<uint64_t> seen_pairs;
     std::vector<const UOp*> set;
-    const std::vector<const UOp*>* last = nullptr;
+    const UOp* const* last = nullptr;  // the set seen last (equal sets share their span)
     for (const UOp* u : topo_) {
-      const auto& open = open_.of(u);
-      if (open.size() < 2 || (last && *last == open)) continue;
-      last = &open;
-      set = open;
+      std::span<const UOp* const> open = open_.of(u);
+      if (open.size() < 2 || open.data() == last) continue;
+      last = open.data();
+      set.assign(open.begin(), open.end());
       std::sort(set.begin(), set.end(), [&](const UOp* a, const UOp* b) { return before(a, b); });
       for (size_t i = 1; i < set.size(); i++)
         for (size_t j = 0; j < i; j++)
@@ -153,7 +153,7 @@ class Linearizer {
       if (u->op == Op::End) {
         b = u->src(1);  // an End belongs to the loop it closes
       } else {
-        const auto& open = open_.of(u);
+        std::span<const UOp* const> open = open_.of(u);
         for (const UOp* r : open)
           if (!b || level_[at(r)] > level_[at(b)]) b = r;
         for (const UOp* r : open)

@@ -90,7 +90,8 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     std::vector<const UOp*> rs(u->src().begin() + 1, u->src().end());
     std::sort(rs.begin(), rs.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
     rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
-    const auto& outer = open.of(u);
+    std::span<const UOp* const> open_here = open.of(u);
+    std::vector<const UOp*> outer(open_here.begin(), open_here.end());
     std::unordered_set<const UOp*> feeds;  // reduces this one reads
     if (u->src(0)->op == Op::Reduce || reads_reduce.get(u->src(0)))
       for (const UOp* x : toposort(u->src(0)))
