@@ -72,8 +72,11 @@ class Graph {
  private:
   // The node, found or made; a new node takes `arg` from `owned` when given (moved), else copies it
   // (replace_src: most rebuilt nodes are found, and their argument is then never copied).
+  // `checked_like`: a node of the same op, dtype and argument over sources of the same dtypes and
+  // shapes, for an op whose check depends on nothing else (checked_by_source_types): a new node
+  // takes its shape instead of being verified and derived again.
   const UOp* intern(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int64_t tag,
-                    Arg* owned = nullptr);
+                    Arg* owned = nullptr, const UOp* checked_like = nullptr);
   void grow();
   UOp* new_node();
   // Nodes live in blocks that double in size up to a limit: a pass builds thousands of nodes, and
@@ -100,6 +103,10 @@ Shape as_shape(const UOp* shape_operand);
 bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out);
 // Verifies arity and dtype rules (throws on a violation).
 void verify_node(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg);
+// Whether verify_node and derive_shape see an op's sources only through their dtypes and shapes
+// (not their ops or values): a node rebuilt over sources of the same dtypes and shapes is valid
+// and has the shape of the one it replaces.
+bool checked_by_source_types(Op op);
 
 // ---- printing ------------------------------------------------------------------------------
 // S-expression: "(add (mul a 2) 12)"; shared subterms print once as "%id = ..." bindings when

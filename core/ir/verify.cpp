@@ -451,6 +451,21 @@ bool derive_shape_of(Op op, DType dtype, std::span<const UOp* const> src, const 
 
 }  // namespace
 
+bool checked_by_source_types(Op op) {
+  switch (op) {
+    case Op::Reduce:    // verify_node: its sources after the first must be Ranges
+    case Op::GetTuple:  // derive_shape: the shape of its tuple's element
+    case Op::Param:     // derive_shape: the values of a shape operand
+    case Op::Reshape:
+    case Op::Expand:
+    case Op::Pad:
+    case Op::Shrink:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool derive_shape(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, Shape* out) {
   if (!derive_shape_of(op, dtype, src, arg, out)) return false;
   if (out->empty()) return true;  // a scalar: one element
