@@ -216,6 +216,42 @@ TEST(Verify, MovementShapes) {
   EXPECT_EQ(shape_str(*bc->shape()), "(2,6)");
 }
 
+// replace_src keeps the checks of the node it rebuilds only where they could not change: for ops
+// whose shape comes from the values of a source (Reshape, Expand, Pad, Shrink) or whose check
+// looks at a source's op (a kernel Reduce's ranges), a rebuilt node is checked and derived again.
+TEST(Verify, RebuiltNodesAreCheckedAgainWhereSourcesMatterBeyondTheirTypes) {
+  Graph g;
+  const UOp* t = tensor(g, dtypes::float32, {2, 3});
+  const UOp* r23 = g.make(Op::Reshape, dtypes::float32, {t, g.shape_uop(std::vector<int64_t>{3, 2})});
+  const UOp* r32 = g.replace_src(r23, std::vector<const UOp*>{t, g.shape_uop(std::vector<int64_t>{1, 6})});
+  EXPECT_EQ(shape_str(*r32->shape()), "(1,6)");
+  EXPECT_NE(error_of([&] {
+              g.replace_src(r23, std::vector<const UOp*>{t, g.shape_uop(std::vector<int64_t>{4, 2})});
+            }).find("Reshape: element count changes"),
+            std::string::npos);
+  auto dims = [&](std::vector<int64_t> v) { return g.shape_uop(v); };
+  const UOp* padded = g.make(Op::Pad, dtypes::float32, {t, dims({0, 0}), dims({2, 3})});
+  EXPECT_NE(error_of([&] {
+              g.replace_src(padded, std::vector<const UOp*>{t, dims({1, 0}), dims({2, 3})});
+            }).find("Pad: axis 0: offset 1 + size 2 exceeds the padded size 2"),
+            std::string::npos);
+  const UOp* bound = g.cint(4, dtypes::index);
+  const UOp* range = g.make(Op::Range, dtypes::index, {bound}, RangeArg{0, AxisType::Reduce});
+  const UOp* red = g.make(Op::Reduce, dtypes::float32, {g.cfloat(1), range}, ReduceArg{Op::Add, {}});
+  EXPECT_NE(error_of([&] {
+              g.replace_src(red, std::vector<const UOp*>{g.cfloat(1), g.cint(0, dtypes::index)});
+            }).find("source 1 must be a Range"),
+            std::string::npos);
+  // An op checked by its sources' types alone keeps the shape of the node it replaces.
+  const UOp* sum = g.alu(Op::Add, t, t);
+  const UOp* other = tensor(g, dtypes::float32, {2, 3});
+  EXPECT_EQ(shape_str(*g.replace_src(sum, std::vector<const UOp*>{t, other})->shape()), "(2,3)");
+  EXPECT_NE(error_of([&] {
+              g.replace_src(sum, std::vector<const UOp*>{t, tensor(g, dtypes::float32, {4, 3})});
+            }).find("do not broadcast"),
+            std::string::npos);
+}
+
 TEST(Verify, Broadcasting) {
   Graph g;
   const UOp* a = tensor(g, dtypes::float32, {4, 1, 3});
