@@ -229,7 +229,7 @@ bool DiskCache::put(std::string_view key, std::string_view value) {
     sqlite3_finalize(st.s);
     st.s = nullptr;
     std::optional<int64_t> total = query_int(db_, "SELECT bytes FROM totals");
-    if (total && *total > limits_.max_bytes) trim_locked();
+    if (!total || *total > limits_.max_bytes) trim_locked();  // (no total: recounted there)
     return true;
   }
   note(path_, "put", db_, rc);
@@ -241,15 +241,16 @@ bool DiskCache::put(std::string_view key, std::string_view value) {
 
 // Removes the least recently used entries until the values take at most 3/4 of the limit (so that
 // trims are rare), in one write transaction: other processes see the cache before or after, and
-// two trimming at once trim once. The total is recounted first, so a total that drifted (another
-// program edited the table with the triggers off) heals here.
+// two trimming at once trim once. The total is recounted first, so a total that drifted or went
+// missing (another program edited the tables) heals here.
 void DiskCache::trim_locked() {
   std::optional<int64_t> total = query_int(db_, "SELECT bytes FROM totals");
-  if (!total || *total <= limits_.max_bytes) return;
+  if (total && *total <= limits_.max_bytes) return;
   int rc = exec_while_busy(db_, "BEGIN IMMEDIATE");
   if (rc != SQLITE_OK) return note(path_, "trim", db_, rc);
-  bool ok = exec_while_busy(db_, "UPDATE totals SET bytes = (SELECT COALESCE(SUM(length(value)), 0) FROM entries)") ==
-            SQLITE_OK;
+  bool ok = exec_while_busy(db_,
+                            "INSERT OR REPLACE INTO totals VALUES(0, "
+                            "(SELECT COALESCE(SUM(length(value)), 0) FROM entries))") == SQLITE_OK;
   total = ok ? query_int(db_, "SELECT bytes FROM totals") : std::nullopt;
   ok = total.has_value();
   const int64_t target = limits_.max_bytes / 4 * 3;

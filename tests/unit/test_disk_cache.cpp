@@ -565,6 +565,10 @@ TEST(DiskCache, StaysUnderItsLimitDroppingTheLeastRecentlyUsed) {
   ASSERT_TRUE(c.put("k11", value(11)));
   EXPECT_EQ(totals(db), std::make_pair(8 * kValue, 8 * kValue));
   for (int k : {0, 1, 6, 7, 8, 9, 10, 11}) EXPECT_EQ(c.get(cat("k", k)), value(k)) << "k" << k;
+  // So is a missing one: without it the cache would grow without a limit.
+  sql(db, "DELETE FROM totals");
+  ASSERT_TRUE(c.put("k12", value(12)));
+  EXPECT_EQ(totals(db), std::make_pair(9 * kValue, 9 * kValue));
 }
 
 // Trimmed space goes back to the file system: writing ten times the limit leaves a file near it.
