@@ -70,10 +70,11 @@ constexpr const char* kSchema =
     "PRAGMA auto_vacuum=INCREMENTAL;"
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
+    "PRAGMA journal_size_limit=16777216;"
     "CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, used INTEGER NOT NULL, value BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
     "CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK(id = 0), bytes INTEGER NOT NULL);"
-    "INSERT OR IGNORE INTO totals VALUES(0, 0);"
+    "INSERT OR IGNORE INTO totals SELECT 0, COALESCE(SUM(length(value)), 0) FROM entries;"
     "CREATE TRIGGER IF NOT EXISTS entries_added AFTER INSERT ON entries BEGIN "
     "UPDATE totals SET bytes = bytes + length(NEW.value); END;"
     "CREATE TRIGGER IF NOT EXISTS entries_removed AFTER DELETE ON entries BEGIN "
@@ -81,7 +82,10 @@ constexpr const char* kSchema =
     "CREATE TRIGGER IF NOT EXISTS entries_replaced AFTER UPDATE OF value ON entries BEGIN "
     "UPDATE totals SET bytes = bytes - length(OLD.value) + length(NEW.value); END;";
 
-constexpr const char* kConnection = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+// (journal_size_limit: the WAL is cut back to 16 MiB when it restarts, instead of keeping the size
+// a trim's incremental_vacuum grew it to while connections stay open)
+constexpr const char* kConnection =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=16777216;";
 constexpr const char* kSchemaCount =
     "SELECT count(*) FROM sqlite_master WHERE name IN "
     "('entries', 'entries_by_use', 'totals', 'entries_added', 'entries_removed', 'entries_replaced')";
@@ -278,22 +282,38 @@ void DiskCache::trim_locked() {
            sqlite3_reset(del.s) == SQLITE_OK;
     }
   }
-  rc = sqlite3_exec(db_, ok ? "COMMIT" : "ROLLBACK", nullptr, nullptr, nullptr);
-  if (!ok || rc != SQLITE_OK) {
-    note(path_, "trim", db_, rc);
-    if (rc != SQLITE_OK) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  if (ok && (rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr)) == SQLITE_OK) {
+    sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);  // best effort
     return;
   }
-  sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);  // best effort
+  note(path_, "trim", db_, rc);  // (before the rollback replaces the error)
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  // A connection left inside the transaction would hold the write lock, and every later put
+  // would join that transaction and never commit: start again from a new connection.
+  if (!sqlite3_get_autocommit(db_)) {
+    close_locked();
+    tried_ = false;
+  }
 }
 
-// Caches written before the size limit (table `cache`) hold entries only their own builds can read
-// (every key names the build), so the table goes; VACUUM then shrinks the file and turns on
-// auto_vacuum for it. Both are best effort: if another process holds the file, a later open tries.
+// Files written before the size limit have a table `cache` whose entries only their own builds
+// can read (every key names the build), and no auto_vacuum: the table goes, and VACUUM converts
+// the file (giving the freed pages back). A file is converted once; an older Sinter that creates
+// `cache` again in a converted one costs only a drop. Best effort: a VACUUM that fails (another
+// process reading, no disk space for its copy) leaves many free pages, and the next open tries
+// again while they are more than a quarter of the file.
 void DiskCache::drop_legacy_table_locked() {
-  if (!query_int(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cache'")) return;
-  if (exec_while_busy(db_, "DROP TABLE IF EXISTS cache") != SQLITE_OK) return;
-  sqlite3_exec(db_, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", nullptr, nullptr, nullptr);
+  if (query_int(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cache'"))
+    exec_while_busy(db_, "DROP TABLE IF EXISTS cache");
+  if (query_int(db_, "PRAGMA auto_vacuum") == 2) {  // incremental
+    if (query_int(db_, "PRAGMA freelist_count").value_or(0) > 0)
+      sqlite3_exec(db_, "PRAGMA incremental_vacuum", nullptr, nullptr, nullptr);
+    return;
+  }
+  std::optional<int64_t> free_pages = query_int(db_, "PRAGMA freelist_count");
+  std::optional<int64_t> pages = query_int(db_, "PRAGMA page_count");
+  if (free_pages && pages && *free_pages * 4 > *pages)
+    sqlite3_exec(db_, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", nullptr, nullptr, nullptr);
 }
 
 #ifndef SN_LIBRARY_VERSION

@@ -10,9 +10,10 @@
 // them. Every key names Sinter's build, so entries of an older build age out this way.
 //
 // The database is shared by every thread and process: WAL journal, a busy timeout of a few
-// seconds, upserts. A cache is an optimization, never a failure: every SQLite error makes that call
-// a miss (get) or a no-op (put), printed at SN_DEBUG >= 2. Nothing here throws. A file that is not a
-// database or is corrupt (truncated, garbage) is removed and created again.
+// seconds, upserts (SQLite 3.24 or later). A get may write (the open's trim, marking an entry
+// used), so it too can wait for another process's write, up to the busy timeout. A cache is an optimization, never a
+// failure: every SQLite error makes that call a miss (get) or a no-op (put), printed at SN_DEBUG >= 2. Nothing here
+// throws. A file that is not a database or is corrupt (truncated, garbage) is removed and created again.
 //
 // Values are opaque bytes; users put a version and a checksum in them (the CPU backend: see
 // llvm_jit.cpp) and treat a value that fails to parse as a miss, then put a good one.
@@ -59,8 +60,8 @@ class DiskCache {
  private:
   bool open_locked();  // opens once; false when unavailable
   void close_locked();
-  void drop_locked();  // closes and deletes a damaged database; the next call creates a new one
-  void drop_legacy_table_locked();
+  void drop_locked();               // closes and deletes a damaged database; the next call creates a new one
+  void drop_legacy_table_locked();  // and converts the file to incremental auto_vacuum
   void trim_locked();
   void touch_locked(std::string_view key, int64_t now);
   std::mutex mu_;
