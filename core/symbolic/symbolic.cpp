@@ -447,22 +447,30 @@ namespace {
 std::optional<Lin> affine_form(const UOp* e) {
   const DType dt = e->dtype;
   if (!is_index_scalar(dt) || e->op == Op::Const) return std::nullopt;
-  // First a walk of the sum as a tree, bounded: a sum that shares its parts (x2 = x1 + x1, x3 = x2 +
-  // x2, ...) is exponential as a tree, and goes to the rules, which fold it part by part. It also
-  // turns away other expressions before the linear form is built. Its leaves must be constants and
-  // variables of more than one value with constant bounds; a variable of one value that cancels
-  // out of the form (x - r + r with r in [0, 0]) counts too: the rules fold its products to 0 before
-  // the sum sees them, and may keep a bare one.
+  // One walk of the sum as a tree that builds its form as lin_of does (each node with its
+  // coefficient, sources left to right), bounded: a sum that shares its parts (x2 = x1 + x1, x3 =
+  // x2 + x2, ...) is exponential as a tree, and goes to the rules, which fold it part by part. Any
+  // other node turns the expression away. Its leaves must be constants and variables of more than
+  // one value with constant bounds; a variable of one value that cancels out of the form (x - r + r
+  // with r in [0, 0]) counts too: the rules fold its products to 0 before the sum sees them, and
+  // may keep a bare one.
   constexpr int kMaxVisits = 256;
-  const UOp* stack[64];
+  std::pair<const UOp*, i128> stack[64];
   size_t top = 0;
-  stack[top++] = e;
+  auto push = [&](const UOp* u, i128 coef) {
+    if (top == std::size(stack)) return false;
+    stack[top++] = {u, coef};
+    return true;
+  };
+  Lin l;
+  push(e, 1);
   for (int visits = 0; top > 0; visits++) {
     if (visits == kMaxVisits) return std::nullopt;
-    const UOp* u = stack[--top];
+    auto [u, s] = stack[--top];
     if (u->dtype != dt) return std::nullopt;
     switch (u->op) {
       case Op::Const:
+        l.k += s * u->const_int();
         continue;
       case Op::Range:
       case Op::Special:
@@ -470,28 +478,31 @@ std::optional<Lin> affine_form(const UOp* e) {
         if (vmin(u) == vmax(u)) return std::nullopt;
         for (const UOp* b : u->src())
           if (b->op != Op::Const) return std::nullopt;  // a bound that is not a constant may simplify
+        l.add(u, s);
         continue;
-      case Op::Mul:
-        if (!is_iconst(u->src(0)) && !is_iconst(u->src(1))) return std::nullopt;
-        [[fallthrough]];
+      case Op::Mul: {
+        // (a product by a constant too large for the form would be an atom of it)
+        int ci = is_iconst(u->src(1)) ? 1 : is_iconst(u->src(0)) ? 0 : -1;
+        if (ci < 0) return std::nullopt;
+        i128 c = u->src(size_t(ci))->const_int();
+        if (!small(c) || !small(s * c) || !push(u->src(size_t(1 - ci)), s * c)) return std::nullopt;
+        continue;
+      }
       case Op::Add:
+        if (!push(u->src(1), s) || !push(u->src(0), s)) return std::nullopt;
+        continue;
       case Op::Sub:
+        if (!push(u->src(1), -s) || !push(u->src(0), s)) return std::nullopt;
+        continue;
       case Op::Neg:
-        for (const UOp* x : u->src()) {
-          if (top == std::size(stack)) return std::nullopt;
-          stack[top++] = x;
-        }
+        if (!push(u->src(0), -s)) return std::nullopt;
         continue;
       default:
         return std::nullopt;
     }
   }
-  Lin l = lin_of(e);
-  // (build_lin keeps the order of a sum beyond its sort limit: leave those to the rules; a product
-  // by a constant too large for the form is an atom of it)
+  // (build_lin keeps the order of a sum beyond its sort limit: leave those to the rules)
   if (l.terms.size() > 64) return std::nullopt;
-  for (const Term& t : l.terms)
-    if (t.atom->op != Op::Range && t.atom->op != Op::Special && t.atom->op != Op::DefineVar) return std::nullopt;
   return l;
 }
 
