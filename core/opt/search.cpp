@@ -55,8 +55,20 @@ int64_t unrolled(const std::vector<Opt>& opts) {
   return n;
 }
 
-// One more opt for a kernel after `applied`: the spec's OptOps over its current ranges.
-std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vector<Opt>& applied, bool allow_threads) {
+// The amounts to try splitting an axis of n by: those of `ks` that divide it, and the whole axis
+// (up to 32: a 14-wide row, a 3-tap filter), as tinygrad's amount 0.
+std::vector<int64_t> split_amounts(int64_t n, std::initializer_list<int64_t> ks) {
+  std::vector<int64_t> out;
+  for (int64_t k : ks)
+    if (k < n && n % k == 0) out.push_back(k);
+  if (n <= 32) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Opt> beam_actions(const UOp* sink, const Target& target, const std::vector<Opt>& applied,
+                              bool allow_threads) {
   std::vector<Opt> out;
   bool threaded = false;
   for (const Opt& o : applied) threaded = threaded || (o.op == OptOp::Split && o.type == AxisType::Thread);
@@ -69,8 +81,8 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
     int64_t n = const_bound(r);
     if (n <= 1 || (ra.type != AxisType::Loop && ra.type != AxisType::Global)) continue;
     swappable.push_back(ra.id);
-    for (int64_t k : {2, 3, 4, 8, 16})
-      if (n % k == 0 && k <= room) out.push_back(Opt::upcast(ra.id, k));
+    for (int64_t k : split_amounts(n, {2, 3, 4, 5, 7, 8, 16}))
+      if (k <= room) out.push_back(Opt::upcast(ra.id, k));
     if (target.has_local && ra.type == AxisType::Global)
       for (int64_t k : {2, 4, 8, 16, 32})
         if (n % k == 0) out.push_back(Opt::local(ra.id, k));
@@ -81,8 +93,8 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
     const auto& ra = r->as<RangeArg>();
     int64_t n = const_bound(r);
     if (n <= 1 || ra.type != AxisType::Reduce) continue;
-    for (int64_t k : {2, 4, 8, 16})
-      if (n % k == 0 && k <= room) out.push_back(Opt::unroll(ra.id, k));
+    for (int64_t k : split_amounts(n, {2, 3, 4, 7, 8, 16}))
+      if (k <= room) out.push_back(Opt::unroll(ra.id, k));
     if (target.has_local)
       for (int64_t k : {8, 16, 32})
         if (n % k == 0) {
@@ -99,6 +111,8 @@ std::vector<Opt> actions(const UOp* sink, const Target& target, const std::vecto
         for (bool pad : {false, true}) out.push_back(Opt::tc(r->as<RangeArg>().id, int64_t(t), pad));
   return out;
 }
+
+namespace {
 
 // Roughly how many operations a run executes: each op of the linearized kernel times the trip
 // counts of the loops around it (vector ops count their lanes). A candidate whose opts move a reduce
@@ -118,7 +132,14 @@ double estimate_ops(const LoweredKernel& k) {
   }
   return ops;
 }
-constexpr double kMaxExtraWork = 8.0;  // a candidate may do this many times the heuristic's operations
+// A candidate may do this many times the heuristic's operations, or any amount that would still run
+// in a few milliseconds at the heuristic's speed (the plain loop nest of a small convolution does
+// 10 times its work, and is where the search from scratch starts).
+constexpr double kMaxExtraWork = 8.0;
+constexpr double kSmallRunMs = 50.0;
+// The search from scratch is left out where the plain loop nest runs longer than this: its first
+// steps' candidates would run about as long (a 4096 matmul's plain nest takes seconds).
+constexpr double kMaxPlainStartMs = 500.0;
 
 struct Candidate {
   std::vector<Opt> opts;
@@ -144,7 +165,7 @@ void compile_all(std::vector<Candidate>& cands, const UOp* ast, ComputeDevice& d
       for (const auto& [name, root] : k.stages)
         if (name == "optimized") optimized = root;
       c.optimized_hash = optimized ? optimized->content_hash() : 0;
-      c.next = optimized ? actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
+      c.next = optimized ? beam_actions(optimized, device.target(), k.opts, base.allow_threads) : std::vector<Opt>{};
       c.ops = estimate_ops(k);
       c.kernel = device.compile_scratch(k);
       c.ok = true;
@@ -202,7 +223,7 @@ double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& 
 }
 
 std::string cache_key(const UOp* ast, const Target& target, const LowerOptions& base, const BeamOptions& o) {
-  return cat("beam/1/", disk_cache_version(), "/", kernel_id_str(ast->content_hash()), "/", target.key(), "/w", o.width,
+  return cat("beam/2/", disk_cache_version(), "/", kernel_id_str(ast->content_hash()), "/", target.key(), "/w", o.width,
              "/s", o.max_steps, "/t", int(base.allow_threads), "/m", base.min_ops_per_thread);
 }
 
@@ -259,87 +280,103 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   }
 
   auto t_start = std::chrono::steady_clock::now();
-  std::vector<Candidate> beam(2);
-  beam[0].opts = {};
-  beam[1].opts = heuristic;
-  compile_all(beam, ast, device, base);
-  if (!beam[1].ok) return heuristic;
-  Buffers bufs = make_buffers(device, *beam[1].kernel);
+  std::vector<Candidate> seeds(2);
+  seeds[0].opts = heuristic;
+  seeds[1].opts = {};
+  compile_all(seeds, ast, device, base);
+  if (!seeds[0].ok) return heuristic;
+  Buffers bufs = make_buffers(device, *seeds[0].kernel);
   std::set<std::vector<std::string>> seen_lists;
   std::set<uint64_t> seen_kernels;
-  uint64_t compiled = beam.size(), timed = 0;
+  uint64_t compiled = seeds.size(), timed = 0;
   auto list_key = [](const std::vector<Opt>& opts) {
     std::vector<std::string> words;
     for (const Opt& o : opts) words.push_back(opt_str(o));
     return words;
   };
-  const double heuristic_ops = beam[1].ops;
+  const double heuristic_ops = seeds[0].ops;
+  double heuristic_ms = kInf;
+  auto too_much_work = [&](const Candidate& c) {
+    double times = c.ops / std::max(heuristic_ops, 1.0);
+    return times > kMaxExtraWork && times * heuristic_ms > kSmallRunMs;
+  };
   // The heuristic first, so the plain start is timed against it.
-  for (int i : {1, 0}) {
-    Candidate& c = beam[size_t(i)];
+  for (Candidate& c : seeds) {
     seen_lists.insert(list_key(c.opts));
-    if (c.ops > kMaxExtraWork * heuristic_ops) c.ok = false;
+    if (&c != &seeds[0] && too_much_work(c)) c.ok = false;
     if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
-    c.ms = time_kernel(device, *c.kernel, bufs, beam[1].ms);
+    c.ms = time_kernel(device, *c.kernel, bufs, seeds[0].ms);
+    c.kernel.reset();
     timed++;
+    if (&c == &seeds[0]) heuristic_ms = c.ms;
   }
-  std::erase_if(beam, [](const Candidate& c) { return !c.ok || c.ms == kInf; });
-  std::sort(beam.begin(), beam.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
-  Candidate best = beam.front();
-  // A start far behind the best (the plain loop nest of a matmul) is not worth growing: its children
-  // would all be timed at its speed.
-  std::erase_if(beam, [&](const Candidate& c) { return c.ms > kEarlyStop * best.ms; });
-  const double heuristic_ms = [&] {
-    for (const Candidate& c : beam)
-      if (c.opts == heuristic) return c.ms;
-    return kInf;
-  }();
+  if (options.debug >= 2)
+    std::fprintf(stderr, "sn: beam %-28s starts: heuristic %.3f ms, plain %.3f ms%s\n", kernel_name(ast).c_str(),
+                 seeds[0].ms, seeds[1].ms, seeds[1].ok ? "" : " (not searched)");
+  if (seeds[0].ms == kInf) return heuristic;
+  Candidate best = seeds[0];
 
+  // Two searches: one grows the heuristic's list, one starts from the plain loop nest (as tinygrad's
+  // does). Each goes on while its own best improves, so the second is not cut off where its early
+  // steps are slower than the heuristic: appending opts to the heuristic's list cannot undo its
+  // choices (a convolution's 7-column tile where the whole 14-wide row is faster), and its product
+  // of upcasts often leaves no room for more.
   auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
-  for (int step = 0; step < options.max_steps; step++) {
-    if (elapsed_s() > options.budget_s) {
-      if (options.debug >= 2)
-        std::fprintf(stderr, "sn: beam %-28s stops at step %d: its %.0f s are spent\n", kernel_name(ast).c_str(), step,
-                     options.budget_s);
-      break;
-    }
-    std::vector<Candidate> fresh;
-    for (const Candidate& c : beam)
-      for (const Opt& a : c.next) {
-        Candidate n;
-        n.opts = c.opts;
-        n.opts.push_back(a);
-        if (seen_lists.insert(list_key(n.opts)).second) fresh.push_back(std::move(n));
+  bool from_scratch = false;  // the search from the plain loop nest ran
+  auto grow = [&](Candidate seed) {
+    if (!seed.ok || seed.ms == kInf) return;
+    from_scratch = from_scratch || seed.opts.empty();
+    std::vector<Candidate> beam{std::move(seed)};
+    for (int step = 0; step < options.max_steps; step++) {
+      if (elapsed_s() > options.budget_s) {
+        if (options.debug >= 2)
+          std::fprintf(stderr, "sn: beam %-28s stops at step %d: its %.0f s are spent\n", kernel_name(ast).c_str(),
+                       step, options.budget_s);
+        break;
       }
-    if (fresh.empty()) break;
-    auto t_compile = std::chrono::steady_clock::now();
-    compile_all(fresh, ast, device, base);
-    compiled += fresh.size();
-    const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count();
-    for (Candidate& c : fresh) {
-      if (elapsed_s() > 2 * options.budget_s) c.ok = false;  // a step too long for the budget: the rest untimed
-      if (c.ops > kMaxExtraWork * heuristic_ops) c.ok = false;
-      if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
-      auto t_time = std::chrono::steady_clock::now();
-      c.ms = time_kernel(device, *c.kernel, bufs, best.ms);
-      timed++;
-      if (options.debug >= 3)
-        std::fprintf(stderr, "sn: beam   candidate [%s]: %.3f ms (timing took %.0f ms)\n", opts_str(c.opts).c_str(),
-                     c.ms,
-                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_time).count());
-      c.kernel.reset();  // its code is freed; the timing is what counts
+      std::vector<Candidate> fresh;
+      for (const Candidate& c : beam)
+        for (const Opt& a : c.next) {
+          Candidate n;
+          n.opts = c.opts;
+          n.opts.push_back(a);
+          if (seen_lists.insert(list_key(n.opts)).second) fresh.push_back(std::move(n));
+        }
+      if (fresh.empty()) break;
+      auto t_compile = std::chrono::steady_clock::now();
+      compile_all(fresh, ast, device, base);
+      compiled += fresh.size();
+      const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count();
+      const double beam_best = beam.front().ms;
+      for (Candidate& c : fresh) {
+        if (elapsed_s() > 2 * options.budget_s) c.ok = false;  // a step too long for the budget: the rest untimed
+        if (too_much_work(c)) c.ok = false;
+        if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
+        auto t_time = std::chrono::steady_clock::now();
+        c.ms = time_kernel(device, *c.kernel, bufs, beam_best);
+        timed++;
+        if (options.debug >= 3)
+          std::fprintf(stderr, "sn: beam   candidate [%s]: %.3f ms (timing took %.0f ms)\n", opts_str(c.opts).c_str(),
+                       c.ms,
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_time).count());
+        c.kernel.reset();  // its code is freed; the timing is what counts
+      }
+      std::erase_if(fresh, [&](const Candidate& c) { return !c.ok || c.ms == kInf || c.ms > kEarlyStop * beam_best; });
+      std::sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
+      if (fresh.size() > size_t(options.width)) fresh.resize(size_t(options.width));
+      if (options.debug >= 2)
+        std::fprintf(stderr,
+                     "sn: beam %-28s step %d: %zu kept, best %.3f ms [%s] (this search %.3f ms, all %.3f ms); "
+                     "compiled in %.1f s\n",
+                     kernel_name(ast).c_str(), step, fresh.size(), fresh.empty() ? kInf : fresh.front().ms,
+                     fresh.empty() ? "" : opts_str(fresh.front().opts).c_str(), beam_best, best.ms, compile_s);
+      if (fresh.empty() || fresh.front().ms >= beam_best) break;  // no step forward
+      if (fresh.front().ms < best.ms) best = fresh.front();
+      beam = std::move(fresh);
     }
-    std::erase_if(fresh, [&](const Candidate& c) { return !c.ok || c.ms == kInf || c.ms > kEarlyStop * best.ms; });
-    std::sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
-    if (fresh.size() > size_t(options.width)) fresh.resize(size_t(options.width));
-    if (options.debug >= 2)
-      std::fprintf(stderr, "sn: beam %-28s step %d: %zu kept, best %.3f ms [%s] (so far %.3f ms); compiled in %.1f s\n",
-                   kernel_name(ast).c_str(), step, fresh.size(), fresh.empty() ? kInf : fresh.front().ms,
-                   fresh.empty() ? "" : opts_str(fresh.front().opts).c_str(), best.ms, compile_s);
-    if (fresh.empty() || fresh.front().ms >= best.ms) break;  // no step forward
-    best = fresh.front();
-    beam = std::move(fresh);
-  }
+  };
+  grow(seeds[0]);
+  if (seeds[1].ms <= kMaxPlainStartMs) grow(seeds[1]);
 
   // The last word between the winner and the heuristic: timed in turns, so that a moment of load on
   // the machine (another process, a thread pool waking up) cannot make the heuristic look slower.
@@ -369,6 +406,7 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   {
     std::lock_guard<std::mutex> lk(g_mu);
     g_stats.searches++;
+    g_stats.from_scratch += from_scratch ? 1 : 0;
     g_stats.compiled += compiled;
     g_stats.timed += timed;
     g_memory[key] = best.opts;

@@ -1,13 +1,15 @@
 // BEAM search: a kernel's opts chosen by timing candidates on the device instead of by the
 // heuristic (the spec's BEAM; tinygrad's codegen/opt/search.py is the model).
 //
-// The beam starts from two candidates, no opts and the heuristic's list, so the result is never
-// slower than the heuristic as timed in the same search. Each step extends every kept candidate by
-// one of the spec's OptOps (UPCAST, UNROLL, THREAD, SWAP; LOCAL and GROUP on GPU targets), lowers
-// and compiles the new lists in parallel on all cores, each in a scratch graph of its own (the
-// user's graph does not grow), then times them one by one on the device (zero-filled buffers,
-// early stop for the clearly slower) and keeps the `width` fastest. It stops when a step brings no
-// candidate faster than the best so far, or when its time budget is spent.
+// Two searches, each a beam: one grows the heuristic's list, one starts from the plain loop nest
+// (no opts; left out where that nest runs longer than half a second). Each step extends every kept
+// candidate by one of the spec's OptOps (UPCAST by 2, 3, 4, 5, 7, 8 or 16, UNROLL by 2, 3, 4, 7, 8
+// or 16, both also by a whole axis of up to 32; THREAD, SWAP; LOCAL and GROUP on GPU targets), lowers and compiles the
+// new lists in parallel on all cores, each in a scratch graph of its own (the user's graph does not grow), then times
+// them one by one on the device (zero-filled buffers, early stop for the clearly slower) and keeps the `width` fastest.
+// A search stops when a step brings no candidate faster than its own best, or when the time budget is spent. The winner
+// is timed against the heuristic in turns at the end, so the result is never slower than the heuristic as timed in the
+// same search.
 //
 // Results are kept in memory and in the disk cache (core/runtime/disk_cache.h) under the kernel's
 // content hash, the target, the width and Sinter's version, so a kernel is searched once.
@@ -38,13 +40,18 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
 
 // Counts since the process started, for tests and SN_DEBUG.
 struct BeamStats {
-  uint64_t searches = 0;     // kernels searched
-  uint64_t memory_hits = 0;  // answered from this process's results
-  uint64_t disk_hits = 0;    // answered from the disk cache
-  uint64_t compiled = 0;     // candidates compiled
-  uint64_t timed = 0;        // candidates timed
+  uint64_t searches = 0;      // kernels searched
+  uint64_t from_scratch = 0;  // of them, searched from the plain loop nest too
+  uint64_t memory_hits = 0;   // answered from this process's results
+  uint64_t disk_hits = 0;     // answered from the disk cache
+  uint64_t compiled = 0;      // candidates compiled
+  uint64_t timed = 0;         // candidates timed
 };
 BeamStats beam_stats();
+
+// The opts a search may add to kernel `sink` (its kernel IR after the opts `applied`): one step.
+std::vector<Opt> beam_actions(const UOp* sink, const Target& target, const std::vector<Opt>& applied,
+                              bool allow_threads);
 
 // SN_BEAM from the environment (0 when unset or not a positive number).
 int beam_width_from_env();

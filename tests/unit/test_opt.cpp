@@ -2,9 +2,13 @@
 // and Swap (checked against the oracle through the compiled CPU path).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
 #include "core/opt/opt.h"
+#include "core/opt/search.h"
 #include "core/pipeline.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
@@ -149,6 +153,42 @@ TEST(Opts, MatvecWidensItsVectorAxis) {
 // A convolution's register tile unrolls its filter width (the innermost axis of the sum, not a max
 // pool's window around it), and the unrolled products go into the accumulators as one chain of
 // Mulaccs: no float multiply is left on its own.
+// BEAM's steps split an axis by the amounts that divide it among 2, 3, 4, 5, 7, 8, 16, and by the
+// whole axis (up to 32): a 14-wide row by 7 and 14, a 3-tap filter by 3 (before, only 2, 4, 8, 16
+// for unrolls and 2, 3, 4, 8, 16 for upcasts, so neither a row of 14 nor a filter tap could be).
+TEST(Opts, BeamActionsSplitByWholeAxesAndOddAmounts) {
+  Graph g;
+  const UOp *x = input(g, dtypes::float32, {1, 16, 14, 14}), *w = input(g, dtypes::float32, {16, 16, 3, 3});
+  std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+  Schedule s = schedule_graph(g, outs);
+  const ScheduledKernel* conv = nullptr;
+  for (const ScheduledKernel& k : s.kernels)
+    if (kernel_name(k.ast).find("_3_3") != std::string::npos) conv = &k;
+  ASSERT_NE(conv, nullptr);
+  LowerOptions plain;
+  plain.opts = std::vector<Opt>{};
+  LoweredKernel k = lower_kernel(g, conv->ast, cpu_like(), plain);
+  const UOp* sink = nullptr;
+  for (const auto& [name, root] : k.stages)
+    if (name == "optimized") sink = root;
+  ASSERT_NE(sink, nullptr);
+  std::vector<Opt> acts = beam_actions(sink, cpu_like(), {}, true);
+  std::map<int64_t, std::pair<int64_t, AxisType>> axes;  // id -> (bound, type)
+  for (const UOp* r : ranges_of(sink)) axes[r->as<RangeArg>().id] = {const_bound(r), r->as<RangeArg>().type};
+  std::map<std::pair<int64_t, AxisType>, std::set<int64_t>> amounts;  // (bound, kind) -> amounts
+  std::set<std::string> seen;
+  for (const Opt& o : acts) {
+    EXPECT_TRUE(seen.insert(opt_str(o)).second) << "twice: " << opt_str(o);
+    if (o.op == OptOp::Split && (o.type == AxisType::Upcast || o.type == AxisType::Unroll))
+      amounts[{axes.at(o.axis).first, o.type}].insert(o.amount);
+  }
+  auto of = [&](int64_t bound, AxisType kind) { return amounts[std::make_pair(bound, kind)]; };
+  EXPECT_EQ(of(14, AxisType::Upcast), (std::set<int64_t>{2, 7, 14}));
+  EXPECT_EQ(of(16, AxisType::Upcast), (std::set<int64_t>{2, 4, 8, 16}));
+  EXPECT_EQ(of(3, AxisType::Unroll), (std::set<int64_t>{3}));
+  EXPECT_EQ(of(16, AxisType::Unroll), (std::set<int64_t>{2, 4, 8, 16}));
+}
+
 TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
   for (bool pooled : {false, true}) {
     Graph g;
