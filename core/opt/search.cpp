@@ -325,7 +325,6 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   bool from_scratch = false;  // the search from the plain loop nest ran
   auto grow = [&](Candidate seed) {
     if (!seed.ok || seed.ms == kInf) return;
-    from_scratch = from_scratch || seed.opts.empty();
     std::vector<Candidate> beam{std::move(seed)};
     for (int step = 0; step < options.max_steps; step++) {
       if (elapsed_s() > options.budget_s) {
@@ -346,6 +345,7 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
       auto t_compile = std::chrono::steady_clock::now();
       compile_all(fresh, ast, device, base);
       compiled += fresh.size();
+      from_scratch = from_scratch || beam.front().opts.empty();  // (its first step ran)
       const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count();
       const double beam_best = beam.front().ms;
       for (Candidate& c : fresh) {

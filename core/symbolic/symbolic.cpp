@@ -448,7 +448,7 @@ std::optional<Lin> affine_form(const UOp* e) {
   const DType dt = e->dtype;
   if (!is_index_scalar(dt) || e->op == Op::Const) return std::nullopt;
   // One walk of the sum as a tree that builds its form as lin_of does (each node with its
-  // coefficient, sources left to right), bounded: a sum that shares its parts (x2 = x1 + x1, x3 =
+  // coefficient), bounded: a sum that shares its parts (x2 = x1 + x1, x3 =
   // x2 + x2, ...) is exponential as a tree, and goes to the rules, which fold it part by part. Any
   // other node turns the expression away. Its leaves must be constants and variables of more than
   // one value with constant bounds; a variable of one value that cancels out of the form (x - r + r
@@ -488,11 +488,13 @@ std::optional<Lin> affine_form(const UOp* e) {
         if (!small(c) || !small(s * c) || !push(u->src(size_t(1 - ci)), s * c)) return std::nullopt;
         continue;
       }
+      // (the right source is taken first: a left-nested sum, the shape build_lin makes, then keeps
+      // the stack two deep; the order of the terms does not matter, build_lin sorts them)
       case Op::Add:
-        if (!push(u->src(1), s) || !push(u->src(0), s)) return std::nullopt;
+        if (!push(u->src(0), s) || !push(u->src(1), s)) return std::nullopt;
         continue;
       case Op::Sub:
-        if (!push(u->src(1), -s) || !push(u->src(0), s)) return std::nullopt;
+        if (!push(u->src(0), s) || !push(u->src(1), -s)) return std::nullopt;
         continue;
       case Op::Neg:
         if (!push(u->src(0), -s)) return std::nullopt;

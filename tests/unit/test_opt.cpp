@@ -150,9 +150,6 @@ TEST(Opts, MatvecWidensItsVectorAxis) {
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "matvec"), 1);
 }
 
-// A convolution's register tile unrolls its filter width (the innermost axis of the sum, not a max
-// pool's window around it), and the unrolled products go into the accumulators as one chain of
-// Mulaccs: no float multiply is left on its own.
 // BEAM's steps split an axis by the amounts that divide it among 2, 3, 4, 5, 7, 8, 16, and by the
 // whole axis (up to 32): a 14-wide row by 7 and 14, a 3-tap filter by 3 (before, only 2, 4, 8, 16
 // for unrolls and 2, 3, 4, 8, 16 for upcasts, so neither a row of 14 nor a filter tap could be).
@@ -175,20 +172,26 @@ TEST(Opts, BeamActionsSplitByWholeAxesAndOddAmounts) {
   std::vector<Opt> acts = beam_actions(sink, cpu_like(), {}, true);
   std::map<int64_t, std::pair<int64_t, AxisType>> axes;  // id -> (bound, type)
   for (const UOp* r : ranges_of(sink)) axes[r->as<RangeArg>().id] = {const_bound(r), r->as<RangeArg>().type};
-  std::map<std::pair<int64_t, AxisType>, std::set<int64_t>> amounts;  // (bound, kind) -> amounts
+  std::map<int64_t, std::set<int64_t>> amounts;  // axis id -> amounts of its upcasts or unrolls
   std::set<std::string> seen;
   for (const Opt& o : acts) {
     EXPECT_TRUE(seen.insert(opt_str(o)).second) << "twice: " << opt_str(o);
     if (o.op == OptOp::Split && (o.type == AxisType::Upcast || o.type == AxisType::Unroll))
-      amounts[{axes.at(o.axis).first, o.type}].insert(o.amount);
+      amounts[o.axis].insert(o.amount);
   }
-  auto of = [&](int64_t bound, AxisType kind) { return amounts[std::make_pair(bound, kind)]; };
-  EXPECT_EQ(of(14, AxisType::Upcast), (std::set<int64_t>{2, 7, 14}));
-  EXPECT_EQ(of(16, AxisType::Upcast), (std::set<int64_t>{2, 4, 8, 16}));
-  EXPECT_EQ(of(3, AxisType::Unroll), (std::set<int64_t>{3}));
-  EXPECT_EQ(of(16, AxisType::Unroll), (std::set<int64_t>{2, 4, 8, 16}));
+  const std::map<int64_t, std::set<int64_t>> want = {{14, {2, 7, 14}}, {16, {2, 4, 8, 16}}, {3, {3}}};
+  int checked = 0;
+  for (const auto& [id, axis] : axes) {  // every axis: output channels, rows, columns, input channels, taps
+    SCOPED_TRACE(cat("axis ", id, " of ", axis.first));
+    EXPECT_EQ(amounts[id], want.at(axis.first));
+    checked++;
+  }
+  EXPECT_EQ(checked, 6);
 }
 
+// A convolution's register tile unrolls its filter width (the innermost axis of the sum, not a max
+// pool's window around it), and the unrolled products go into the accumulators as one chain of
+// Mulaccs: no float multiply is left on its own.
 TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
   for (bool pooled : {false, true}) {
     Graph g;
