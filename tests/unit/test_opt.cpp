@@ -163,7 +163,7 @@ TEST(Opts, BeamActionsSplitByWholeAxesAndOddAmounts) {
     if (kernel_name(k.ast).find("_3_3") != std::string::npos) conv = &k;
   ASSERT_NE(conv, nullptr);
   LowerOptions plain;
-  plain.opts = std::vector<Opt>{};
+  plain.opts.emplace();  // no opts: the plain loop nest
   LoweredKernel k = lower_kernel(g, conv->ast, cpu_like(), plain);
   const UOp* sink = nullptr;
   for (const auto& [name, root] : k.stages)
