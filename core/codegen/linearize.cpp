@@ -211,20 +211,19 @@ class Linearizer {
       item_index_[at(c)] = uint32_t(items.size());
       items.push_back({c, true});
     }
-    // Dependencies between items (add_dependency found them), each pair once, sorted by dependency:
-    // the users of item j are edges[first[j] .. first[j + 1]).
-    std::vector<std::pair<uint32_t, uint32_t>> edges;  // (dependency, user)
-    std::vector<uint32_t> first(items.size() + 1, 0), pending(items.size(), 0);
-    if (const auto& deps = deps_[slot(B)]; !deps.empty()) {
-      edges.reserve(deps.size());
-      for (const auto& [u, s] : deps) edges.push_back({item_index_[at(s)], item_index_[at(u)]});
-      std::sort(edges.begin(), edges.end());
-      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-      for (const auto& [j, i] : edges) {
-        first[j + 1]++;
-        pending[i]++;
-      }
-      for (size_t j = 0; j < items.size(); j++) first[j + 1] += first[j];
+    // Dependencies between items (add_dependency found them), grouped by dependency: the users of
+    // item j are users[first[j] .. first[j + 1]). A pair found twice is two edges and counts twice
+    // in its user's pending count: the user is still ready exactly when its last dependency is out.
+    const auto& deps = deps_[slot(B)];
+    std::vector<uint32_t> first(items.size() + 1, 0), pending(items.size(), 0), users(deps.size());
+    for (const auto& [u, s] : deps) {
+      first[item_index_[at(s)] + 1]++;
+      pending[item_index_[at(u)]]++;
+    }
+    for (size_t j = 0; j < items.size(); j++) first[j + 1] += first[j];
+    {
+      std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+      for (const auto& [u, s] : deps) users[fill[item_index_[at(s)]]++] = item_index_[at(u)];
     }
     using Entry = std::pair<uint32_t, size_t>;  // (toposort position, item)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
@@ -244,7 +243,7 @@ class Linearizer {
         out_.push_back(it.node);
       }
       for (uint32_t e = first[i]; e < first[i + 1]; e++)
-        if (size_t j = edges[e].second; --pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
+        if (size_t j = users[e]; --pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
     }
     if (done != items.size()) fail(Code::Internal, "linearize: dependency cycle between the items of a loop");
   }

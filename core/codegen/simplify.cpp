@@ -2,11 +2,10 @@
 // stage produce ((r*16 + 3) // 16 -> r, divisions by a gate's tightened range, ...) before isel
 // turns floor division into the C kind, so fewer sign corrections reach the renderer.
 #include <map>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
+#include "core/ir/node_map.h"
 #include "core/symbolic/symbolic.h"
 
 namespace sn {
@@ -14,11 +13,11 @@ namespace sn {
 const UOp* simplify_indices(Graph& g, const UOp* sink) {
   // All index expressions, gates and loop bounds, simplified together (shared subterms once).
   std::vector<const UOp*> exprs;
-  std::unordered_map<const UOp*, size_t> slot;
+  NodeMap<uint8_t> wanted;
   auto want = [&](const UOp* e) {
     // vector lanes (gates of masked loads) are left as they are
-    if (e->op == Op::Const || e->dtype.lanes != 1 || slot.count(e)) return;
-    slot[e] = exprs.size();
+    if (e->op == Op::Const || e->dtype.lanes != 1 || wanted.get(e)) return;
+    wanted.set(e, 1);
     exprs.push_back(e);
   };
   const std::vector<const UOp*> order = toposort(sink);
@@ -35,22 +34,22 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
   const UOp* simplified = simplify(g, g.make(Op::Sink, dtypes::void_, exprs));
   if (simplified->op != Op::Sink || simplified->nsrc() != exprs.size())
     fail(Code::Internal, "simplify_indices: the simplifier changed the shape of the expression list");
-  std::unordered_map<const UOp*, const UOp*> map;
-  std::unordered_set<const UOp*> final_forms(simplified->src().begin(), simplified->src().end());
+  NodeMap<const UOp*> map;  // an expression -> its simplified form, where that differs
+  NodeMap<uint8_t> final_forms;
+  for (const UOp* f : simplified->src()) final_forms.set(f, 1);
   for (size_t i = 0; i < exprs.size(); i++)
-    if (simplified->src(i) != exprs[i]) map[exprs[i]] = simplified->src(i);
+    if (simplified->src(i) != exprs[i]) map.set(exprs[i], simplified->src(i));
 
   auto final_form = [&](const UOp* e) {
-    auto it = map.find(e);
-    return it == map.end() ? e : it->second;
+    const UOp* f = map.get(e);
+    return f ? f : e;
   };
   // The address of a gather or scatter rebuilt over its simplified base (its offsets' Vectorize of
   // constants as it is).
   auto lanes_over_final_base = [&](const UOp* idx) {
     const UOp* b = lane_index_base(idx);
-    if (!b) return idx;
-    auto it = map.find(b);
-    return it == map.end() ? idx : lane_index(g, it->second, idx->src(1));
+    const UOp* f = b ? map.get(b) : nullptr;
+    return f ? lane_index(g, f, idx->src(1)) : idx;
   };
 
   // Rebuild with the simplified expressions; a gated load's address also uses what its gate
@@ -76,8 +75,8 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     }
     for (const UOp* gate : gates) {
       const std::vector<const UOp*>& idxs = under[gate];
-      bool final = final_forms.count(gate) != 0;
-      for (const UOp* idx : idxs) final = final && final_forms.count(idx) != 0;
+      bool final = final_forms.get(gate) != 0;
+      for (const UOp* idx : idxs) final = final && final_forms.get(idx) != 0;
       const UOp* out = simplify_given_valid(g, gate, g.make(Op::Sink, dtypes::void_, idxs), final);
       if (out->op != Op::Sink || out->nsrc() != idxs.size())
         fail(Code::Internal, "simplify_indices: simplifying under a gate changed the shape of the address list");
@@ -88,8 +87,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
   Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
     s.assign(srcs.begin(), srcs.end());
     auto remap = [&](size_t i) {
-      auto it = map.find(u->src(i));
-      if (it != map.end()) s[i] = it->second;
+      if (const UOp* f = map.get(u->src(i))) s[i] = f;
     };
     if (u->op == Op::Index && u->nsrc() == 2) {
       remap(1);
@@ -104,7 +102,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
       const UOp*& idx = given_valid[{s[2], s[0]->src(1)}];
       if (!idx) {
         // simplify's results need no second pass (it rewrites to a fixed point)
-        bool final = final_forms.count(s[2]) && final_forms.count(s[0]->src(1));
+        bool final = final_forms.get(s[2]) && final_forms.get(s[0]->src(1));
         idx = simplify_given_valid(g, s[2], s[0]->src(1), final);
       }
       if (idx != s[0]->src(1)) s[0] = g.make(Op::Index, s[0]->dtype, {s[0]->src(0), idx}, s[0]->arg, s[0]->tag);
