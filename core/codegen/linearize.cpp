@@ -44,7 +44,13 @@ class Linearizer {
       if (u->op == Op::Reduce) fail(Code::Internal, "linearize: Reduce left in the kernel (lower_reduces runs first)");
       if (u->op == Op::End && u->nsrc() != 2)
         fail(Code::Unsupported, "linearize: End closing ", u->nsrc() - 1, " ranges");
-      if (u->op == Op::Range) ranges_.push_back(u);
+      if (u->op == Op::Range) {
+        AxisType t = u->as<RangeArg>().type;
+        if (t == AxisType::Upcast || t == AxisType::Unroll)
+          fail(Code::InvalidArg, "linearize: ", axis_type_name(t), " range ", u->as<RangeArg>().id,
+               " is not where expand can expand it (upcast: a loop axis of stores, unroll: a reduce axis)");
+        ranges_.push_back(u);
+      }
     }
     compute_depth();
     build_tree();

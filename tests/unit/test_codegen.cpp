@@ -454,6 +454,27 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   for (const UOp* c : same) EXPECT_EQ(c, old);
 }
 
+// An UNROLL range outside any reduce cannot be expanded: lowering fails with InvalidArg naming the
+// range, not with a loop over it.
+TEST(Codegen, UnrollRangeOutsideAReduceIsAnError) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 64), *O = b.param(1, dtypes::float32, 64);
+  auto* i = b.range(16, 0);
+  auto* u = b.range(4, 7, AxisType::Unroll);
+  const UOp* at = b.add(b.mul(i, b.c(4)), u);
+  const UOp* sink = b.sink({b.store(O, at, b.load(A, at))});
+  LowerOptions o;
+  o.optimize = false;
+  try {
+    lower_kernel(g, sink, test_target(), o);
+    ADD_FAILURE() << "lowered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArg) << e.message();
+    EXPECT_NE(e.message().find("UNROLL range 7"), std::string::npos) << e.message();
+  }
+}
+
 // ---- linearizer placement -------------------------------------------------------------------------
 
 TEST(Codegen, LoopInvariantCodeIsHoisted) {
