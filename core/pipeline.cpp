@@ -4,8 +4,8 @@
 //   check        tensor graph        (errors only)                     here
 //   schedule     tensor graph        kernels over buffers, in order    core/schedule (Callify, Rangeify, split)
 //   lower        kernel AST          Linear                            lower_kernel below, one line per stage:
-//                                                                      optimize (core/opt), expand, simplify,
-//                                                                      reduce, parallel, isel, linearize
+//                                                                      optimize (core/opt), launch, expand,
+//                                                                      simplify, reduce, parallel, isel, linearize
 //                                                                      (core/codegen; opt builds on codegen)
 //   compile      Linear              compiled kernel                   the device's backend (render + compile),
 //                                                                      overlapping lower: a kernel starts on
@@ -339,7 +339,10 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   stage("optimized", o.sink);
   k.opts = o.applied;
   k.name = kernel_name(o.sink);
-  const UOp* s = expand_kernel(g, o.sink, LaneAccess::of(target));
+  ParallelDims dims;
+  const UOp* s = index_launch_axes(g, o.sink, target, &dims);
+  stage("launch", s);
+  s = expand_kernel(g, s, LaneAccess::of(target));
   stage("expanded", s);
   if (opts.simplify) {
     s = simplify_indices(g, s);
@@ -347,8 +350,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   }
   s = lower_reduces(g, s);
   stage("reduce", s);
-  ParallelDims dims;
-  s = index_parallel_axes(g, s, target, &dims);
+  s = index_group_axes(g, s, target, &dims);
   stage("parallel", s);
   k.threads = dims.threads;
   s = select_instructions(g, s, target);

@@ -38,7 +38,8 @@ struct CompileOptions {
   // noticed.
   std::map<uint64_t, std::vector<Opt>> kernel_opts;
   // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
-  // kernel "ast", "optimized", "expanded", "reduce", "parallel", "isel", "linear". Not called for kernels or
+  // kernel "ast", "optimized", "launch", "expanded", "simplified", "reduce", "parallel",
+  // "isel", "linear". Not called for kernels or
   // programs answered from a cache.
   std::function<void(std::string_view stage, int kernel, const UOp* root)> on_stage;
 };

@@ -828,8 +828,8 @@ char* sn_program_stage(const sn_program* program, const char* stage, sn_error** 
   return guard("sn_program_stage", err, static_cast<char*>(nullptr), [&] {
     const Program& p = *live_program(program, "program")->prog;
     if (stage == nullptr) invalid("stage is NULL");
-    static const char* const kStages[] = {"tensor", "schedule", "ast",  "optimized", "expanded", "simplified",
-                                          "reduce", "parallel", "isel", "linear",    "source",   "plan"};
+    static const char* const kStages[] = {"tensor", "schedule", "ast",  "optimized", "launch", "expanded", "simplified",
+                                          "reduce", "parallel", "isel", "linear",    "source", "plan"};
     std::string s = stage, known;
     for (const char* k : kStages) known += (known.empty() ? "" : ", ") + std::string(k);
     if (std::find(std::begin(kStages), std::end(kStages), s) == std::end(kStages))

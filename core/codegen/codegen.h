@@ -73,8 +73,8 @@ struct LowerOptions {
   bool allow_threads = true;  // allow a THREAD split across the target's cores
   int64_t min_ops_per_thread = 1 << 16;
   bool simplify = true;  // run the symbolic simplifier over index math
-  // Called after each stage with its name and the graph ("ast", "optimized", "expanded",
-  // "simplified", "reduce", "isel", "linear"); SN_DEBUG printing hooks in here.
+  // Called after each stage with its name and the graph ("ast", "optimized", "launch", "expanded",
+  // "simplified", "reduce", "parallel", "isel", "linear"); SN_DEBUG printing hooks in here.
   std::function<void(std::string_view stage, const UOp* root)> on_stage;
 };
 
@@ -121,14 +121,17 @@ const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAcc
 const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
 const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulators (+ local memory)
 
-// The launch shape index_parallel_axes found.
+// The launch shape index_launch_axes and index_group_axes found.
 struct ParallelDims {
   int64_t threads = 1;                                          // THREAD: launches of core_id
   std::array<const UOp*, 3> global{nullptr, nullptr, nullptr};  // work-groups per dimension (null: 1)
   std::array<int64_t, 3> local{1, 1, 1};                        // work-items per group per dimension
 };
-// THREAD -> Special("core_id"); GLOBAL -> Special("gidx<d>"); LOCAL, GROUP_REDUCE -> "lidx<d>".
-const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out);
+// After optimize: THREAD -> Special("core_id"), GLOBAL -> Special("gidx<d>"); resets *out. Refuses
+// work-group axes on a target without work-groups.
+const UOp* index_launch_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out);
+// After lower_reduces: LOCAL, GROUP_REDUCE, WARP -> Special("lidx<d>").
+const UOp* index_group_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out);
 
 // isel, first: Wmma of emulated tensor cores through local memory (core/codegen/tensor_cores.cpp).
 const UOp* emulate_tensor_cores(Graph& g, const UOp* sink, const Target& target);

@@ -1,8 +1,12 @@
-// Parallel axes become the indices of the launch:
-//   THREAD                 Special("core_id"), one launch per core
-//   GLOBAL                 Special("gidx0..2"): the work-group's position in the grid
-//   LOCAL, GROUP_REDUCE    Special("lidx0..2"): the work-item's position in its group
-//   WARP                   Special("lidx0"): the lane of a tensor core's warp, always dimension 0
+// Parallel axes become the indices of the launch, in two stages:
+//   launch (after optimize)   THREAD   Special("core_id"), one launch per core
+//                             GLOBAL   Special("gidx0..2"): the work-group's position in the grid
+//   parallel (after reduce)   LOCAL, GROUP_REDUCE   Special("lidx0..2"): the work-item's position in its group
+//                             WARP     Special("lidx0"): the lane of a tensor core's warp, always dimension 0
+// The grid's indices come first, on the small optimized AST: every later stage then builds the kernel over
+// them, where replacing them after expand rebuilt each node that depends on them (a conv kernel's 392
+// of 628, 6% of its lowering). The work-group's wait for lower_reduces, which turns a GROUP_REDUCE
+// into partials in local memory, one slot per work-item of the LOCAL and GROUP_REDUCE axes.
 // Otherwise the innermost axis (largest id) takes dimension 0 of its kind. A grid has three dimensions: the
 // outer GLOBAL axes beyond two share dimension 2, which counts their product (each is recovered by
 // division and modulo); when a dimension is larger than the target allows, all GLOBAL axes share
@@ -79,20 +83,60 @@ void assign_global(Graph& g, const std::vector<const UOp*>& rs, const Target& t,
 
 }  // namespace
 
-const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out) {
+namespace {
+
+bool by_id(const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; }
+
+}  // namespace
+
+const UOp* index_launch_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out) {
   *out = ParallelDims{};
-  std::vector<const UOp*> globals, locals, threads, warps;
+  std::vector<const UOp*> globals, threads;
+  bool group_axes = false;
   for (const UOp* r : ranges_of(sink)) {  // by id: outer to inner
     switch (type_of(r)) {
       case AxisType::Global:
         globals.push_back(r);
         break;
+      case AxisType::Thread:
+        threads.push_back(r);
+        break;
+      case AxisType::Local:
+      case AxisType::GroupReduce:
+      case AxisType::Warp:
+        group_axes = true;
+        break;
+      default:
+        break;
+    }
+  }
+  std::sort(globals.begin(), globals.end(), by_id);
+  // (index_group_axes leaves targets without work-groups alone: their refusal is here)
+  if ((!globals.empty() || group_axes) && !target.has_local)
+    fail(Code::Unsupported, "parallel axes: GLOBAL/LOCAL axes need a target with work-groups; ", target.renderer,
+         " has none");
+  if (!threads.empty() && !target.has_threads)
+    fail(Code::Unsupported, "parallel axes: THREAD axes need a target with threads; ", target.renderer, " has none");
+  if (threads.size() > 1) fail(Code::Unsupported, "parallel axes: more than one THREAD axis");
+
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (const UOp* r : threads) {
+    out->threads = const_bound(r);
+    if (out->threads < 1) fail(Code::Internal, "parallel axes: THREAD axis without a constant bound");
+    map[r] = g.make(Op::Special, dtypes::index, {r->src(0)}, std::string("core_id"));
+  }
+  if (!globals.empty()) assign_global(g, globals, target, out, &map);
+  return map.empty() ? sink : substitute_nodes(g, sink, map);
+}
+
+const UOp* index_group_axes(Graph& g, const UOp* sink, const Target& target, ParallelDims* out) {
+  if (!target.has_local) return sink;  // (index_launch_axes refused work-group axes)
+  std::vector<const UOp*> locals, warps;
+  for (const UOp* r : ranges_of(sink)) {
+    switch (type_of(r)) {
       case AxisType::Local:
       case AxisType::GroupReduce:
         locals.push_back(r);
-        break;
-      case AxisType::Thread:
-        threads.push_back(r);
         break;
       case AxisType::Warp:
         if (!warps.empty()) fail(Code::Unsupported, "parallel axes: more than one WARP axis");
@@ -102,28 +146,13 @@ const UOp* index_parallel_axes(Graph& g, const UOp* sink, const Target& target, 
         break;
     }
   }
-  std::sort(globals.begin(), globals.end(),
-            [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
-  std::sort(locals.begin(), locals.end(),
-            [](const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; });
+  std::sort(locals.begin(), locals.end(), by_id);
   // The lanes of a warp are the work-group's innermost dimension: consecutive work-items.
   locals.insert(locals.end(), warps.begin(), warps.end());
-  if ((!globals.empty() || !locals.empty()) && !target.has_local)
-    fail(Code::Unsupported, "parallel axes: GLOBAL/LOCAL axes need a target with work-groups; ", target.renderer,
-         " has none");
-  if (!threads.empty() && !target.has_threads)
-    fail(Code::Unsupported, "parallel axes: THREAD axes need a target with threads; ", target.renderer, " has none");
-  if (threads.size() > 1) fail(Code::Unsupported, "parallel axes: more than one THREAD axis");
   if (locals.size() > 3)
     fail(Code::InvalidArg, "parallel axes: ", locals.size(), " LOCAL/GROUP_REDUCE axes (at most 3)");
 
   std::unordered_map<const UOp*, const UOp*> map;
-  for (const UOp* r : threads) {
-    out->threads = const_bound(r);
-    if (out->threads < 1) fail(Code::Internal, "parallel axes: THREAD axis without a constant bound");
-    map[r] = g.make(Op::Special, dtypes::index, {r->src(0)}, std::string("core_id"));
-  }
-  if (!globals.empty()) assign_global(g, globals, target, out, &map);
   int64_t items = 1;
   for (size_t i = 0; i < locals.size(); i++) {
     const UOp* r = locals[locals.size() - 1 - i];

@@ -931,9 +931,10 @@ void query_program(Bytes& in, State& st) {
       break;
     }
     case 1: {
-      const char* stages[] = {"tensor",   "schedule", "ast",    "optimized", "expanded", "simplified", "reduce",
-                              "parallel", "isel",     "linear", "source",    "plan",     "bogus",      ""};
-      const char* s = in.pick(16) ? stages[in.pick(14)] : nullptr;
+      const char* stages[] = {"tensor",   "schedule",   "ast",    "optimized", "launch",
+                              "expanded", "simplified", "reduce", "parallel",  "isel",
+                              "linear",   "source",     "plan",   "bogus",     ""};
+      const char* s = in.pick(16) ? stages[in.pick(15)] : nullptr;
       sn_string_free(got(sn_program_stage(p, s, &e), e, in, "program_stage"));
       break;
     }

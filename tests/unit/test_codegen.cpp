@@ -295,8 +295,8 @@ TEST(Codegen, MatmulUnoptimizedLinear) {
   // Each stage was recorded, in order.
   std::vector<std::string> names;
   for (auto& [n, u] : k.stages) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"ast", "optimized", "expanded", "simplified", "reduce", "parallel", "isel",
-                                             "linear"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ast", "optimized", "launch", "expanded", "simplified", "reduce",
+                                             "parallel", "isel", "linear"}));
 }
 
 TEST(Codegen, MatmulRegisterTileAndThreads) {
@@ -322,6 +322,29 @@ TEST(Codegen, ForcedOptsUnrollAndUpcast) {
             dtypes::float32.vec(2));
   EXPECT_EQ(count(k.linear, Op::Special), 1u);
   mm.check(k);
+  // The THREAD range is the core id from the launch stage on, before expand builds the kernel.
+  auto stage = [&](std::string_view name) {
+    for (const auto& [n, root] : k.stages)
+      if (n == name) return toposort(root);
+    ADD_FAILURE() << "no stage " << name;
+    return std::vector<const UOp*>{};
+  };
+  auto threads_in = [](const std::vector<const UOp*>& nodes) {
+    size_t ranges = 0, cores = 0;
+    for (const UOp* u : nodes) {
+      ranges += u->op == Op::Range && u->as<RangeArg>().type == AxisType::Thread;
+      cores += u->op == Op::Special && u->as<std::string>() == "core_id";
+    }
+    return std::pair{ranges, cores};
+  };
+  EXPECT_EQ(threads_in(stage("optimized")), (std::pair<size_t, size_t>{1, 0}));
+  EXPECT_EQ(threads_in(stage("launch")), (std::pair<size_t, size_t>{0, 1}));
+  EXPECT_EQ(threads_in(stage("expanded")), (std::pair<size_t, size_t>{0, 1}));
+  // Work-group axes on a target without work-groups are refused (by the opt, before the launch stage).
+  o.opts = std::vector<Opt>{Opt::local(0, 2)};
+  EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
+  o.opts = std::vector<Opt>{Opt::group(2, 2)};
+  EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);
   // Bad opts name the problem.
   o.opts = std::vector<Opt>{Opt::upcast(1, 5)};
   EXPECT_THROW(lower_kernel(mm.g, mm.sink, test_target(), o), Error);

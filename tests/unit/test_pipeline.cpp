@@ -583,8 +583,8 @@ TEST_F(PipelineTest, LoweringStagesAreTimed) {
     names.push_back(stage);
     EXPECT_GE(ms, 0.0) << stage;
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"optimized", "expanded", "simplified", "reduce", "parallel", "isel", "linear"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"optimized", "launch", "expanded", "simplified", "reduce", "parallel",
+                                             "isel", "linear"}));
 }
 
 // A kernel that repeats an earlier one of the program (the same AST over other buffers) is lowered and

@@ -896,9 +896,9 @@ SN_API char *sn_program_kernel_source(const sn_program *program, size_t index, s
    sn_compile_options.kernel_opts rebuilds exactly this kernel. Free with sn_string_free. */
 SN_API char *sn_program_kernel_opts(const sn_program *program, size_t index, sn_error **err);
 /* The graph after a pipeline stage as text, every kernel under a "# kernel i: name" header. Stages:
-   "tensor", "schedule", "ast", "optimized", "expanded", "simplified", "reduce", "parallel", "isel",
-   "linear", "source", "plan". Needs keep_stages at compile time ("source" does not): otherwise, and
-   for an unknown stage, SN_E_NOT_FOUND. Free with sn_string_free. */
+   "tensor", "schedule", "ast", "optimized", "launch" (the launch grid's indices in place), "expanded",
+   "simplified", "reduce", "parallel", "isel", "linear", "source", "plan". Needs keep_stages at compile time ("source"
+   does not): otherwise, and for an unknown stage, SN_E_NOT_FOUND. Free with sn_string_free. */
 SN_API char *sn_program_stage(const sn_program *program, const char *stage, sn_error **err);
 /* Bytes of the one arena the program's intermediate values share (0 on failure or when none). */
 SN_API size_t sn_program_arena_bytes(const sn_program *program, sn_error **err);
