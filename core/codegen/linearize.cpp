@@ -32,6 +32,8 @@ class Linearizer {
     level_.assign(n, 0);
     parent_.assign(n, nullptr);
     block_.assign(n, nullptr);
+    parent_slot_.assign(n + 1, 0);
+    block_slot_.assign(n, 0);
     item_index_.assign(n, 0);
     children_.resize(n + 1);
     members_.resize(n + 1);
@@ -137,6 +139,7 @@ class Linearizer {
         for (const UOp* q : it->second)
           if (!parent || before(parent, q)) parent = q;
       parent_[at(r)] = parent;
+      parent_slot_[slot(r)] = uint32_t(slot(parent));
       children_[slot(parent)].push_back(r);
       level_[at(r)] = parent ? level_[at(parent)] + 1 : 1;
       if (it == earlier.end()) continue;
@@ -168,6 +171,7 @@ class Linearizer {
                  b->as<RangeArg>().id, " of sibling loops");
       }
       block_[at(u)] = b;
+      block_slot_[at(u)] = uint32_t(slot(b));
       members_[slot(b)].push_back(u);
       if (u->op == Op::Store) stores_.push_back(u);
     }
@@ -176,46 +180,48 @@ class Linearizer {
         if (uint32_t p = pos_.get(src)) add_dependency(i, p - 1);  // (not a Param's shape)
   }
 
-  int level_of(const UOp* block) const { return block ? level_[at(block)] : 0; }
+  int level_of(uint32_t block_slot) const { return block_slot ? level_[block_slot - 1] : 0; }
 
   // The edge u -> s orders two items of exactly one block: the deepest loop whose subtree holds
   // both, where each is either the node itself (in that block) or the child loop holding it. In
   // the blocks above, both are inside one item; in those below, s is outside the subtree.
-  // (u and s by position in topo_.)
+  // (u, s and the items by position in topo_ + 1, blocks by slot(): the same numbers.)
   void add_dependency(size_t pu, size_t ps) {
-    const UOp *u = topo_[pu], *s = topo_[ps];
-    const UOp *a = block_[pu], *b = block_[ps];
-    const UOp *item_u = u, *item_s = s;
+    uint32_t a = block_slot_[pu], b = block_slot_[ps];
+    uint32_t item_u = uint32_t(pu + 1), item_s = uint32_t(ps + 1);
     bool loop_u = false, loop_s = false;
-    while (level_of(a) > level_of(b)) item_u = a, loop_u = true, a = parent_[at(a)];
-    while (level_of(b) > level_of(a)) item_s = b, loop_s = true, b = parent_[at(b)];
+    while (level_of(a) > level_of(b)) item_u = a, loop_u = true, a = parent_slot_[a];
+    while (level_of(b) > level_of(a)) item_s = b, loop_s = true, b = parent_slot_[b];
     while (a != b) {
-      item_u = a, loop_u = true, a = parent_[at(a)];
-      item_s = b, loop_s = true, b = parent_[at(b)];
+      item_u = a, loop_u = true, a = parent_slot_[a];
+      item_s = b, loop_s = true, b = parent_slot_[b];
     }
-    // The block's own Range and the End closing it are no items of it.
-    auto outside = [&](const UOp* x, bool loop) { return !loop && (x == a || (x->op == Op::End && x->src(1) == a)); };
+    // The block's own Range and the End closing it (which belongs to the loop it closes) are no
+    // items of it.
+    auto outside = [&](uint32_t x, bool loop) {
+      return !loop && (x == a || (topo_[x - 1]->op == Op::End && block_slot_[x - 1] == a));
+    };
     if (item_u == item_s || outside(item_u, loop_u) || outside(item_s, loop_s)) return;
-    deps_[slot(a)].push_back({item_u, item_s});
+    deps_[a].push_back({item_u - 1, item_s - 1});
   }
 
   static bool emitted_kind(const UOp* u) { return u->op != Op::Group && u->op != Op::Sink && u->op != Op::Stack; }
 
   void emit_block(const UOp* B) {
-    // Items: this block's own nodes (minus its Range and the Ends closing it) and child loops.
-    struct Item {
-      const UOp* node;  // a node of this block, or the Range of a child loop
-      bool loop;
-    };
-    std::vector<Item> items;
+    // Items: this block's own nodes (minus its Range and the Ends closing it) and child loops,
+    // each by its position in topo_ (a loop by its Range's).
+    std::vector<uint32_t> items;
     for (const UOp* u : members_[slot(B)]) {
       if (u == B || (u->op == Op::End && u->src(1) == B)) continue;
-      item_index_[at(u)] = uint32_t(items.size());
-      items.push_back({u, false});
+      size_t p = at(u);
+      item_index_[p] = uint32_t(items.size());
+      items.push_back(uint32_t(p));
     }
+    const size_t nodes = items.size();  // items past this are child loops
     for (const UOp* c : children_[slot(B)]) {
-      item_index_[at(c)] = uint32_t(items.size());
-      items.push_back({c, true});
+      size_t p = at(c);
+      item_index_[p] = uint32_t(items.size());
+      items.push_back(uint32_t(p));
     }
     // Dependencies between items (add_dependency found them), grouped by dependency: the users of
     // item j are users[first[j] .. first[j + 1]). A pair found twice is two edges and counts twice
@@ -223,33 +229,34 @@ class Linearizer {
     const auto& deps = deps_[slot(B)];
     std::vector<uint32_t> first(items.size() + 1, 0), pending(items.size(), 0), users(deps.size());
     for (const auto& [u, s] : deps) {
-      first[item_index_[at(s)] + 1]++;
-      pending[item_index_[at(u)]]++;
+      first[item_index_[s] + 1]++;
+      pending[item_index_[u]]++;
     }
     for (size_t j = 0; j < items.size(); j++) first[j + 1] += first[j];
     {
       std::vector<uint32_t> fill(first.begin(), first.end() - 1);
-      for (const auto& [u, s] : deps) users[fill[item_index_[at(s)]]++] = item_index_[at(u)];
+      for (const auto& [u, s] : deps) users[fill[item_index_[s]]++] = item_index_[u];
     }
-    using Entry = std::pair<uint32_t, size_t>;  // (toposort position, item)
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    // Ready items, the earliest in toposort first.
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready;
     for (size_t i = 0; i < items.size(); i++)
-      if (pending[i] == 0) ready.push({uint32_t(at(items[i].node)), i});
+      if (pending[i] == 0) ready.push(items[i]);
     size_t done = 0;
     while (!ready.empty()) {
-      size_t i = ready.top().second;
+      const uint32_t p = ready.top();
       ready.pop();
       done++;
-      const Item& it = items[i];
-      if (it.loop) {
-        out_.push_back(it.node);
-        emit_block(it.node);
-        out_.push_back(end_of(it.node));
-      } else if (emitted_kind(it.node)) {
-        out_.push_back(it.node);
+      const size_t i = item_index_[p];
+      const UOp* node = topo_[p];
+      if (i >= nodes) {
+        out_.push_back(node);
+        emit_block(node);
+        out_.push_back(end_of(node));
+      } else if (emitted_kind(node)) {
+        out_.push_back(node);
       }
       for (uint32_t e = first[i]; e < first[i + 1]; e++)
-        if (size_t j = users[e]; --pending[j] == 0) ready.push({uint32_t(at(items[j].node)), j});
+        if (size_t j = users[e]; --pending[j] == 0) ready.push(items[j]);
     }
     if (done != items.size()) fail(Code::Internal, "linearize: dependency cycle between the items of a loop");
   }
@@ -316,10 +323,12 @@ class Linearizer {
   std::vector<int> depth_, level_;
   std::vector<const UOp*> parent_, block_;
   std::vector<const UOp*> ranges_, stores_;
-  std::vector<uint32_t> item_index_;  // a node's or child loop's index among its block's items
+  std::vector<uint32_t> item_index_;   // a node's or child loop's index among its block's items
+  std::vector<uint32_t> block_slot_;   // slot() of a node's block
+  std::vector<uint32_t> parent_slot_;  // by slot: slot() of a loop's parent
   // by block slot (slot()): a loop's child loops, its nodes, and the (user, dependency) pairs of its items
   std::vector<std::vector<const UOp*>> children_, members_;
-  std::vector<std::vector<std::pair<const UOp*, const UOp*>>> deps_;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> deps_;  // (user, dependency) by position
   std::vector<const UOp*> out_;
 };
 

@@ -455,7 +455,11 @@ std::optional<Lin> affine_form(const UOp* e) {
   // with r in [0, 0]) counts too: the rules fold its products to 0 before the sum sees them, and
   // may keep a bare one.
   constexpr int kMaxVisits = 256;
-  std::pair<const UOp*, i128> stack[64];
+  struct Item {  // (no initializers: a pair's would zero the whole stack on every call)
+    const UOp* u;
+    i128 coef;
+  };
+  Item stack[64];
   size_t top = 0;
   auto push = [&](const UOp* u, i128 coef) {
     if (top == std::size(stack)) return false;
