@@ -31,9 +31,35 @@ const UOp* Rebuilder::get(const UOp* root) {
 }
 
 namespace {
+// Index math over constants a substitution put in, folded as it is built (r*64 with r = 0 is 0,
+// x + 0 is x): expand's copies then hand the simplifier terms instead of chains of them, and the
+// vector lanes it leaves alone (a padded gate's) come out folded. nullptr: u is built as it is.
+const UOp* fold_index(Graph& g, const UOp* u, std::span<const UOp* const> s) {
+  if ((u->op != Op::Add && u->op != Op::Mul) || !u->dtype.is_index()) return nullptr;
+  auto value = [](const UOp* x, int64_t* v) {
+    if (x->op != Op::Const || !x->holds<int64_t>()) return false;
+    *v = x->as<int64_t>();
+    return true;
+  };
+  int64_t a = 0, b = 0, r = 0;
+  bool ca = value(s[0], &a), cb = value(s[1], &b);
+  if (u->op == Op::Add) {
+    if (ca && cb) return __builtin_add_overflow(a, b, &r) ? nullptr : g.cint(r, u->dtype);
+    if (ca && a == 0) return s[1];
+    if (cb && b == 0) return s[0];
+  } else {
+    if (ca && cb) return __builtin_mul_overflow(a, b, &r) ? nullptr : g.cint(r, u->dtype);
+    if ((ca && a == 0) || (cb && b == 0)) return g.cint(0, u->dtype);
+    if (ca && a == 1) return s[1];
+    if (cb && b == 1) return s[0];
+  }
+  return nullptr;
+}
+
 // u rebuilt over new sources: Reduce and End range lists keep only what is still a Range (a
-// range substituted by a value is no loop any more).
+// range substituted by a value is no loop any more); index math over constants folds.
 const UOp* with_sources(Graph& g, const UOp* u, std::span<const UOp* const> srcs) {
+  if (const UOp* f = fold_index(g, u, srcs)) return f;
   if (u->op == Op::Reduce || u->op == Op::End) {
     std::vector<const UOp*> s{srcs[0]};
     for (size_t i = 1; i < srcs.size(); i++)

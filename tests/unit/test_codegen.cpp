@@ -477,6 +477,27 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   for (const UOp* c : same) EXPECT_EQ(c, old);
 }
 
+// A substitution folds the index math over the constants it puts in (x + 0, r * 0, c1 * c2), and
+// nothing else: float math stays as it is (x * 0 is not 0 for an infinite x).
+TEST(Codegen, SubstitutionFoldsIndexMathOverItsConstants) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* A = b.param(0, dtypes::float32, 256);
+  auto *r = b.range(4, 0), *j = b.range(64, 1);
+  const UOp* idx = b.add(b.mul(r, b.c(64)), j);
+  EXPECT_EQ(substitute_nodes(g, idx, {{r, b.c(0)}}), j);
+  const UOp* two = substitute_nodes(g, idx, {{r, b.c(2)}});
+  ASSERT_EQ(two->op, Op::Add);
+  EXPECT_EQ(two->src(0), b.c(128));
+  EXPECT_EQ(two->src(1), j);
+  EXPECT_EQ(substitute_nodes(g, b.mul(b.add(r, b.c(3)), j), {{r, b.c(-3)}}), b.c(0));
+  const UOp* v = b.load(A, j);
+  const UOp* f = g.alu(Op::Mul, v, g.cast(b.add(r, b.c(0)), dtypes::float32));
+  const UOp* f0 = substitute_nodes(g, f, {{r, b.c(0)}});
+  ASSERT_EQ(f0->op, Op::Mul);  // the cast folds to 0.0f's Cast, the float product stays
+  EXPECT_EQ(f0->src(0), v);
+}
+
 // An UNROLL range outside any reduce cannot be expanded: lowering fails with InvalidArg naming the
 // range, not with a loop over it.
 TEST(Codegen, UnrollRangeOutsideAReduceIsAnError) {
