@@ -30,6 +30,18 @@ const UOp* Rebuilder::get(const UOp* root) {
   return done_.get(root);
 }
 
+const UOp* Rebuilder::run(std::span<const UOp* const> order) {
+  if (order.empty()) return nullptr;
+  std::vector<const UOp*> srcs;
+  for (const UOp* u : order) {
+    if (u->id < keep_below_ || done_.get(u)) continue;  // (done by a get() from inside fn_)
+    srcs.clear();
+    for (const UOp* s : u->src()) srcs.push_back(s->id < keep_below_ ? s : done_.get(s));
+    done_.set(u, fn_(u, srcs));
+  }
+  return get(order.back());
+}
+
 namespace {
 // Index math over constants a substitution put in, folded as it is built (r*64 with r = 0 is 0,
 // x + 0 is x): expand's copies then hand the simplifier terms instead of chains of them, and the

@@ -263,7 +263,7 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
     return result.at(u);
   });
   self = &rb;
-  const UOp* out = rb.get(sink);
+  const UOp* out = rb.run(topo);
   if (group_axes.empty()) return out;
   // After a group reduce every work-item of the group holds the result: the first one stores it
   // (a store that moves along a GROUP_REDUCE axis is the kernel's own, per work-item).

@@ -115,7 +115,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     }
     return g.replace_src(u, s);  // no lookup where nothing changed
   });
-  return rb.get(sink);
+  return rb.run(order);
 }
 
 }  // namespace sn

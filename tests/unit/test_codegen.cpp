@@ -477,6 +477,35 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   for (const UOp* c : same) EXPECT_EQ(c, old);
 }
 
+// Rebuilder::run over a toposort the caller has gives what get() gives, also when fn itself calls
+// get() (lower_reduces does, for a reduce's value) and below keep_below.
+TEST(Codegen, RebuilderRunOverAToposortIsGet) {
+  Graph g;
+  KernelBuilder b{g};
+  auto *A = b.param(0, dtypes::float32, 256), *O = b.param(1, dtypes::float32, 64);
+  auto *i = b.range(64, 0), *r = b.range(4, 1, AxisType::Reduce);
+  const UOp* v = b.load(A, b.add(b.mul(i, b.c(4)), r));
+  const UOp* sink = b.sink({b.store(O, i, b.reduce(Op::Add, g.alu(Op::Mul, v, v), {r}))});
+  for (uint32_t below : {0u, r->id}) {
+    auto make = [&](Rebuilder*& self) {
+      return [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+        if (u->op == Op::Reduce)
+          return g.alu(Op::Add, self->get(u->src(0)), g.cfloat(1.0, dtypes::float32));  // a nested get
+        if (u == i) return b.range(64, 7);
+        return g.replace_src(u, srcs);
+      };
+    };
+    Rebuilder *p1 = nullptr, *p2 = nullptr;
+    Rebuilder by_get(g, make(p1)), by_run(g, make(p2));
+    p1 = &by_get, p2 = &by_run;
+    by_get.keep_below(below);
+    by_run.keep_below(below);
+    const UOp* want = by_get.get(sink);
+    EXPECT_NE(want, sink);
+    EXPECT_EQ(by_run.run(toposort(sink)), want) << below;
+  }
+}
+
 // A substitution folds the index math over the constants it puts in (x + 0, r * 0, c1 * c2), and
 // nothing else: float math stays as it is (x * 0 is not 0 for an infinite x).
 TEST(Codegen, SubstitutionFoldsIndexMathOverItsConstants) {
