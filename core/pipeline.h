@@ -38,9 +38,8 @@ struct CompileOptions {
   // noticed.
   std::map<uint64_t, std::vector<Opt>> kernel_opts;
   // Called with the graph after each stage: "tensor" (kernel -1, a Sink of the outputs), then per
-  // kernel "ast", "optimized", "launch", "expanded", "simplified", "reduce", "parallel",
-  // "isel", "linear". Not called for kernels or
-  // programs answered from a cache.
+  // kernel "ast", "optimized", "launch", "expanded", "simplified", "reduce", "parallel", "isel",
+  // "linear". Not called for kernels or programs answered from a cache.
   std::function<void(std::string_view stage, int kernel, const UOp* root)> on_stage;
 };
 
@@ -54,9 +53,9 @@ struct CompileOptions {
 // buffers, in another graph) compiles once. Throws sn::Error: InvalidArg for a bad graph,
 // Unsupported for what cannot be compiled (naming the dtype or op), ComputeDevice, Compile.
 // Lowers one kernel AST (Sink root, kernel IR) for the target, the per-kernel rows of the table: optimize
-// (core/opt), expand, simplify, reduce, parallel, isel, linearize (core/codegen); each stage timed and kept in
-// LoweredKernel::stages. Throws Error(InvalidArg) when the AST breaks the kernel IR contract, Error(Unsupported)
-// for what codegen cannot lower yet.
+// (core/opt), launch, expand, simplify, reduce, parallel, isel, linearize (core/codegen); each stage timed and
+// kept in LoweredKernel::stages. Throws Error(InvalidArg) when the AST breaks the kernel IR contract,
+// Error(Unsupported) for what codegen cannot lower yet.
 LoweredKernel lower_kernel(Graph& g, const UOp* kernel_ast, const Target& target, const LowerOptions& opts = {});
 
 // A kernel identity (Launch::ast_hash) as sn_program_kernel_opts prints it: 16 lower-case hex digits.

@@ -133,9 +133,16 @@ void describe_lowered(LoweredKernel& k, const Target& target, const ParallelDims
   if (k.features.local_bytes > target.local_memory_bytes)
     fail(Code::InvalidArg, "lower_kernel: ", k.name, " needs ", k.features.local_bytes,
          " bytes of local memory, the target has ", target.local_memory_bytes);
+  // The grid's sizes are the bounds of the kernel's gidx Specials, which the simplifier may have
+  // rewritten since the launch stage made them (dims has those first bounds).
+  std::array<const UOp*, 3> grid = dims.global;
+  for (const UOp* u : k.linear->src())
+    if (u->op == Op::Special)
+      for (size_t d = 0; d < 3; d++)
+        if (grid[d] && u->as<std::string>() == cat("gidx", d)) grid[d] = u->src(0);
   for (size_t d = 0; d < 3; d++) {
     k.dims.local[d] = dims.local[d];
-    if (dims.global[d]) k.dims.global[d] = LaunchExpr::of(dims.global[d], k.vars);
+    if (grid[d]) k.dims.global[d] = LaunchExpr::of(grid[d], k.vars);
   }
 }
 

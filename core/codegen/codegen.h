@@ -5,6 +5,8 @@
 //   optimize   core/opt (which builds on codegen, never the reverse): OptOps chosen by the target's heuristic (or
 //   forced): loop order (Swap),
 //              UPCAST / UNROLL, THREAD on CPUs; GLOBAL grid, LOCAL and GROUP_REDUCE on GPUs
+//   launch     THREAD -> Special("core_id"), GLOBAL -> gidx0..2 (folded into the target's grid
+//              limits): the grid's indices, before expand builds the kernel over them
 //   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
 //              vector and masked loads; strided accesses lane by lane, or as one gather or
 //              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled
@@ -12,8 +14,8 @@
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
-//   parallel   THREAD -> Special("core_id"); GLOBAL -> gidx0..2, LOCAL/GROUP_REDUCE -> lidx0..2,
-//              WARP -> lidx0 (folded into the target's grid limits)
+//   parallel   LOCAL/GROUP_REDUCE -> lidx0..2, WARP -> lidx0: the work-group's indices, after
+//              reduce (which needs GROUP_REDUCE as a range)
 //   isel       emulated tensor cores through local memory, devectorize (targets without vector types), floor Idiv/Mod
 //   -> C-truncating
 //              CDiv/CMod (+ correction where signs are unknown), float16/bfloat16 math in float32

@@ -36,18 +36,21 @@ const UOp* Rebuilder::run(std::span<const UOp* const> order) {
   for (const UOp* u : order) {
     if (u->id < keep_below_ || done_.get(u)) continue;  // (done by a get() from inside fn_)
     srcs.clear();
-    for (const UOp* s : u->src()) srcs.push_back(s->id < keep_below_ ? s : done_.get(s));
+    for (const UOp* s : u->src()) {
+      const UOp* d = s->id < keep_below_ ? s : done_.get(s);
+      srcs.push_back(d ? d : get(s));  // (a source `order` lacks or puts later: walked as get() would)
+    }
     done_.set(u, fn_(u, srcs));
   }
   return get(order.back());
 }
 
 namespace {
-// Index math over constants a substitution put in, folded as it is built (r*64 with r = 0 is 0,
+// Scalar index math over constants, folded as a substitution rebuilds it (r*64 with r = 0 is 0,
 // x + 0 is x): expand's copies then hand the simplifier terms instead of chains of them, and the
 // vector lanes it leaves alone (a padded gate's) come out folded. nullptr: u is built as it is.
 const UOp* fold_index(Graph& g, const UOp* u, std::span<const UOp* const> s) {
-  if ((u->op != Op::Add && u->op != Op::Mul) || !u->dtype.is_index()) return nullptr;
+  if ((u->op != Op::Add && u->op != Op::Mul) || !u->dtype.is_index() || u->dtype.lanes != 1) return nullptr;
   auto value = [](const UOp* x, int64_t* v) {
     if (x->op != Op::Const || !x->holds<int64_t>()) return false;
     *v = x->as<int64_t>();

@@ -22,8 +22,8 @@ class Rebuilder {
   using Fn = std::function<const UOp*(const UOp* u, std::span<const UOp* const> srcs)>;
   Rebuilder(Graph& g, Fn fn) : g_(g), fn_(std::move(fn)) {}
   const UOp* get(const UOp* u);
-  // get(order.back()) where `order` is the toposort of it (children first), which the caller
-  // already has: every node in order, without get's walk. fn may still call get().
+  // get(order.back()) where `order` is the toposort of it (children first, the root last), which
+  // the caller already has: every node in order, without get's walk. fn may still call get().
   const UOp* run(std::span<const UOp* const> order);
   Graph& graph() { return g_; }
   // Nodes older than `id` stay as they are, unvisited: for an fn that changes only nodes at or

@@ -5,13 +5,15 @@
 //                             WARP     Special("lidx0"): the lane of a tensor core's warp, always dimension 0
 // The grid's indices come first, on the small optimized AST: every later stage then builds the kernel over
 // them, where replacing them after expand rebuilt each node that depends on them (a conv kernel's 392
-// of 628, 6% of its lowering). The work-group's wait for lower_reduces, which turns a GROUP_REDUCE
-// into partials in local memory, one slot per work-item of the LOCAL and GROUP_REDUCE axes.
+// of 628, 6% of its lowering). The work-group's axes wait for lower_reduces, which turns a
+// GROUP_REDUCE into partials in local memory, one slot per work-item of the LOCAL and GROUP_REDUCE
+// axes. (lower_reduces then sees the GLOBAL axes as values, not loops around a reduce: a group
+// reduce inside no serial loop needs no second barrier.)
 // Otherwise the innermost axis (largest id) takes dimension 0 of its kind. A grid has three dimensions: the
 // outer GLOBAL axes beyond two share dimension 2, which counts their product (each is recovered by
 // division and modulo); when a dimension is larger than the target allows, all GLOBAL axes share
 // dimension 0. Work-groups must fit the target (at most three local-like axes, per-dimension and
-// total limits): the optimizer checks this, and so does this pass for forced opts.
+// total limits): the optimizer checks this, and so do these passes for forced opts.
 #include <algorithm>
 #include <unordered_map>
 
@@ -28,11 +30,22 @@ const UOp* special(Graph& g, const char* kind, size_t dim, const UOp* bound) {
   return g.make(Op::Special, dtypes::index, {bound}, cat(kind, dim));
 }
 
+// The product of the ranges' bounds: a constant where they all are (the simplifier's affine path
+// takes a Special only over a constant bound).
 const UOp* product(Graph& g, const std::vector<const UOp*>& rs) {
+  int64_t n = 1;
+  bool constant = true;
+  for (const UOp* r : rs) {
+    int64_t b = const_bound(r);
+    constant = constant && b >= 0 && !__builtin_mul_overflow(n, b, &n);
+  }
+  if (constant) return g.cint(n, rs[0]->src(0)->dtype);
   const UOp* p = nullptr;
   for (const UOp* r : rs) p = p ? g.alu(Op::Mul, p, r->src(0)) : r->src(0);
   return p;
 }
+
+bool by_id(const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; }
 
 // Maps the ranges (outer to inner) onto the grid dimensions.
 void assign_global(Graph& g, const std::vector<const UOp*>& rs, const Target& t, ParallelDims* out,
@@ -80,12 +93,6 @@ void assign_global(Graph& g, const std::vector<const UOp*>& rs, const Target& t,
     }
   }
 }
-
-}  // namespace
-
-namespace {
-
-bool by_id(const UOp* a, const UOp* b) { return a->as<RangeArg>().id < b->as<RangeArg>().id; }
 
 }  // namespace
 

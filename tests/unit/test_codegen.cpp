@@ -477,32 +477,34 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   for (const UOp* c : same) EXPECT_EQ(c, old);
 }
 
-// Rebuilder::run over a toposort the caller has gives what get() gives, also when fn itself calls
-// get() (lower_reduces does, for a reduce's value) and below keep_below.
+// Rebuilder::run over a toposort the caller has builds what get() builds, node for node in the same
+// order (so with the same ids), also when fn itself calls get() (lower_reduces does, for a reduce's
+// value) and below keep_below. Each runs in a graph of its own, built alike.
 TEST(Codegen, RebuilderRunOverAToposortIsGet) {
-  Graph g;
-  KernelBuilder b{g};
-  auto *A = b.param(0, dtypes::float32, 256), *O = b.param(1, dtypes::float32, 64);
-  auto *i = b.range(64, 0), *r = b.range(4, 1, AxisType::Reduce);
-  const UOp* v = b.load(A, b.add(b.mul(i, b.c(4)), r));
-  const UOp* sink = b.sink({b.store(O, i, b.reduce(Op::Add, g.alu(Op::Mul, v, v), {r}))});
-  for (uint32_t below : {0u, r->id}) {
-    auto make = [&](Rebuilder*& self) {
-      return [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
-        if (u->op == Op::Reduce)
-          return g.alu(Op::Add, self->get(u->src(0)), g.cfloat(1.0, dtypes::float32));  // a nested get
+  for (bool keep : {false, true}) {
+    auto rebuilt = [&](bool by_run) {
+      Graph g;
+      KernelBuilder b{g};
+      auto *A = b.param(0, dtypes::float32, 256), *O = b.param(1, dtypes::float32, 64);
+      auto *i = b.range(64, 0), *r = b.range(4, 1, AxisType::Reduce);
+      const UOp* v = b.load(A, b.add(b.mul(i, b.c(4)), r));
+      const UOp* sink = b.sink({b.store(O, i, b.reduce(Op::Add, g.alu(Op::Mul, v, v), {r}))});
+      Rebuilder* self = nullptr;
+      Rebuilder rb(g, [&](const UOp* u, std::span<const UOp* const> srcs) -> const UOp* {
+        if (u->op == Op::Reduce)  // a get() from inside fn
+          return g.alu(Op::Add, self->get(u->src(0)), g.cfloat(1.0, dtypes::float32));
         if (u == i) return b.range(64, 7);
         return g.replace_src(u, srcs);
-      };
+      });
+      self = &rb;
+      if (keep) rb.keep_below(r->id);
+      const UOp* out = by_run ? rb.run(toposort(sink)) : rb.get(sink);
+      EXPECT_NE(out, sink);
+      std::vector<std::pair<Op, uint32_t>> nodes;
+      for (const UOp* u : toposort(out)) nodes.push_back({u->op, u->id});
+      return nodes;
     };
-    Rebuilder *p1 = nullptr, *p2 = nullptr;
-    Rebuilder by_get(g, make(p1)), by_run(g, make(p2));
-    p1 = &by_get, p2 = &by_run;
-    by_get.keep_below(below);
-    by_run.keep_below(below);
-    const UOp* want = by_get.get(sink);
-    EXPECT_NE(want, sink);
-    EXPECT_EQ(by_run.run(toposort(sink)), want) << below;
+    EXPECT_EQ(rebuilt(true), rebuilt(false)) << keep;
   }
 }
 
@@ -525,6 +527,27 @@ TEST(Codegen, SubstitutionFoldsIndexMathOverItsConstants) {
   const UOp* f0 = substitute_nodes(g, f, {{r, b.c(0)}});
   ASSERT_EQ(f0->op, Op::Mul);  // the cast folds to 0.0f's Cast, the float product stays
   EXPECT_EQ(f0->src(0), v);
+}
+
+// The launch stage refuses work-group axes on a target without work-groups (the opts refuse them
+// first; a kernel lowered as it is, with optimize off, reaches the stage).
+TEST(Codegen, WorkGroupAxesOnATargetWithoutThemAreRefused) {
+  for (AxisType t : {AxisType::Local, AxisType::Global, AxisType::GroupReduce}) {
+    Graph g;
+    KernelBuilder b{g};
+    auto *A = b.param(0, dtypes::float32, 64), *O = b.param(1, dtypes::float32, 64);
+    auto* i = b.range(64, 0, t);
+    const UOp* sink = b.sink({b.store(O, i, b.load(A, i))});
+    LowerOptions o;
+    o.optimize = false;
+    try {
+      lower_kernel(g, sink, test_target(), o);
+      ADD_FAILURE() << axis_type_name(t) << ": lowered";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::Unsupported) << e.message();
+      EXPECT_NE(e.message().find("need a target with work-groups"), std::string::npos) << e.message();
+    }
+  }
 }
 
 // An UNROLL range outside any reduce cannot be expanded: lowering fails with InvalidArg naming the
