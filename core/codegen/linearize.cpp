@@ -120,10 +120,21 @@ class Linearizer {
     std::unordered_set<uint64_t> seen_pairs;
     std::vector<const UOp*> set;
     const UOp* const* last = nullptr;  // the set seen last (equal sets share their span)
+    // Sets already taken, as masks over ranges_ (where it has at most 64): a kernel has a few
+    // distinct open sets, but many nodes that merge their sources' sets hold copies of them.
+    NodeMap<uint32_t> range_bit;  // range -> its index in ranges_ + 1
+    for (size_t i = 0; i < ranges_.size() && ranges_.size() <= 64; i++) range_bit.set(ranges_[i], uint32_t(i + 1));
+    std::vector<uint64_t> seen_masks;
     for (const UOp* u : topo_) {
       std::span<const UOp* const> open = open_.of(u);
       if (open.size() < 2 || open.data() == last) continue;
       last = open.data();
+      if (ranges_.size() <= 64) {
+        uint64_t mask = 0;
+        for (const UOp* r : open) mask |= uint64_t(1) << (range_bit.get(r) - 1);
+        if (std::find(seen_masks.begin(), seen_masks.end(), mask) != seen_masks.end()) continue;
+        seen_masks.push_back(mask);
+      }
       set.assign(open.begin(), open.end());
       std::sort(set.begin(), set.end(), [&](const UOp* a, const UOp* b) { return before(a, b); });
       for (size_t i = 1; i < set.size(); i++)
@@ -157,18 +168,23 @@ class Linearizer {
   }
 
   void place() {
+    const UOp* const* last_open = nullptr;  // the open set placed last, and its loop
+    const UOp* last_block = nullptr;
     for (const UOp* u : topo_) {
       const UOp* b = nullptr;
       if (u->op == Op::End) {
         b = u->src(1);  // an End belongs to the loop it closes
+      } else if (std::span<const UOp* const> open = open_.of(u); !open.empty() && open.data() == last_open) {
+        b = last_block;  // the same set as the last one placed (checked then)
       } else {
-        std::span<const UOp* const> open = open_.of(u);
+        last_open = open.data();
         for (const UOp* r : open)
           if (!b || level_[at(r)] > level_[at(b)]) b = r;
         for (const UOp* r : open)
           if (!is_ancestor_or_self(r, b))
             fail(Code::Internal, "linearize: ", op_name(u->op), " reads ranges ", r->as<RangeArg>().id, " and ",
                  b->as<RangeArg>().id, " of sibling loops");
+        last_block = b;
       }
       block_[at(u)] = b;
       block_slot_[at(u)] = uint32_t(slot(b));
