@@ -166,9 +166,6 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
   sets_.reserve(order.size() + 1);
   sets_.push_back({0, 0});  // set 0: the empty set
   auto by_id = [](const UOp* a, const UOp* b) { return a->id < b->id; };
-  auto view = [&](int32_t k) {
-    return std::span<const UOp* const>(ranges_.data() + sets_[size_t(k)].begin, sets_[size_t(k)].size);
-  };
   std::vector<const UOp*> work, merged;
   for (const UOp* u : order) {
     // Most nodes are inside exactly the ranges of one of their sources: they share its set.
@@ -177,8 +174,8 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
     for (const UOp* s : u->src()) {
       int32_t k = slot_.get(s) - 1;
       if (k <= 0 || k == cur) continue;
-      std::span<const UOp* const> other = view(k);
-      std::span<const UOp* const> mine = own ? std::span<const UOp* const>(work) : view(cur);
+      std::span<const UOp* const> other = set(k);
+      std::span<const UOp* const> mine = own ? std::span<const UOp* const>(work) : set(cur);
       if (std::equal(other.begin(), other.end(), mine.begin(), mine.end())) continue;
       if (!own && cur == 0) {
         cur = k;
@@ -193,7 +190,7 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
     std::span<const UOp* const> closed = closed_ranges(u);
     if (is_range || !closed.empty()) {
       if (!own) {
-        std::span<const UOp* const> mine = view(cur);
+        std::span<const UOp* const> mine = set(cur);
         work.assign(mine.begin(), mine.end());
         own = true;
       }
@@ -216,11 +213,13 @@ OpenRanges::OpenRanges(std::span<const UOp* const> order) {
   }
 }
 
+std::span<const UOp* const> OpenRanges::set(int32_t k) const {
+  return {ranges_.data() + sets_[size_t(k)].begin, sets_[size_t(k)].size};
+}
+
 std::span<const UOp* const> OpenRanges::of(const UOp* u) const {
   int32_t k = slot_.get(u) - 1;
-  if (k <= 0) return {};
-  const Set& s = sets_[size_t(k)];
-  return {ranges_.data() + s.begin, s.size};
+  return k <= 0 ? std::span<const UOp* const>{} : set(k);
 }
 
 bool OpenRanges::contains(const UOp* u, const UOp* range) const {

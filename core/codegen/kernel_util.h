@@ -60,9 +60,10 @@ class OpenRanges {
   struct Set {
     uint32_t begin, size;  // in ranges_
   };
-  NodeMap<int32_t> slot_;           // node -> its set's index + 1; 0: not in order
-  std::vector<Set> sets_;           // 0: empty; a node shares a source's set where they are equal
-  std::vector<const UOp*> ranges_;  // the sets, one after another (one allocation, not one per set)
+  std::span<const UOp* const> set(int32_t k) const;  // set k's ranges
+  NodeMap<int32_t> slot_;                            // node -> its set's index + 1; 0: not in order
+  std::vector<Set> sets_;                            // 0: empty; a node shares a source's set where they are equal
+  std::vector<const UOp*> ranges_;                   // the sets, one after another (one allocation, not one per set)
 };
 
 // The ranges a Reduce or End closes (its sources after the first).

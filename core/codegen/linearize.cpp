@@ -30,8 +30,6 @@ class Linearizer {
     size_t n = topo_.size();
     depth_.assign(n, 0);
     level_.assign(n, 0);
-    parent_.assign(n, nullptr);
-    block_.assign(n, nullptr);
     parent_slot_.assign(n + 1, 0);
     block_slot_.assign(n, 0);
     item_index_.assign(n, 0);
@@ -149,22 +147,22 @@ class Linearizer {
       if (it != earlier.end())
         for (const UOp* q : it->second)
           if (!parent || before(parent, q)) parent = q;
-      parent_[at(r)] = parent;
       parent_slot_[slot(r)] = uint32_t(slot(parent));
       children_[slot(parent)].push_back(r);
       level_[at(r)] = parent ? level_[at(parent)] + 1 : 1;
       if (it == earlier.end()) continue;
       for (const UOp* q : it->second)
-        if (!is_ancestor_or_self(q, parent))
+        if (!is_ancestor_or_self(slot(q), slot(parent)))
           fail(Code::Unsupported, "linearize: range ", r->as<RangeArg>().id, " is used with ranges ",
                q->as<RangeArg>().id, " and ", parent->as<RangeArg>().id, " that are not nested loops");
     }
   }
 
-  bool is_ancestor_or_self(const UOp* a, const UOp* b) const {
-    for (const UOp* x = b; x; x = parent_[at(x)])
+  // Whether loop a is loop b or holds it (loops by slot(); 0, the top level, holds every loop).
+  bool is_ancestor_or_self(size_t a, size_t b) const {
+    for (size_t x = b; x; x = parent_slot_[x])
       if (x == a) return true;
-    return false;
+    return a == 0;
   }
 
   void place() {
@@ -181,12 +179,11 @@ class Linearizer {
         for (const UOp* r : open)
           if (!b || level_[at(r)] > level_[at(b)]) b = r;
         for (const UOp* r : open)
-          if (!is_ancestor_or_self(r, b))
+          if (!is_ancestor_or_self(slot(r), slot(b)))
             fail(Code::Internal, "linearize: ", op_name(u->op), " reads ranges ", r->as<RangeArg>().id, " and ",
                  b->as<RangeArg>().id, " of sibling loops");
         last_block = b;
       }
-      block_[at(u)] = b;
       block_slot_[at(u)] = uint32_t(slot(b));
       members_[slot(b)].push_back(u);
       if (u->op == Op::Store) stores_.push_back(u);
@@ -284,7 +281,7 @@ class Linearizer {
       if (u->op == Op::End && u->src(1) == r) return u;
     std::vector<const UOp*> stores;  // in toposort order, as stores_ is
     for (const UOp* u : stores_)
-      if (is_ancestor_or_self(r, block_[at(u)])) stores.push_back(u);
+      if (is_ancestor_or_self(slot(r), block_slot_[at(u)])) stores.push_back(u);
     const UOp* body = stores.empty() ? r : stores.size() == 1 ? stores[0] : g_.make(Op::Group, dtypes::void_, stores);
     return g_.make(Op::End, dtypes::void_, {body, r});
   }
@@ -337,7 +334,6 @@ class Linearizer {
   // by position in topo_
 
   std::vector<int> depth_, level_;
-  std::vector<const UOp*> parent_, block_;
   std::vector<const UOp*> ranges_, stores_;
   std::vector<uint32_t> item_index_;   // a node's or child loop's index among its block's items
   std::vector<uint32_t> block_slot_;   // slot() of a node's block

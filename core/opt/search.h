@@ -4,12 +4,14 @@
 // Two searches, each a beam: one grows the heuristic's list, one starts from the plain loop nest
 // (no opts; left out where that nest runs longer than half a second). Each step extends every kept
 // candidate by one of the spec's OptOps (UPCAST by 2, 3, 4, 5, 7, 8 or 16, UNROLL by 2, 3, 4, 7, 8
-// or 16, both also by a whole axis of up to 32; THREAD, SWAP; LOCAL and GROUP on GPU targets), lowers and compiles the
-// new lists in parallel on all cores, each in a scratch graph of its own (the user's graph does not grow), then times
-// them one by one on the device (zero-filled buffers, early stop for the clearly slower) and keeps the `width` fastest.
-// A search stops when a step brings no candidate faster than its own best, or when the time budget is spent. The winner
-// is timed against the heuristic in turns at the end, so the result is never slower than the heuristic as timed in the
-// same search.
+// or 16, both also by a whole axis of up to 32; THREAD, SWAP; LOCAL and GROUP on GPU targets),
+// lowers and compiles the new lists in parallel on all cores, each in a scratch graph of its own
+// (the user's graph does not grow), then times them one by one on the device (zero-filled
+// buffers, early stop for the clearly slower) and keeps the `width` fastest. A search stops when a
+// step brings no candidate faster than its own best, or when the time budget is spent. The two
+// share the budget and the kernels timed (a kernel the first search timed is not timed, nor grown,
+// again by the second). The winner is timed against the heuristic in turns at the end, so the
+// result is never slower than the heuristic as timed in the same search.
 //
 // Results are kept in memory and in the disk cache (core/runtime/disk_cache.h) under the kernel's
 // content hash, the target, the width and Sinter's version, so a kernel is searched once.

@@ -60,17 +60,21 @@ struct Stmt {
   ~Stmt() { sqlite3_finalize(s); }
 };
 
-// The schema, created by the first process to open the file. `totals` keeps the bytes of all values
-// (kept by triggers in the same statement as each change, so it is exact whichever process wrote),
-// so a put knows whether the cache is over its limit without reading the table. `used` is when an
+// Every connection's settings. (journal_size_limit: the WAL is cut back to 16 MiB when it restarts,
+// instead of keeping the size a trim's incremental_vacuum grew it to while connections stay open.)
+#define SN_CACHE_CONNECTION_PRAGMAS \
+  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=16777216;"
+constexpr const char* kConnection = SN_CACHE_CONNECTION_PRAGMAS;
+
+// The schema, created by the first process to open the file (its connection set up too). `totals`
+// keeps the bytes of all values (kept by triggers in the same statement as each change, so it is
+// exact whichever process wrote), so a put knows whether the cache is over its limit without
+// reading the table. `used` is when an
 // entry was last stored or read (to the touch interval): the least recently used go first.
 // auto_vacuum takes effect only in a new file (before its first table): freed pages are then given
 // back to the file system by incremental_vacuum after a trim.
 constexpr const char* kSchema =
-    "PRAGMA auto_vacuum=INCREMENTAL;"
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=NORMAL;"
-    "PRAGMA journal_size_limit=16777216;"
+    "PRAGMA auto_vacuum=INCREMENTAL;" SN_CACHE_CONNECTION_PRAGMAS
     "CREATE TABLE IF NOT EXISTS entries(key TEXT PRIMARY KEY, used INTEGER NOT NULL, value BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used);"
     "CREATE TABLE IF NOT EXISTS totals(id INTEGER PRIMARY KEY CHECK(id = 0), bytes INTEGER NOT NULL);"
@@ -82,10 +86,6 @@ constexpr const char* kSchema =
     "CREATE TRIGGER IF NOT EXISTS entries_replaced AFTER UPDATE OF value ON entries BEGIN "
     "UPDATE totals SET bytes = bytes - length(OLD.value) + length(NEW.value); END;";
 
-// (journal_size_limit: the WAL is cut back to 16 MiB when it restarts, instead of keeping the size
-// a trim's incremental_vacuum grew it to while connections stay open)
-constexpr const char* kConnection =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=16777216;";
 constexpr const char* kSchemaCount =
     "SELECT count(*) FROM sqlite_master WHERE name IN "
     "('entries', 'entries_by_use', 'totals', 'entries_added', 'entries_removed', 'entries_replaced')";

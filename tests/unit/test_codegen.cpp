@@ -531,22 +531,28 @@ TEST(Codegen, SubstitutionFoldsIndexMathOverItsConstants) {
 
 // The launch stage refuses work-group axes on a target without work-groups (the opts refuse them
 // first; a kernel lowered as it is, with optimize off, reaches the stage).
+// Lowering `sink` as it is (optimize off) fails with `code` and a message that holds `says`.
+void expect_lowering_fails(Graph& g, const UOp* sink, Code code, const std::string& says) {
+  LowerOptions o;
+  o.optimize = false;
+  try {
+    lower_kernel(g, sink, test_target(), o);
+    ADD_FAILURE() << "lowered; expected: " << says;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.message();
+    EXPECT_NE(e.message().find(says), std::string::npos) << e.message();
+  }
+}
+
 TEST(Codegen, WorkGroupAxesOnATargetWithoutThemAreRefused) {
   for (AxisType t : {AxisType::Local, AxisType::Global, AxisType::GroupReduce}) {
+    SCOPED_TRACE(axis_type_name(t));
     Graph g;
     KernelBuilder b{g};
     auto *A = b.param(0, dtypes::float32, 64), *O = b.param(1, dtypes::float32, 64);
     auto* i = b.range(64, 0, t);
-    const UOp* sink = b.sink({b.store(O, i, b.load(A, i))});
-    LowerOptions o;
-    o.optimize = false;
-    try {
-      lower_kernel(g, sink, test_target(), o);
-      ADD_FAILURE() << axis_type_name(t) << ": lowered";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Code::Unsupported) << e.message();
-      EXPECT_NE(e.message().find("need a target with work-groups"), std::string::npos) << e.message();
-    }
+    expect_lowering_fails(g, b.sink({b.store(O, i, b.load(A, i))}), Code::Unsupported,
+                          "need a target with work-groups");
   }
 }
 
@@ -559,16 +565,7 @@ TEST(Codegen, UnrollRangeOutsideAReduceIsAnError) {
   auto* i = b.range(16, 0);
   auto* u = b.range(4, 7, AxisType::Unroll);
   const UOp* at = b.add(b.mul(i, b.c(4)), u);
-  const UOp* sink = b.sink({b.store(O, at, b.load(A, at))});
-  LowerOptions o;
-  o.optimize = false;
-  try {
-    lower_kernel(g, sink, test_target(), o);
-    ADD_FAILURE() << "lowered";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Code::InvalidArg) << e.message();
-    EXPECT_NE(e.message().find("UNROLL range 7"), std::string::npos) << e.message();
-  }
+  expect_lowering_fails(g, b.sink({b.store(O, at, b.load(A, at))}), Code::InvalidArg, "UNROLL range 7");
 }
 
 // ---- linearizer placement -------------------------------------------------------------------------
