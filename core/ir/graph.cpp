@@ -24,6 +24,13 @@ uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg
   h *= 0xbf58476d1ce4e5b9ULL;
   return h ^ (h >> 29);
 }
+// a == b over a's length. A loop: std::equal calls memcmp, which costs more than comparing the one
+// to three pointers of most nodes (1.2% of lowering a convolution).
+inline bool same_nodes(std::span<const UOp* const> a, const UOp* const* b) {
+  for (size_t i = 0; i < a.size(); i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 }  // namespace
 
 Graph::Graph() { table_.assign(1024, nullptr); }
@@ -71,7 +78,7 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
   size_t i = h & mask;
   for (UOp* u = table_[i]; u; u = table_[i = (i + 1) & mask]) {
     if (u->hash_ == h && u->op == op && u->dtype == dtype && u->tag == tag && u->nsrc_ == src.size() &&
-        std::equal(src.begin(), src.end(), u->srcs_) && arg_equal(u->arg, arg))
+        same_nodes(src, u->srcs_) && arg_equal(u->arg, arg))
       return u;
   }
   // New node: verify it against the spec and derive its shape before it exists.
@@ -119,7 +126,7 @@ const UOp* Graph::make(Op op, DType dtype, std::span<const UOp* const> src, Arg 
 }
 
 const UOp* Graph::replace_src(const UOp* u, std::span<const UOp* const> src) {
-  if (src.size() == u->nsrc() && std::equal(src.begin(), src.end(), u->src().begin())) return u;
+  if (src.size() == u->nsrc() && same_nodes(src, u->srcs_)) return u;
   // Passes rebuild most nodes over sources of the same dtype and shape (a loop variable replaced
   // by another, an index by its simplified form): such a node passes the checks u passed, and
   // has its shape. A conv kernel's lowering: 6.9k rebuilt nodes, about 7% of its time checking.

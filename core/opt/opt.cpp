@@ -72,6 +72,7 @@ const UOp* replace_range(Graph& g, const UOp* sink, const UOp* r, const UOp* exp
     }
     return g.replace_src(u, srcs);
   });
+  rb.keep_below(r->id);  // (nodes older than r cannot read it)
   return rb.get(sink);
 }
 

@@ -1,8 +1,10 @@
 // Tests of the IR: dtypes, interning, the verifier, derived properties and printers.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "core/ir/graph.h"
@@ -19,6 +21,34 @@ const UOp* tensor(Graph& g, DType dt, std::vector<int64_t> shape) {
   for (auto d : shape) n *= d;
   const UOp* b = g.make(Op::Buffer, dt, {}, BufferArg{g.next_buffer_id(), n, Device{{"CPU"}}, AddrSpace::Global});
   return g.make(Op::Reshape, dt, {b, g.shape_uop(shape)});
+}
+
+// cat() appends text and integers itself and streams the rest: every part must read as one stream
+// writing all of them reads (the oracle here).
+TEST(Util, CatWritesEachPartAsAStreamDoes) {
+  auto streamed = [](const auto&... parts) {
+    std::ostringstream os;
+    (os << ... << parts);
+    return os.str();
+  };
+  enum Plain { kSeven = 7 };
+  const std::string s = "str";
+  const std::string_view sv = "view";
+  const char* cs = "cstr";
+  char buf[] = "buf";
+  const signed char sc = 'x';
+  const unsigned char uc = 'y';
+  const int16_t i16 = -32768;
+  const uint64_t u64 = ~uint64_t{0};
+  const void* p = &s;
+  EXPECT_EQ(cat("a=", 1, " b=", -2, 'c', sc, uc, true, false), streamed("a=", 1, " b=", -2, 'c', sc, uc, true, false));
+  EXPECT_EQ(cat(s, sv, cs, buf, i16, u64, INT64_MIN, size_t{0}),
+            streamed(s, sv, cs, buf, i16, u64, INT64_MIN, size_t{0}));
+  EXPECT_EQ(cat(1.5, " ", 0.1, " ", 1e300, " ", -0.0f, " ", kSeven, " ", p),
+            streamed(1.5, " ", 0.1, " ", 1e300, " ", -0.0f, " ", kSeven, " ", p));
+  EXPECT_EQ(cat(dtypes::float32.name(), "|", uint8_t{65}), "float32|A");
+  const char* none = nullptr;
+  EXPECT_EQ(cat("[", none, "]"), "[]");  // (a stream would drop everything after a null C string)
 }
 
 TEST(DType, NamesSizesAndRanges) {
