@@ -88,7 +88,10 @@ class Graph {
   std::vector<NodeBlock> node_blocks_;
   size_t node_count_ = 0;
   std::vector<const UOp*> simplified_;  // by node id
-  std::vector<UOp*> table_;             // open addressing, power-of-two capacity
+  // cint's index constants in [kIndexConstMin, kIndexConstEnd), by value (allocated on first use)
+  static constexpr int64_t kIndexConstMin = -256, kIndexConstEnd = 4096;
+  std::vector<const UOp*> index_consts_;
+  std::vector<UOp*> table_;  // open addressing, power-of-two capacity
   std::vector<std::unique_ptr<const UOp*[]>> src_blocks_;
   const UOp** src_cur_ = nullptr;
   size_t src_left_ = 0;

@@ -114,6 +114,25 @@ TEST(Graph, InterningGivesPointerEquality) {
   EXPECT_EQ(g.size(), before);
 }
 
+// cint keeps small index constants in a table of its own: the node it gives is the one make()
+// interns, inside the table's range and at and past both of its ends, and for other dtypes.
+TEST(Graph, IndexConstantsAreTheInternedNodes) {
+  Graph g;
+  for (int64_t v : {int64_t{-257}, int64_t{-256}, int64_t{-1}, int64_t{0}, int64_t{7}, int64_t{4095}, int64_t{4096},
+                    int64_t{1} << 40, INT64_MIN}) {
+    const UOp* made = g.make(Op::Const, dtypes::index, {}, v);
+    EXPECT_EQ(g.cint(v), made) << v;
+    EXPECT_EQ(g.cint(v)->as<int64_t>(), v);
+    EXPECT_EQ(g.cint(v), made) << v;  // (found in the table the second time)
+  }
+  EXPECT_EQ(g.cint(3, dtypes::int32), g.make(Op::Const, dtypes::int32, {}, int64_t{3}));
+  EXPECT_NE(g.cint(3, dtypes::int32), g.cint(3));
+  EXPECT_THROW(g.cint(2, dtypes::index.vec(4)), Error);  // (a vector constant is still refused)
+  Graph other;  // (a table per graph)
+  EXPECT_EQ(other.cint(5)->graph(), &other);
+  EXPECT_EQ(g.cint(5)->graph(), &g);
+}
+
 // Nodes live in blocks (64 nodes, doubling to 4096): across many blocks a node keeps its address,
 // its id is its creation index, and building it again finds it.
 TEST(Graph, NodesKeepTheirAddressAcrossBlocks) {
