@@ -128,7 +128,8 @@ TEST(Graph, IndexConstantsAreTheInternedNodes) {
   EXPECT_EQ(g.cint(3, dtypes::int32), g.make(Op::Const, dtypes::int32, {}, int64_t{3}));
   EXPECT_NE(g.cint(3, dtypes::int32), g.cint(3));
   EXPECT_THROW(g.cint(2, dtypes::index.vec(4)), Error);  // (a vector constant is still refused)
-  Graph other;  // (a table per graph)
+  // a table per graph
+  Graph other;
   EXPECT_EQ(other.cint(5)->graph(), &other);
   EXPECT_EQ(g.cint(5)->graph(), &g);
 }
