@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace sn {
 
@@ -250,17 +251,24 @@ std::vector<const UOp*> toposort(std::span<const UOp* const> roots) {
   order.clear();
   VisitMarks& seen = t_marks;
   seen.start();
+  // The node being walked stays out of `stack` (in registers), which holds only its ancestors: a
+  // source is one load and one mark, not a round trip through the stack's top.
   for (auto* r : roots) {
     if (!seen.mark(r)) continue;
-    stack.push_back({r, 0});
-    while (!stack.empty()) {
-      auto& [u, i] = stack.back();
-      if (i < u->nsrc()) {
+    const UOp* u = r;
+    size_t i = 0;
+    for (;;) {
+      while (i < u->nsrc()) {
         const UOp* s = u->src(i++);
-        if (seen.mark(s)) stack.push_back({s, 0});
-        continue;
+        if (seen.mark(s)) {
+          stack.push_back({u, i});
+          u = s;
+          i = 0;
+        }
       }
       order.push_back(u);
+      if (stack.empty()) break;
+      std::tie(u, i) = stack.back();
       stack.pop_back();
     }
   }
