@@ -80,7 +80,7 @@ class Graph {
   void grow();
   UOp* new_node();
   // Nodes live in blocks that double in size up to a limit: a pass builds thousands of nodes, and
-  // a node costs no allocation of its own (a std::deque of 256-byte UOps allocated every second one).
+  // a node costs no allocation of its own (a std::deque of UOps allocated a block every second one).
   struct NodeBlock {
     UOp* nodes;
     size_t used, capacity;

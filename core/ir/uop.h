@@ -121,6 +121,10 @@ class UOp {
   int64_t tag = 0;  // scratch for passes; part of identity
   uint32_t id = 0;  // creation order within its graph (children always have smaller ids)
 
+ private:
+  uint32_t nsrc_ = 0;  // (declared here, beside id: the fields are ordered to leave no padding)
+
+ public:
   std::span<const UOp* const> src() const { return {srcs_, nsrc_}; }
   const UOp* src(size_t i) const { return srcs_[i]; }
   size_t nsrc() const { return nsrc_; }
@@ -156,19 +160,20 @@ class UOp {
  private:
   friend class Graph;
   friend struct PropsAccess;
+  // (Ordered by size, so that a node is 224 bytes, not 256 with padding: lowering a convolution
+  // builds thousands of nodes, and on a program's first compile each fresh page costs a fault.)
   const UOp* const* srcs_ = nullptr;
-  uint32_t nsrc_ = 0;
   Graph* graph_ = nullptr;
   uint64_t hash_ = 0;  // intern hash (pointer-based, not stable across processes)
-  bool has_shape_ = false;
+  mutable uint64_t content_hash_ = 0;
+  mutable const Device* device_ = nullptr;
+  mutable MinMax minmax_;
   Shape shape_;
+  mutable int axis_ = -1;
+  bool has_shape_ = false;
   // Bit set = property computed. Set (release) after the value is written, so a thread that sees
   // the bit (acquire) sees the value; a property is computed by one thread at a time (graph.h).
   mutable std::atomic<uint8_t> lazy_{0};
-  mutable int axis_ = -1;
-  mutable uint64_t content_hash_ = 0;
-  mutable MinMax minmax_;
-  mutable const Device* device_ = nullptr;
 };
 
 // The scalar a Vectorize repeats in every lane (a splat), or nullptr.

@@ -134,6 +134,13 @@ TEST(Graph, IndexConstantsAreTheInternedNodes) {
   EXPECT_EQ(g.cint(5)->graph(), &g);
 }
 
+// A node's fields are ordered to leave no padding (uop.h): lowering builds thousands of nodes, and a
+// program's first compile pays a page fault for every fresh page of them.
+TEST(Graph, NodesStayAtMost224Bytes) {
+  if (sizeof(void*) != 8) GTEST_SKIP() << "the size is for 64-bit targets";
+  EXPECT_LE(sizeof(UOp), 224u);
+}
+
 // Nodes live in blocks (64 nodes, doubling to 4096): across many blocks a node keeps its address,
 // its id is its creation index, and building it again finds it.
 TEST(Graph, NodesKeepTheirAddressAcrossBlocks) {
