@@ -244,22 +244,13 @@ bool eval_points(const UOp* root, const std::unordered_map<const UOp*, int64_t>&
   using Vals = std::array<int64_t, N>;
   // values by toposort position (children first: every source is known before its user)
   const std::vector<const UOp*> order = toposort(root);
-  // node -> its position, in an open-addressed table of twice the nodes at least: the heuristic
-  // evaluates strides of index expressions of a few dozen nodes, for which a NodeMap's zeroed
-  // pages cost more than the evaluation (1.6% of lowering a convolution)
-  size_t cap = 16;
-  while (cap < 2 * order.size()) cap *= 2;
-  std::vector<std::pair<const UOp*, uint32_t>> pos(cap, {nullptr, 0});
-  auto slot_of = [&](const UOp* u) {
-    size_t i = (u->id * 0x9e3779b1u) & (cap - 1);
-    while (pos[i].first && pos[i].first != u) i = (i + 1) & (cap - 1);
-    return i;
-  };
+  NodeMap<uint32_t> pos;  // node -> its position in order + 1 (hashed: a few dozen nodes)
+  pos.reserve(order.size());
   std::vector<Vals> val(order.size());
   for (size_t k = 0; k < order.size(); k++) {
     const UOp* u = order[k];
-    pos[slot_of(u)] = {u, uint32_t(k)};
-    auto in = [&](size_t i) -> const Vals& { return val[pos[slot_of(u->src(i))].second]; };
+    pos.set(u, uint32_t(k + 1));
+    auto in = [&](size_t i) -> const Vals& { return val[pos.get(u->src(i)) - 1]; };
     Vals& v = val[k];
     // f applied point by point to the sources
     auto un = [&](auto f) {

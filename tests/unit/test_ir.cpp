@@ -199,6 +199,35 @@ TEST(Graph, NodeMapAgreesWithAMapThroughItsSwitchToPages) {
   EXPECT_EQ(count.get(nodes[2000]), 0u);
 }
 
+// A NodeMap told its size (reserve) holds a few dozen entries in a hashed table: the same answers as
+// a plain map for ids in a stride pattern (which a table indexed by low bits would pile into one
+// run), for overwrites, and after growing past its reservation, through a larger table and then
+// into pages.
+TEST(Graph, ReservedNodeMapAgreesWithAMapAsItGrows) {
+  Graph g;
+  std::vector<const UOp*> nodes;
+  for (int64_t i = 0; i < 3000; i++) nodes.push_back(g.cint(i));
+  for (size_t reserved : {size_t{0}, size_t{9}, size_t{40}, size_t{128}, size_t{129}}) {
+    NodeMap<uint32_t> m;
+    m.reserve(reserved);
+    std::map<const UOp*, uint32_t> want;
+    for (size_t k = 0; k < 300; k++) {
+      const UOp* key = nodes[(k * 64 + k / 40) % nodes.size()];  // ids 64 apart, then shifted by one
+      const uint32_t v = uint32_t(k + 1);
+      m.set(key, v);
+      want[key] = v;
+      if (k == 8 || k == 39 || k == 64 || k == 128 || k == 129 || k == 299)
+        for (const UOp* n : nodes) {
+          auto it = want.find(n);
+          ASSERT_EQ(m.get(n), it == want.end() ? 0u : it->second)
+              << "reserved " << reserved << ", after " << k + 1 << " entries, id " << n->id;
+        }
+    }
+    m.set(nodes[64], 7);  // overwrite
+    EXPECT_EQ(m.get(nodes[64]), 7u) << "reserved " << reserved;
+  }
+}
+
 TEST(Verify, ArityAndDtypes) {
   Graph g;
   const UOp* i = tensor(g, dtypes::int32, {4});
