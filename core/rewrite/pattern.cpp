@@ -106,7 +106,7 @@ inline bool same_name(const char* a, const char* b) { return a == b || std::strc
 const UOp* Captures::get(const char* name) const {
   if (name == nullptr) return nullptr;
   for (size_t i = 0; i < n_; ++i)
-    if (same_name(slots_[i].first, name)) return slots_[i].second;
+    if (same_name(slots_[i].name, name)) return slots_[i].node;
   return nullptr;
 }
 
@@ -119,8 +119,8 @@ const UOp* Captures::operator[](const char* name) const {
 bool Captures::bind(const char* name, const UOp* u) {
   if (name == nullptr) return true;
   for (size_t i = 0; i < n_; ++i)
-    if (same_name(slots_[i].first, name)) return slots_[i].second == u;
-  if (n_ == slots_.size()) fail(Code::Internal, "pattern binds more than ", slots_.size(), " names (at '", name, "')");
+    if (same_name(slots_[i].name, name)) return slots_[i].node == u;
+  if (n_ == kSlots) fail(Code::Internal, "pattern binds more than ", kSlots, " names (at '", name, "')");
   slots_[n_++] = {name, u};
   return true;
 }

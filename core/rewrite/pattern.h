@@ -74,7 +74,14 @@ class Captures {
   void reset(size_t m) { n_ = m; }
 
  private:
-  std::array<std::pair<const char*, const UOp*>, 16> slots_{};
+  struct Slot {
+    const char* name;
+    const UOp* node;
+  };
+  // Left uninitialized (only the first n_ are read): PatternMatcher::rewrite makes one Captures per
+  // node it visits, and zeroing 256 bytes each time was 0.5% of lowering a convolution.
+  static constexpr size_t kSlots = 16;
+  Slot slots_[kSlots];
   size_t n_ = 0;
 };
 

@@ -168,6 +168,31 @@ TEST(PatternMatch, FailedMatchLeavesNoBindings) {
   EXPECT_EQ(cap.get("tmp"), nullptr);
 }
 
+// Captures holds 16 names (its slots are not zeroed: only bound ones are read). A 17th is a clear
+// error, names bound after a reset are found, and a name is never read from a slot past the bound.
+TEST(PatternMatch, CapturesHoldSixteenNames) {
+  Graph g;
+  std::vector<const UOp*> v;
+  static const char* names[] = {"n0", "n1",  "n2",  "n3",  "n4",  "n5",  "n6",  "n7", "n8",
+                                "n9", "n10", "n11", "n12", "n13", "n14", "n15", "n16"};
+  for (int i = 0; i < 17; i++) v.push_back(g.cint(i));
+  Captures cap;
+  for (int i = 0; i < 16; i++) ASSERT_TRUE(cap.bind(names[i], v[size_t(i)]));
+  for (int i = 0; i < 16; i++) EXPECT_EQ(cap.get(names[i]), v[size_t(i)]);
+  try {
+    cap.bind(names[16], v[16]);
+    ADD_FAILURE() << "a 17th name was bound";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::Internal);
+    EXPECT_NE(e.message().find("binds more than 16 names (at 'n16')"), std::string::npos) << e.message();
+  }
+  cap.reset(2);
+  EXPECT_EQ(cap.get("n2"), nullptr);  // (its slot still holds the old binding)
+  ASSERT_TRUE(cap.bind("n2", v[5]));
+  EXPECT_EQ(cap.get("n2"), v[5]);
+  EXPECT_EQ(cap.get("n3"), nullptr);
+}
+
 TEST(PatternMatch, CommutativeBothOrdersWithRollback) {
   Graph g;
   const UOp* y = g.var("y", 0, 10);
