@@ -201,19 +201,21 @@ Buffers make_buffers(ComputeDevice& device, const DeviceKernel& k) {
 }
 
 // The fastest of a few runs in milliseconds, or kInf; stops after one run that is far slower than `best`.
-double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& b, double best) {
+double time_kernel(ComputeDevice& device, const DeviceKernel& k, const Buffers& b, double best,
+                   const BeamOptions& options) {
   LaunchSize size;
   for (size_t d = 0; d < 3; d++) {
     size.global[d] = k.dims.global[d].eval(nullptr);
     size.local[d] = k.dims.local[d];
   }
+  auto launch = [&] { return options.time_launch ? options.time_launch(k) : device.time_launch(k, b.ptrs, {}, size); };
   try {
-    double warm = device.time_launch(k, b.ptrs, {}, size);  // warm: caches, page faults, lazy binding
-    if (warm > 2 * kEarlyStop * best) return warm;          // far behind even with a cold start: one run is enough
+    double warm = launch();                         // warm: caches, page faults, lazy binding
+    if (warm > 2 * kEarlyStop * best) return warm;  // far behind even with a cold start: one run is enough
     double fastest = kInf;
     const int runs = warm > 50 ? 1 : kRuns;  // long kernels vary less from run to run, and cost more to repeat
     for (int r = 0; r < runs; r++) {
-      fastest = std::min(fastest, device.time_launch(k, b.ptrs, {}, size));
+      fastest = std::min(fastest, launch());
       if (fastest > kEarlyStop * best) break;
     }
     return fastest;
@@ -287,7 +289,9 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   if (!seeds[0].ok) return heuristic;
   Buffers bufs = make_buffers(device, *seeds[0].kernel);
   std::set<std::vector<std::string>> seen_lists;
-  std::set<uint64_t> seen_kernels;
+  // Each kernel's timing (by optimized_hash), kept for both searches: different lists of opts often
+  // give the same kernel, which is timed once and may still be grown by the search that meets it.
+  std::map<uint64_t, double> timed_ms;
   uint64_t compiled = seeds.size(), timed = 0;
   auto list_key = [](const std::vector<Opt>& opts) {
     std::vector<std::string> words;
@@ -300,14 +304,22 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
     double times = c.ops / std::max(heuristic_ops, 1.0);
     return times > kMaxExtraWork && times * heuristic_ms > kSmallRunMs;
   };
-  // The heuristic first, so the plain start is timed against it.
+  // The heuristic first, so the plain start's work is weighed against its time. The plain start is
+  // timed in full (not stopped early against the heuristic, which it trails by its nature: a single
+  // cold run set where the second search starts and what it must beat), unless one run already
+  // shows it too long to start from.
   for (Candidate& c : seeds) {
     seen_lists.insert(list_key(c.opts));
     if (&c != &seeds[0] && too_much_work(c)) c.ok = false;
-    if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
-    c.ms = time_kernel(device, *c.kernel, bufs, seeds[0].ms);
+    if (!c.ok) continue;
+    if (auto it = timed_ms.find(c.optimized_hash); it != timed_ms.end()) {
+      c.ms = it->second;  // (the plain nest is the heuristic's kernel where the heuristic adds nothing)
+      continue;
+    }
+    c.ms = time_kernel(device, *c.kernel, bufs, &c == &seeds[0] ? kInf : kMaxPlainStartMs / (2 * kEarlyStop), options);
     c.kernel.reset();
     timed++;
+    timed_ms[c.optimized_hash] = c.ms;
     if (&c == &seeds[0]) heuristic_ms = c.ms;
   }
   if (options.debug >= 2)
@@ -323,14 +335,15 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   // of upcasts often leaves no room for more.
   auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
   bool from_scratch = false;  // the search from the plain loop nest ran
-  auto grow = [&](Candidate seed) {
+  // grow(seed, deadline_s): no step starts after deadline_s (seconds since the search began).
+  auto grow = [&](Candidate seed, double deadline_s) {
     if (!seed.ok || seed.ms == kInf) return;
     std::vector<Candidate> beam{std::move(seed)};
     for (int step = 0; step < options.max_steps; step++) {
-      if (elapsed_s() > options.budget_s) {
+      if (elapsed_s() > deadline_s) {
         if (options.debug >= 2)
-          std::fprintf(stderr, "sn: beam %-28s stops at step %d: its %.0f s are spent\n", kernel_name(ast).c_str(),
-                       step, options.budget_s);
+          std::fprintf(stderr, "sn: beam %-28s stops at step %d: its time (until %.1f s) is spent\n",
+                       kernel_name(ast).c_str(), step, deadline_s);
         break;
       }
       std::vector<Candidate> fresh;
@@ -348,12 +361,23 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
       from_scratch = from_scratch || beam.front().opts.empty();  // (its first step ran)
       const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count();
       const double beam_best = beam.front().ms;
+      std::set<uint64_t> this_step;  // kernels met earlier in this step: one copy in the beam is enough
       for (Candidate& c : fresh) {
-        if (elapsed_s() > 2 * options.budget_s) c.ok = false;  // a step too long for the budget: the rest untimed
+        if (elapsed_s() > deadline_s + options.budget_s)
+          c.ok = false;  // a step too long for the budget: the rest untimed
         if (too_much_work(c)) c.ok = false;
-        if (!c.ok || !seen_kernels.insert(c.optimized_hash).second) continue;
+        if (!c.ok || !this_step.insert(c.optimized_hash).second) {
+          c.ok = false;
+          continue;
+        }
+        if (auto it = timed_ms.find(c.optimized_hash); it != timed_ms.end()) {
+          c.ms = it->second;
+          c.kernel.reset();
+          continue;
+        }
         auto t_time = std::chrono::steady_clock::now();
-        c.ms = time_kernel(device, *c.kernel, bufs, beam_best);
+        c.ms = time_kernel(device, *c.kernel, bufs, beam_best, options);
+        timed_ms[c.optimized_hash] = c.ms;
         timed++;
         if (options.debug >= 3)
           std::fprintf(stderr, "sn: beam   candidate [%s]: %.3f ms (timing took %.0f ms)\n", opts_str(c.opts).c_str(),
@@ -375,8 +399,11 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
       beam = std::move(fresh);
     }
   };
-  grow(seeds[0]);
-  if (seeds[1].ms <= kMaxPlainStartMs) grow(seeds[1]);
+  // The budget: half for the first search where the second will run, and for the second the rest,
+  // or half from its own start where the first spent more (a first step of slow candidates).
+  const bool second = seeds[1].ok && seeds[1].ms <= kMaxPlainStartMs;
+  grow(seeds[0], second ? options.budget_s / 2 : options.budget_s);
+  if (second) grow(seeds[1], std::max(options.budget_s, elapsed_s() + options.budget_s / 2));
 
   // The last word between the winner and the heuristic: timed in turns, so that a moment of load on
   // the machine (another process, a thread pool waking up) cannot make the heuristic look slower.
@@ -390,7 +417,7 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
     if (pair[0].ok && pair[1].ok) {
       double ms[2] = {kInf, kInf};
       for (int round = 0; round < 3; round++)
-        for (int i : {1, 0}) ms[i] = std::min(ms[i], time_kernel(device, *pair[size_t(i)].kernel, bufs, kInf));
+        for (int i : {1, 0}) ms[i] = std::min(ms[i], time_kernel(device, *pair[size_t(i)].kernel, bufs, kInf, options));
       timed += 6;
       final_heuristic_ms = ms[1];
       best.ms = std::min(ms[0], ms[1]);

@@ -8,15 +8,19 @@
 // lowers and compiles the new lists in parallel on all cores, each in a scratch graph of its own
 // (the user's graph does not grow), then times them one by one on the device (zero-filled
 // buffers, early stop for the clearly slower) and keeps the `width` fastest. A search stops when a
-// step brings no candidate faster than its own best, or when the time budget is spent. The two
-// share the budget and the kernels timed (a kernel the first search timed is not timed, nor grown,
-// again by the second). The winner is timed against the heuristic in turns at the end, so the
-// result is never slower than the heuristic as timed in the same search.
+// step brings no candidate faster than its own best, or when its part of the time budget is spent:
+// the first search has half of it when the second will run, and the second at least the other half
+// from its own start. A kernel reached by either search again (through another list of opts) keeps
+// its first timing instead of being timed again, and the search that reached it may still grow it.
+// The plain loop nest is timed in full like every start, not stopped early against the heuristic.
+// The winner is timed against the heuristic in turns at the end, so the result is never slower
+// than the heuristic as timed in the same search.
 //
 // Results are kept in memory and in the disk cache (core/runtime/disk_cache.h) under the kernel's
 // content hash, the target, the width and Sinter's version, so a kernel is searched once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/codegen/codegen.h"
@@ -31,6 +35,9 @@ struct BeamOptions {
   double budget_s = 30;    // no new step starts after this long (the best so far is kept)
   bool disk_cache = true;  // look results up in (and store them to) the disk cache
   int debug = 0;           // >= 2: one line per step on stderr
+  // Tests: replaces one timed launch on the device (its milliseconds), for searches whose timings
+  // are known in advance. The search still runs every launch it would run on the device.
+  std::function<double(const DeviceKernel&)> time_launch;
 };
 
 // The opts of kernel `ast` (kernel IR, as scheduled) BEAM finds on `device`. `base` gives the

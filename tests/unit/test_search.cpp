@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #if SN_BACKEND_CPU
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/opt/search.h"
@@ -186,6 +190,84 @@ TEST_F(SearchTest, KernelsWithVariablesKeepTheHeuristic) {
   auto q = compile_program(*rt2, g, outs);
   ASSERT_EQ(p->launches.size(), q->launches.size());
   for (size_t k = 0; k < p->launches.size(); k++) EXPECT_EQ(p->launches[k].kernel->opts, q->launches[k].kernel->opts);
+}
+
+// A matmul kernel's AST as scheduled and the heuristic's opts for it, for searches run directly
+// with timings the test chooses (BeamOptions::time_launch).
+struct SearchSubject {
+  const UOp* ast = nullptr;
+  std::vector<Opt> heuristic;
+};
+SearchSubject matmul_subject(Graph& g, Runtime& rt) {
+  const UOp* a = input(g, dtypes::float32, {64, 64});
+  const UOp* b = input(g, dtypes::float32, {64, 64});
+  std::vector<const UOp*> outs{gemm(g, a, b)};
+  std::vector<const UOp*> asts;
+  CompileOptions o;
+  o.beam = 0;
+  o.on_stage = [&](std::string_view stage, int kernel, const UOp* root) {
+    if (stage == "ast") asts.resize(std::max(asts.size(), size_t(kernel) + 1)), asts[size_t(kernel)] = root;
+  };
+  auto p = compile_program(rt, g, outs, nullptr, o);
+  // the program packs b first; the matmul is its last kernel
+  SearchSubject s;
+  if (asts.size() != p->launches.size()) return s;
+  s.ast = asts.back();
+  s.heuristic = p->launches.back().kernel->opts;
+  return s;
+}
+bool starts_with(const std::vector<Opt>& list, const std::vector<Opt>& prefix) {
+  return list.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
+}
+
+// The plain loop nest, where the second search starts, is timed in full like the heuristic: not
+// one cold run stopped early because it trails the heuristic, as every plain nest does.
+TEST(Beam, TimesThePlainLoopNestInFull) {
+  Graph g;
+  auto rt = fresh_runtime();
+  SearchSubject s = matmul_subject(g, *rt);
+  ASSERT_NE(s.ast, nullptr);
+  ASSERT_FALSE(s.heuristic.empty());
+  reset_beam_memory();
+  int plain_launches = 0, heuristic_launches = 0;
+  BeamOptions bo;
+  bo.width = 2;
+  bo.max_steps = 1;
+  bo.disk_cache = false;
+  bo.time_launch = [&](const DeviceKernel& k) {
+    if (k.opts.empty()) return plain_launches++, 20.0;  // 20x the heuristic
+    if (k.opts == s.heuristic) return heuristic_launches++, 1.0;
+    return 5.0;
+  };
+  beam_search(s.ast, *rt->device(), LowerOptions{}, bo);
+  EXPECT_GE(heuristic_launches, 2);
+  EXPECT_GE(plain_launches, 2) << "the plain nest was timed by one cold run";
+}
+
+// Each search has its part of the budget: where the first spends it all (its candidates are slow to
+// time), the search from the plain loop nest still takes its first step.
+TEST(Beam, TheSecondSearchHasItsOwnPartOfTheBudget) {
+  Graph g;
+  auto rt = fresh_runtime();
+  SearchSubject s = matmul_subject(g, *rt);
+  ASSERT_NE(s.ast, nullptr);
+  ASSERT_FALSE(s.heuristic.empty());
+  reset_beam_memory();
+  BeamOptions bo;
+  bo.width = 2;
+  bo.max_steps = 2;
+  bo.budget_s = 0.05;
+  bo.disk_cache = false;
+  bo.time_launch = [&](const DeviceKernel& k) {
+    if (!starts_with(k.opts, s.heuristic)) return k.opts.empty() ? 4.0 : 3.0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the heuristic's line: slow to time
+    return 1.0;
+  };
+  BeamStats before = beam_stats();
+  beam_search(s.ast, *rt->device(), LowerOptions{}, bo);
+  BeamStats after = beam_stats();
+  EXPECT_EQ(after.searches, before.searches + 1);
+  EXPECT_EQ(after.from_scratch, before.from_scratch + 1) << "the first search's time left the second none";
 }
 
 }  // namespace
