@@ -36,7 +36,8 @@ struct BeamOptions {
   bool disk_cache = true;  // look results up in (and store them to) the disk cache
   int debug = 0;           // >= 2: one line per step on stderr
   // Tests: replaces one timed launch on the device (its milliseconds), for searches whose timings
-  // are known in advance. The search still runs every launch it would run on the device.
+  // are known in advance; the search runs every launch it would run on the device through it. Such a
+  // search neither answers from nor adds to the results kept in memory and on disk.
   std::function<double(const DeviceKernel&)> time_launch;
 };
 

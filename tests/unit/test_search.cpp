@@ -239,9 +239,15 @@ TEST(Beam, TimesThePlainLoopNestInFull) {
     if (k.opts == s.heuristic) return heuristic_launches++, 1.0;
     return 5.0;
   };
+  BeamStats before = beam_stats();
   beam_search(s.ast, *rt->device(), LowerOptions{}, bo);
   EXPECT_GE(heuristic_launches, 2);
   EXPECT_GE(plain_launches, 2) << "the plain nest was timed by one cold run";
+  // Made-up timings are not kept: the same search again searches again.
+  beam_search(s.ast, *rt->device(), LowerOptions{}, bo);
+  BeamStats after = beam_stats();
+  EXPECT_EQ(after.searches, before.searches + 2);
+  EXPECT_EQ(after.memory_hits, before.memory_hits);
 }
 
 // Each search has its part of the budget: where the first spends it all (its candidates are slow to
