@@ -102,8 +102,16 @@ std::vector<Opt> beam_actions(const UOp* sink, const Target& target, const std::
           out.push_back(Opt::group(ra.id, k, true));
         }
   }
+  // A swap of the pair the last opt swapped would undo it: the kernel of two steps back, compiled
+  // again for nothing (BEAM met [.. UPCAST(0,2) SWAP(1,0) SWAP(0,1)] as the kernel of [.. UPCAST(0,2)]).
+  const Opt* last_swap = !applied.empty() && applied.back().op == OptOp::Swap ? &applied.back() : nullptr;
+  auto undoes_last = [&](int64_t a, int64_t b) {
+    return last_swap &&
+           ((last_swap->axis == a && last_swap->amount == b) || (last_swap->axis == b && last_swap->amount == a));
+  };
   for (size_t i = 0; i < swappable.size(); i++)
-    for (size_t j = i + 1; j < swappable.size(); j++) out.push_back(Opt::swap(swappable[i], swappable[j]));
+    for (size_t j = i + 1; j < swappable.size(); j++)
+      if (!undoes_last(swappable[i], swappable[j])) out.push_back(Opt::swap(swappable[i], swappable[j]));
   // Tensor cores only as the first opt; a candidate whose kernel is not their matmul fails to lower.
   if (applied.empty())
     for (size_t t = 0; t < target.tensor_cores.size(); t++)

@@ -189,6 +189,45 @@ TEST(Opts, BeamActionsSplitByWholeAxesAndOddAmounts) {
   EXPECT_EQ(checked, 6);
 }
 
+// BEAM does not offer the swap that undoes the last opt (the kernel of two steps back), and still
+// offers every other swap.
+TEST(Opts, BeamActionsDoNotUndoTheLastSwap) {
+  Graph g;
+  std::vector<const UOp*> outs{add(g, input(g, dtypes::float32, {8, 16, 32}), input(g, dtypes::float32, {8, 16, 32}))};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  auto optimized = [&](const std::vector<Opt>& opts) {
+    LowerOptions lo;
+    lo.opts = opts;
+    LoweredKernel k = lower_kernel(g, s.kernels[0].ast, cpu_like(), lo);
+    for (const auto& [name, root] : k.stages)
+      if (name == "optimized") return root;
+    return static_cast<const UOp*>(nullptr);
+  };
+  auto swaps = [](const std::vector<Opt>& acts) {
+    std::set<std::pair<int64_t, int64_t>> out;  // unordered pairs
+    for (const Opt& o : acts)
+      if (o.op == OptOp::Swap) out.insert({std::min(o.axis, o.amount), std::max(o.axis, o.amount)});
+    return out;
+  };
+  const UOp* plain = optimized({});
+  ASSERT_NE(plain, nullptr);
+  std::set<std::pair<int64_t, int64_t>> all = swaps(beam_actions(plain, cpu_like(), {}, true));
+  ASSERT_EQ(all.size(), 3u);  // three loops: three pairs
+  const Opt first = Opt::swap(all.begin()->first, all.begin()->second);
+  const UOp* swapped = optimized({first});
+  ASSERT_NE(swapped, nullptr);
+  std::set<std::pair<int64_t, int64_t>> after = swaps(beam_actions(swapped, cpu_like(), {first}, true));
+  std::set<std::pair<int64_t, int64_t>> want = all;
+  want.erase(*all.begin());
+  EXPECT_EQ(after, want);
+  // one opt later, the pair may be swapped again
+  const Opt up = Opt::upcast(all.rbegin()->second, 2);
+  const UOp* later = optimized({first, up});
+  ASSERT_NE(later, nullptr);
+  EXPECT_EQ(swaps(beam_actions(later, cpu_like(), {first, up}, true)), all);
+}
+
 // A convolution's register tile unrolls its filter width (the innermost axis of the sum, not a max
 // pool's window around it), and the unrolled products go into the accumulators as one chain of
 // Mulaccs: no float multiply is left on its own.
