@@ -12,8 +12,9 @@
 // the first search has half of it when the second will run, and the second at least the other half
 // from its own start. A kernel reached by either search again (through another list of opts) keeps
 // its first timing instead of being timed again, and the search that reached it may still grow it.
-// The plain loop nest is timed in full like every start, not stopped early against the heuristic,
-// and the heuristic is timed again after it, on a warm machine.
+// The heuristic is timed twice (a search's first timing runs on a cold machine) before its time
+// decides whether the plain loop nest is worth timing; the plain nest is then timed in full, not
+// stopped early against the heuristic.
 // The winner is timed against the heuristic in turns at the end, so the result is never slower
 // than the heuristic as timed in the same search.
 //
