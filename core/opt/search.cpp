@@ -308,6 +308,18 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
     for (const Opt& o : opts) words.push_back(opt_str(o));
     return words;
   };
+  // c's time: its kernel's earlier timing where another list of opts gave the same kernel, else a
+  // timing now (early stop against `best`) kept for later. c's code is freed either way.
+  auto time_candidate = [&](Candidate& c, double best) {
+    if (auto it = timed_ms.find(c.optimized_hash); it != timed_ms.end()) {
+      c.ms = it->second;
+    } else {
+      c.ms = time_kernel(device, *c.kernel, bufs, best, options);
+      timed_ms[c.optimized_hash] = c.ms;
+      timed++;
+    }
+    c.kernel.reset();
+  };
   const double heuristic_ops = seeds[0].ops;
   double heuristic_ms = kInf;
   auto too_much_work = [&](const Candidate& c) {
@@ -329,17 +341,9 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   // The plain start, timed in full (not stopped early against the heuristic, which it trails by its
   // nature: a single cold run set where the second search starts and what it must beat), unless
   // one run already shows it too long to start from.
+  // (Where the heuristic adds nothing, the plain nest is its kernel and takes its time.)
   if (plain.ok && too_much_work(plain)) plain.ok = false;
-  if (plain.ok) {
-    if (auto it = timed_ms.find(plain.optimized_hash); it != timed_ms.end()) {
-      plain.ms = it->second;  // the heuristic's kernel, where the heuristic adds nothing
-    } else {
-      plain.ms = time_kernel(device, *plain.kernel, bufs, kMaxPlainStartMs / (2 * kEarlyStop), options);
-      timed_ms[plain.optimized_hash] = plain.ms;
-      timed++;
-    }
-    plain.kernel.reset();
-  }
+  if (plain.ok) time_candidate(plain, kMaxPlainStartMs / (2 * kEarlyStop));
   if (options.debug >= 2)
     std::fprintf(stderr, "sn: beam %-28s starts: heuristic %.3f ms, plain %.3f ms%s\n", kernel_name(ast).c_str(),
                  seeds[0].ms, seeds[1].ms, seeds[1].ok ? "" : " (not searched)");
@@ -388,20 +392,12 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
           c.ok = false;
           continue;
         }
-        if (auto it = timed_ms.find(c.optimized_hash); it != timed_ms.end()) {
-          c.ms = it->second;
-          c.kernel.reset();
-          continue;
-        }
         auto t_time = std::chrono::steady_clock::now();
-        c.ms = time_kernel(device, *c.kernel, bufs, beam_best, options);
-        timed_ms[c.optimized_hash] = c.ms;
-        timed++;
+        time_candidate(c, beam_best);
         if (options.debug >= 3)
           std::fprintf(stderr, "sn: beam   candidate [%s]: %.3f ms (timing took %.0f ms)\n", opts_str(c.opts).c_str(),
                        c.ms,
                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_time).count());
-        c.kernel.reset();  // its code is freed; the timing is what counts
       }
       std::erase_if(fresh, [&](const Candidate& c) { return !c.ok || c.ms == kInf || c.ms > kEarlyStop * beam_best; });
       std::sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) { return a.ms < b.ms; });
