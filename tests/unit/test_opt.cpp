@@ -329,9 +329,11 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
 }
 
 // Without gather instructions, the copy that packs a 3x3 convolution's weight (output channels
-// innermost) reads each source row's filter whole, its 3x3 taps as copies, instead of making the
-// stored channels vector lanes of one scalar load each; with gathers (AVX-512) the lanes stay. The
-// program with the gather-less choice matches the oracle.
+// innermost) reads each source row's filter whole, its 3x3 taps as copies, and its loop over the
+// input channels, along which each row's filters follow one another, goes innermost: each of the
+// stored channels' vector lanes then reads its source row as one stream. With gathers (AVX-512) the
+// lanes stay as they were, the loops in their order. The program with the gather-less choice
+// matches the oracle.
 TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   const UOp *x = in(dtypes::float32, {1, 8, 7, 7}), *w = in(dtypes::float32, {64, 8, 3, 3});
   std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
@@ -344,9 +346,23 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
     return lower_kernel(g, pack->ast, t).opts;
   };
   const std::vector<Opt> opts = opts_with(false), gathered = opts_with(true);
-  EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{3, 3})) << opts_str(opts);
+  EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{3, 3, 8})) << opts_str(opts);
   EXPECT_EQ(split_amounts(gathered, AxisType::Upcast), (std::vector<int64_t>{8}))  // the stored channels' lanes
       << opts_str(gathered);
+  auto swaps = [](const std::vector<Opt>& os) {
+    return std::count_if(os.begin(), os.end(), [](const Opt& o) { return o.op == OptOp::Swap; });
+  };
+  EXPECT_EQ(swaps(opts), 1) << opts_str(opts);
+  EXPECT_EQ(swaps(gathered), 0) << opts_str(gathered);
+  // The innermost loop of the kernel: the 8 input channels (not the 4 groups of 8 lanes of 32 channels).
+  Target t = cpu_like();
+  t.vector_registers = 16;
+  LoweredKernel k = lower_kernel(g, pack->ast, t);
+  const UOp* innermost = nullptr;
+  for (const UOp* u : k.linear->src())
+    if (u->op == Op::Range) innermost = u;
+  ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
+  EXPECT_EQ(const_bound(innermost), 8) << linear_str(k.linear);
   expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter");
 }
 
