@@ -648,12 +648,16 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     the lanes' stores fill whole vectors (ResNet-18's 512x512x3x3 weight packing on a Zen 3,
     //     inside the 512x7x7 convolution's program, alternated: 2.72-2.73 -> 1.84-2.35 ms for the
     //     program, 4 lanes 2.29-2.49 ms, the loop order without the lanes 3.26 ms; ResNet-18's
-    //     other 3x3 packings 20-45% faster). Its 72 scalar loads cost our stages 0.3 -> 0.8 ms.
-    //     Not for a 1x1 filter's weight (no run): its packing ran no faster.
+    //     other 3x3 packings 20-45% faster). Not for a 1x1 filter's weight (no run): its packing ran
+    //     no faster. Not for a copy of fewer than 2^19 elements: its 72 scalar loads per step cost
+    //     our stages 0.3 -> 0.8 ms and LLVM about as much again, to save microseconds per run
+    //     (ResNet-18's 64x64x3x3 weight: 14 us; with every packing of ResNet-18 included, its cold
+    //     compile took 5% more instructions, 2.21G -> 2.33G).
     const UOp* transposed = contiguous ? transposing_index() : nullptr;
     std::vector<const UOp*> run;  // whole loop axes the transposing load walks contiguously
     int64_t span = 1;             // the run's length
     const UOp* onward = nullptr;  // the loop axis the run goes on along
+    const bool large = total_iters >= double(1 << 19);
     while (transposed && !target.has_gather_scatter) {
       const UOp* next = nullptr;  // the axis whose step is the run so far
       onward = nullptr;
@@ -663,7 +667,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         auto sa = r ? stride_of(transposed, r, env) : std::nullopt;
         if (sa && *sa == span && n >= 2) (span * n <= 16 ? next : onward) = r;
       }
-      if (run.empty()) onward = nullptr;  // (a 1x1 filter's weight)
+      if (run.empty() || !large) onward = nullptr;  // (a 1x1 filter's weight, a small copy)
       if (!next) break;
       run.push_back(next);
       span *= const_bound(next);

@@ -329,41 +329,46 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
 }
 
 // Without gather instructions, the copy that packs a 3x3 convolution's weight (output channels
-// innermost) reads each source row's filter whole, its 3x3 taps as copies, and its loop over the
-// input channels, along which each row's filters follow one another, goes innermost: each of the
-// stored channels' vector lanes then reads its source row as one stream. With gathers (AVX-512) the
-// lanes stay as they were, the loops in their order. The program with the gather-less choice
-// matches the oracle.
+// innermost) reads each source row's filter whole, its 3x3 taps as copies. In a copy of 2^19
+// elements or more, its loop over the input channels, along which each row's filters follow one
+// another, also goes innermost, and the stored channels take vector lanes: each lane then reads its
+// source row as one stream. A smaller copy keeps its loops and scalar stores (the lanes' loads cost
+// more compile time than they save). With gathers (AVX-512) the lanes stay as they were, the loops
+// in their order. The programs with the gather-less choices match the oracle.
 TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
-  const UOp *x = in(dtypes::float32, {1, 8, 7, 7}), *w = in(dtypes::float32, {64, 8, 3, 3});
-  std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
-  const ScheduledKernel* pack = scheduled(outs, "E_");
-  ASSERT_NE(pack, nullptr);
-  auto opts_with = [&](bool gathers) {
-    Target t = cpu_like();
-    t.vector_registers = 16;
-    t.has_gather_scatter = gathers;
-    return lower_kernel(g, pack->ast, t).opts;
-  };
-  const std::vector<Opt> opts = opts_with(false), gathered = opts_with(true);
-  EXPECT_EQ(split_amounts(opts, AxisType::Upcast), (std::vector<int64_t>{3, 3, 8})) << opts_str(opts);
-  EXPECT_EQ(split_amounts(gathered, AxisType::Upcast), (std::vector<int64_t>{8}))  // the stored channels' lanes
-      << opts_str(gathered);
   auto swaps = [](const std::vector<Opt>& os) {
     return std::count_if(os.begin(), os.end(), [](const Opt& o) { return o.op == OptOp::Swap; });
   };
-  EXPECT_EQ(swaps(opts), 1) << opts_str(opts);
-  EXPECT_EQ(swaps(gathered), 0) << opts_str(gathered);
-  // The innermost loop of the kernel: the 8 input channels (not the 4 groups of 8 lanes of 32 channels).
-  Target t = cpu_like();
-  t.vector_registers = 16;
-  LoweredKernel k = lower_kernel(g, pack->ast, t);
-  const UOp* innermost = nullptr;
-  for (const UOp* u : k.linear->src())
-    if (u->op == Op::Range) innermost = u;
-  ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
-  EXPECT_EQ(const_bound(innermost), 8) << linear_str(k.linear);
-  expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter");
+  for (const int64_t in_channels : {8, 128}) {  // 64x8x3x3: 4608 elements; 512x128x3x3: 589824
+    const int64_t out_channels = in_channels == 8 ? 64 : 512;
+    const bool large = in_channels == 128;
+    const UOp *x = in(dtypes::float32, {1, in_channels, 4, 4}),
+              *w = in(dtypes::float32, {out_channels, in_channels, 3, 3});
+    std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+    const ScheduledKernel* pack = scheduled(outs, "E_");
+    ASSERT_NE(pack, nullptr);
+    auto lowered = [&](bool gathers) {
+      Target t = cpu_like();
+      t.vector_registers = 16;
+      t.has_gather_scatter = gathers;
+      return lower_kernel(g, pack->ast, t);
+    };
+    const LoweredKernel k = lowered(false);
+    const std::vector<Opt>&opts = k.opts, gathered = lowered(true).opts;
+    const std::vector<int64_t> want = large ? std::vector<int64_t>{3, 3, 8} : std::vector<int64_t>{3, 3};
+    EXPECT_EQ(split_amounts(opts, AxisType::Upcast), want) << opts_str(opts);
+    EXPECT_EQ(split_amounts(gathered, AxisType::Upcast), (std::vector<int64_t>{8}))  // the stored channels' lanes
+        << opts_str(gathered);
+    EXPECT_EQ(swaps(opts), large ? 1 : 0) << opts_str(opts);
+    EXPECT_EQ(swaps(gathered), 0) << opts_str(gathered);
+    // The innermost loop: the input channels when large, else the 32 channels of a panel.
+    const UOp* innermost = nullptr;
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Range) innermost = u;
+    ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
+    EXPECT_EQ(const_bound(innermost), large ? in_channels : 32) << linear_str(k.linear);
+    expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter, " + opts_str(opts));
+  }
 }
 
 // A matmul's tile on 16 registers is 6 rows x 16 lanes (12 accumulators: a plain product needs only
