@@ -26,11 +26,12 @@
 //     chunk, spread over the cores) and a reduction of the T partials (split_reduces, before
 //     anything else).
 //  9. The right operand of a large matrix product is packed: B (..., K, N) is copied into
-//     (..., N/32, K, 32) panels, so the kernel's 32-wide register tile reads each k-step's
-//     row of the panel contiguously (no 4 KiB-strided walk down B, which aliases in L1 and
-//     misses the TLB): matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand). A left
+//     (..., N/P, K, P) panels, P the width of the target's register tile (ScheduleOptions::
+//     matmul_panel: 32, 16 with AVX2), so the tile reads each k-step's row of the panel
+//     contiguously (no 4 KiB-strided walk down B, which aliases in L1 and misses the TLB):
+//     matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand). A left
 //     operand computed by elementwise ops (the previous layer's activation) is stored first.
-//     Where 32 does not divide N the last panel is padded with zeros, and the product reads a
+//     Where P does not divide N the last panel is padded with zeros, and the product reads a
 //     view of the panels shrunk to N: a tile whose lanes run past N still reads inside the
 //     panels (PADTO then leaves its loads ungated; matmul 1020^2 42 -> 12.4 ms, as fast as 1024).
 // 0. Calls are resolved first: a function's body is substituted for its GetTuples and fuses
@@ -199,9 +200,10 @@ const UOp* stored_rows(Graph& g, const UOp* e) {
 }
 
 // Rule 9. Sum over axis rank-2 of x * b0, b0 of shape (..., 1, K, N) broadcast along the M rows
-// (how matmul is composed; b0 may sit under an Expand): b0 becomes a view of its packed copy.
-const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
-  constexpr int64_t kPanel = 32, kMinRows = 64, kMinK = 64;
+// (how matmul is composed; b0 may sit under an Expand): b0 becomes a view of its copy packed in
+// panels `panel` wide.
+const UOp* pack_matmul_operand(Graph& g, const UOp* u, int64_t panel) {
+  constexpr int64_t kMinRows = 64, kMinK = 64, kMinColumns = 64;
   const ReduceArg& ra = u->as<ReduceArg>();
   const UOp* prod = u->src(0);
   const Shape* ps = prod->shape();
@@ -214,7 +216,7 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
   const Dim& rows_dim = (*ps)[size_t(rank - 3)];
   int64_t rows = rows_dim.is_const() ? rows_dim.value : int64_t(rows_dim.sym->minmax().hi);
   int64_t k = (*ps)[size_t(rank - 2)].value, n = (*ps)[size_t(rank - 1)].value;
-  if (rows < kMinRows || k < kMinK || n < 2 * kPanel) return nullptr;
+  if (rows < kMinRows || k < kMinK || n < kMinColumns) return nullptr;
   for (int side = 0; side < 2; side++) {
     const UOp* e = prod->src(size_t(side));  // b0 itself (elementwise ops broadcast) or its Expand
     const UOp* b0 = e->op == Op::Expand ? e->src(0) : e;
@@ -223,7 +225,7 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u) {
     // already a view of a packed copy (its padded columns shrunk away where N is not whole panels)
     const UOp* bv = b0->op == Op::Shrink ? b0->src(0) : b0;
     if (bv->op == Op::Reshape && bv->src(0)->op == Op::Permute && bv->src(0)->src(0)->op == Op::Contiguous) continue;
-    const UOp* view = panel_copy(g, b0, rank - 1, kPanel, rank - 2);  // (..., 1, N/32, K, 32)
+    const UOp* view = panel_copy(g, b0, rank - 1, panel, rank - 2);  // (..., 1, N/panel, K, panel)
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
     const UOp* a = stored_rows(g, prod->src(size_t(1 - side)));
     const UOp* np = side == 0 ? binary(g, Op::Mul, ex, a) : binary(g, Op::Mul, a, ex);
@@ -251,12 +253,17 @@ const UOp* slice_view(Graph& g, const UOp* u) {
   return shrink(g, bitcast(g, part, a.dtype), {0}, {a.size});
 }
 
-std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outputs) {
+std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outputs, const ScheduleOptions& options) {
   static const PatternMatcher pm(
       {{Pat::op(Op::Slice), [](const Match& m) { return slice_view(m.g, m.root); }, "slice_view"},
        {Pat::op(Op::Reduce), [](const Match& m) { return split_reduce(m.g, m.root); }, "split_reduce"},
-       {Pat::op(Op::Reduce), [](const Match& m) { return pack_matmul_operand(m.g, m.root); }, "pack_matmul_operand"}});
-  const UOp* sink = graph_rewrite(g, g.make(Op::Sink, dtypes::void_, outputs), pm);
+       {Pat::op(Op::Reduce),
+        [](const Match& m) {
+          return pack_matmul_operand(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->matmul_panel);
+        },
+        "pack_matmul_operand"}});
+  ScheduleOptions ctx = options;
+  const UOp* sink = graph_rewrite(g, g.make(Op::Sink, dtypes::void_, outputs), pm, &ctx);
   return std::vector<const UOp*>(sink->src().begin(), sink->src().end());
 }
 
@@ -293,7 +300,8 @@ Assigns collect_assigns(Graph& g, std::span<const UOp* const> roots) {
 
 }  // namespace
 
-Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects) {
+Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects,
+                        const ScheduleOptions& options) {
   for (size_t i = 0; i < outputs.size(); i++) {
     const UOp* o = outputs[i];
     if (o == nullptr) fail(Code::InvalidArg, "schedule: output ", i, " is null");
@@ -342,7 +350,7 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
   for (const auto& [buf, value] : assigns.writes) roots.push_back(value);
   if (!assigns.reads_as.empty())
     for (const UOp*& r : roots) r = substitute(g, r, assigns.reads_as);
-  roots = split_reduces(g, roots);
+  roots = split_reduces(g, roots, options);
   std::vector<const UOp*> split_outputs(roots.begin(), roots.begin() + long(outputs.size()));
   outputs = split_outputs;
   std::vector<const UOp*> written;  // (Buffer, value) pairs, flattened: what the hash and the order see

@@ -54,12 +54,18 @@ struct Schedule {
   uint64_t hash = 0;                     // content hash of the callified function (buffers -> slots)
 };
 
+// What the schedule's rules take from the target the program compiles for.
+struct ScheduleOptions {
+  int64_t matmul_panel = 32;  // Target::matmul_panel: the width of a packed matmul operand's panels
+};
+
 // Lower the tensor-level graph under `outputs` to kernels. Every output gets its own buffer;
 // every tensor-level Buffer node is an input. In-place updates (After(target, Store(buffer,
 // value)), tensor.h's assign) under the outputs or listed in `effects` write their value into the
 // input buffer: each value is stored, then copied into the buffer by a kernel launched after every
 // other (so every read of the old value comes first); an After reads as its value. Throws Error on
 // unsupported programs.
-Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects = {});
+Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span<const UOp* const> effects = {},
+                        const ScheduleOptions& options = {});
 
 }  // namespace sn

@@ -288,9 +288,11 @@ TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
 // compiled with those opts on this machine match the oracle.
 class Avx2Tiles : public testrt::OracleFixture<20261128> {
  protected:
-  // The last kernel of outs' schedule whose name starts with `prefix` (the schedule stays here).
+  // The last kernel of outs' schedule whose name starts with `prefix` (the schedule stays here),
+  // scheduled as a compile for this machine's CPU schedules it (its matmul panels).
   const ScheduledKernel* scheduled(const std::vector<const UOp*>& outs, const std::string& prefix) {
-    sched_ = schedule_graph(g, outs);
+    sched_ =
+        schedule_graph(g, outs, {}, ScheduleOptions{.matmul_panel = testrt::runtime().device()->target().matmul_panel});
     return kernel_named(sched_, prefix);
   }
   // outs, compiled with `opts` forced on kernel k and run on this machine, match the oracle.
@@ -444,15 +446,18 @@ TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
 }
 
 // A matmul whose columns no two vector registers divide (250 on AVX2's 16 lanes) has them padded
-// to 16 and takes 16 lanes, not 2 (the most lanes that divide 250). Its B is packed in panels of
-// 32 columns, the last padded with zeros (8 panels), so the padded lanes read inside the panels:
+// to 16 and takes 16 lanes, not 2 (the most lanes that divide 250). Its B is packed in panels as
+// wide as this machine's tiles (16 columns with AVX2: 16 panels; 32 with AVX-512: 8), the last
+// padded with zeros, so the padded lanes read inside the panels:
 // PADTO leaves B's load ungated and gates only the store (where the padding would read past B,
 // unpacked 20 columns padded to 24, the load stays gated: PaddedRowsClampTheirLoadsAndGateTheirStore).
 // The heuristic's kernel replays and, run on this machine, matches the oracle.
 TEST_F(Avx2Tiles, ColumnsPaddedToTwoRegistersReadInsideTheirPanels) {
   const UOp *a = in(dtypes::float32, {64, 96}), *b = in(dtypes::float32, {96, 250});
   std::vector<const UOp*> outs{matmul(g, a, b)};
-  EXPECT_NE(scheduled(outs, "E_8_96_32"), nullptr) << "B is packed in 8 panels";
+  const int64_t panel = testrt::runtime().device()->target().matmul_panel;
+  const std::string packing = "E_" + std::to_string((250 + panel - 1) / panel) + "_96_" + std::to_string(panel);
+  EXPECT_NE(scheduled(outs, packing), nullptr) << "B is packed in panels of " << panel;
   const ScheduledKernel* mm = scheduled(outs, "r_");
   ASSERT_NE(mm, nullptr);
   Target t = cpu_like();

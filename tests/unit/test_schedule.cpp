@@ -13,6 +13,7 @@
 #include "core/tensor/tensor.h"
 #include "tests/oracle/interp.h"
 #include "tests/oracle/kernel_interp.h"
+#include "tests/unit/test_pipeline_util.h"
 #include "tests/util/test_helpers.h"
 
 namespace sn {
@@ -44,8 +45,9 @@ class ScheduleTest : public ::testing::Test {
   }
 
   // Schedules the outputs, runs the kernels, compares every output with the oracle.
-  Schedule check(std::vector<const UOp*> outs, double rtol = 1e-6, double atol = 1e-6) {
-    Schedule s = schedule_graph(g, outs);
+  Schedule check(std::vector<const UOp*> outs, double rtol = 1e-6, double atol = 1e-6,
+                 const ScheduleOptions& options = {}) {
+    Schedule s = schedule_graph(g, outs, {}, options);
     last_ = s;
     std::vector<Array> inputs;
     for (const ScheduleBuffer& b : s.buffers)
@@ -859,6 +861,23 @@ TEST_F(ScheduleTest, LargeMatmulPacksItsRightOperand) {
   // two panels' columns: not packed
   EXPECT_EQ(check({matmul(g, in(dtypes::float32, {4, 96}), b)}, 1e-5, 1e-4).kernels.size(), 1u);
   EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4).kernels.size(), 1u);
+}
+
+// The panels are as wide as the target's register tile says (Target::matmul_panel, through
+// ScheduleOptions): 16 columns for AVX2's two registers of floats. The CPU backend sets two
+// registers of float lanes (where a register holds 8 floats or more), so this machine's compiles
+// pack in panels of its tile's width.
+TEST_F(ScheduleTest, MatmulPanelsAreAsWideAsTheTargetsTile) {
+  const UOp* a = in(dtypes::float32, {64, 96});
+  const ScheduleOptions avx2{.matmul_panel = 16};
+  EXPECT_EQ(names(check({matmul(g, a, in(dtypes::float32, {96, 64}))}, 1e-5, 1e-4, avx2)),
+            (std::vector<std::string>{"E_4_96_16", "r_64_64_96"}));
+  EXPECT_EQ(names(check({matmul(g, a, in(dtypes::float32, {96, 72}))}, 1e-5, 1e-4, avx2)),
+            (std::vector<std::string>{"E_5_96_16", "r_64_72_96"}));  // the fifth panel padded
+  // fewer than 64 columns: not packed, whatever the panel
+  EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4, avx2).kernels.size(), 1u);
+  const Target& cpu = testrt::runtime().device("CPU")->target();
+  EXPECT_EQ(cpu.matmul_panel, cpu.vector_bits >= 256 ? 2 * cpu.vector_bits / 32 : 32) << cpu.vector_bits;
 }
 
 }  // namespace
