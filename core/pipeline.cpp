@@ -383,7 +383,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   // schedule: Callify + Rangeify + kernel split
   auto t_schedule = std::chrono::steady_clock::now();
   Schedule s =
-      schedule_graph(g, outputs, options.effects, ScheduleOptions{.matmul_panel = device->target().matmul_panel});
+      schedule_graph(g, outputs, options.effects, ScheduleOptions{.packed_panel = device->target().packed_panel});
   const double schedule_ms = ms_since(t_schedule);
   if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
   const std::vector<KernelVar> vars = schedule_vars(s);

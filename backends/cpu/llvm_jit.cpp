@@ -366,7 +366,7 @@ Target host_cpu_target() {
   // 32-wide panels each k-step of a tile read half of a 128-byte row, and the tile's panel spanned
   // twice its bytes (a Zen 3, 2 threads, alternated in one process, medians: matmul 4096 1144 ->
   // 959 ms, against oneDNN's 932; 1024, 1020 and 2048 within 3%, none slower).
-  if (t.vector_bits >= 256) t.matmul_panel = 2 * t.vector_bits / 32;
+  if (t.vector_bits >= 256) t.packed_panel = 2 * t.vector_bits / 32;
   // Outputs of 32 MiB and more (beyond a core's share of the caches) are written with
   // non-temporal stores: an add of 4096^2 floats ran at the speed of a regular-store copy, 1.4-1.9x
   // the time of STREAM's non-temporal add.

@@ -104,7 +104,7 @@ std::string Target::key() const {
           local_memory_bytes, "|", max_local_size[0], ",", max_local_size[1], ",", max_local_size[2], ",",
           max_local_total, "|", max_global_size[0], ",", max_global_size[1], ",", max_global_size[2], "|", warp_size,
           "/", compute_units, "|", vector_bits, "/", vector_registers, "|", dtypes, "|", vector_math, "|",
-          streaming_store_bytes, "|", has_gather_scatter, "|", cache_bytes, "|", matmul_panel, "|");
+          streaming_store_bytes, "|", has_gather_scatter, "|", cache_bytes, "|", packed_panel, "|");
   for (Op op : native_math) k += cat(op_name(op), ",");
   for (const TensorCoreShape& tc : tensor_cores)
     k += cat("|tc", tc.name, tc.m, "x", tc.n, "x", tc.k, scalar_name(tc.in), scalar_name(tc.acc),

@@ -93,11 +93,11 @@ struct Target {
   // 0: unknown). The CPU heuristic blocks a register tile's loops so that the rows it streams stay
   // within a quarter of it.
   int64_t cache_bytes = 0;
-  // Width of the panels a large matrix product's right operand is packed into (the schedule's rule
-  // 9): the columns a register tile takes as its vector lanes, so that a tile's step reads one
-  // contiguous run of a panel rather than every other half of one. 32 by default (AVX-512's two
-  // registers of floats; GPU tiles); the CPU backend sets two registers of float lanes.
-  int64_t matmul_panel = 32;
+  // Width of the panels a large matrix product's right operand and a convolution's weight are
+  // packed into (the schedule's rule 9): the columns a register tile takes as its vector lanes, so
+  // that a tile's step reads one contiguous run of a panel rather than every other half of one. 32 by default
+  // (AVX-512's two registers of floats; GPU tiles); the CPU backend sets two registers of float lanes.
+  int64_t packed_panel = 32;
   // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
   // accumulators within half of them, so operands and addresses never spill.
   int vector_registers = 32;

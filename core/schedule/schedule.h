@@ -56,7 +56,7 @@ struct Schedule {
 
 // What the schedule's rules take from the target the program compiles for.
 struct ScheduleOptions {
-  int64_t matmul_panel = 32;  // Target::matmul_panel: the width of a packed matmul operand's panels
+  int64_t packed_panel = 32;  // Target::packed_panel: the width of packed operands' panels
 };
 
 // Lower the tensor-level graph under `outputs` to kernels. Every output gets its own buffer;

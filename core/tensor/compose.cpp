@@ -794,7 +794,8 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
   const UOp* wk = w;
   const bool rows_fill_vectors = ow % 16 == 0 && stride[1] == 1 && dilation[1] == 1;
   if (!rows_fill_vectors && og >= 16 && cg * kh * kw >= 8 && oh * ow >= 4) {
-    // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32): a register tile's weights are
+    // in panels of 32 output channels, (G, Og/32, Cg, KH, KW, 32) (the schedule makes them as wide
+    // as the target's tiles where those are narrower: repanel, schedule.cpp): a register tile's weights are
     // one contiguous block instead of 128-byte pieces 4 KiB apart (ResNet-18's 512x7x7 layers
     // read 9 MB of weights that way, a TLB miss per piece). Where 16 does not divide the channels
     // (40, 100) the last panel is padded with zeros: a tile's lanes padded past the channels then

@@ -477,6 +477,32 @@ const UOp* panel_copy(Graph& g, const UOp* x, int64_t axis, int64_t panel, int64
   return shrink(g, reshape(g, permute(g, packed, back), padded), zeros, shape);
 }
 
+std::optional<PanelCopy> as_panel_copy(Graph& g, const UOp* view) {
+  // shrink(reshape(permute(contiguous(permute(reshape(pad(x)))))): pad and shrink only where the
+  // panels do not divide the axis
+  const UOp* u = view->op == Op::Shrink ? view->src(0) : view;
+  if (u->op != Op::Reshape || u->src(0)->op != Op::Permute) return std::nullopt;
+  const UOp* copy = u->src(0)->src(0);
+  if (copy->op != Op::Contiguous || copy->src(0)->op != Op::Permute) return std::nullopt;
+  const UOp* split = copy->src(0)->src(0);
+  const std::vector<int64_t>& order = copy->src(0)->as<std::vector<int64_t>>();
+  if (split->op != Op::Reshape || order.size() < 2 || order.back() < 1) return std::nullopt;
+  const UOp* x = split->src(0)->op == Op::Pad ? split->src(0)->src(0) : split->src(0);
+  const Shape *xs = x->shape(), *ss = split->shape();
+  if (!xs || !ss || ss->size() != xs->size() + 1 || is_symbolic(*xs)) return std::nullopt;
+  const int64_t axis = order.back() - 1;
+  const auto at = std::find(order.begin(), order.end(), axis);
+  if (at == order.end() || !(*ss)[size_t(axis) + 1].is_const()) return std::nullopt;
+  PanelCopy pc{x, axis, (*ss)[size_t(axis) + 1].value, int64_t(at - order.begin())};
+  // the same nodes again (hash-consed): nothing else has this form
+  try {
+    if (pc.panel < 1 || panel_copy(g, x, pc.axis, pc.panel, pc.outer_at) != view) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;  // a look-alike whose parts panel_copy refuses
+  }
+  return pc;
+}
+
 const UOp* index(Graph& g, const UOp* x, std::span<const UOp* const> indices) {
   std::vector<int64_t> xs = static_shape(x, "index");
   if (indices.size() > xs.size())

@@ -13,6 +13,7 @@
 // symbolic dim with Unsupported naming the op and the dim.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,6 +87,12 @@ const UOp* shrink(Graph& g, const UOp* x, const std::vector<int64_t>& offsets, c
 // contiguous block per step. Where `panel` does not divide the axis the last panel is padded with
 // zeros: lanes padded past the axis still read inside the copy. Every axis of x is constant.
 const UOp* panel_copy(Graph& g, const UOp* x, int64_t axis, int64_t panel, int64_t outer_at);
+// The arguments panel_copy made `view` from, or nullopt when it is no view panel_copy made.
+struct PanelCopy {
+  const UOp* x;
+  int64_t axis, panel, outer_at;
+};
+std::optional<PanelCopy> as_panel_copy(Graph& g, const UOp* view);
 // The spec's Index: indices[k] (an integer tensor of shape () or (n,)) selects along axis k of x,
 // from the left; a ()-shaped index removes the axis, an (n,)-shaped one makes it n long (a gather
 // along the leading axes). An index outside its axis reads 0.

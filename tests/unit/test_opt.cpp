@@ -292,7 +292,7 @@ class Avx2Tiles : public testrt::OracleFixture<20261128> {
   // scheduled as a compile for this machine's CPU schedules it (its matmul panels).
   const ScheduledKernel* scheduled(const std::vector<const UOp*>& outs, const std::string& prefix) {
     sched_ =
-        schedule_graph(g, outs, {}, ScheduleOptions{.matmul_panel = testrt::runtime().device()->target().matmul_panel});
+        schedule_graph(g, outs, {}, ScheduleOptions{.packed_panel = testrt::runtime().device()->target().packed_panel});
     return kernel_named(sched_, prefix);
   }
   // outs, compiled with `opts` forced on kernel k and run on this machine, match the oracle.
@@ -363,12 +363,14 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
         << opts_str(gathered);
     EXPECT_EQ(swaps(opts), large ? 1 : 0) << opts_str(opts);
     EXPECT_EQ(swaps(gathered), 0) << opts_str(gathered);
-    // The innermost loop: the input channels when large, else the 32 channels of a panel.
+    // The innermost loop: the input channels when large, else the channels of a panel (as wide as
+    // this machine's tiles).
     const UOp* innermost = nullptr;
     for (const UOp* u : k.linear->src())
       if (u->op == Op::Range) innermost = u;
     ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
-    EXPECT_EQ(const_bound(innermost), large ? in_channels : 32) << linear_str(k.linear);
+    const int64_t panel = testrt::runtime().device()->target().packed_panel;
+    EXPECT_EQ(const_bound(innermost), large ? in_channels : panel) << linear_str(k.linear);
     expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter, " + opts_str(opts));
   }
 }
@@ -455,7 +457,7 @@ TEST_F(Avx2Tiles, PaddedRowsClampTheirLoadsAndGateTheirStore) {
 TEST_F(Avx2Tiles, ColumnsPaddedToTwoRegistersReadInsideTheirPanels) {
   const UOp *a = in(dtypes::float32, {64, 96}), *b = in(dtypes::float32, {96, 250});
   std::vector<const UOp*> outs{matmul(g, a, b)};
-  const int64_t panel = testrt::runtime().device()->target().matmul_panel;
+  const int64_t panel = testrt::runtime().device()->target().packed_panel;
   const std::string packing = "E_" + std::to_string((250 + panel - 1) / panel) + "_96_" + std::to_string(panel);
   EXPECT_NE(scheduled(outs, packing), nullptr) << "B is packed in panels of " << panel;
   const ScheduledKernel* mm = scheduled(outs, "r_");

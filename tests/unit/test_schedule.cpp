@@ -863,21 +863,28 @@ TEST_F(ScheduleTest, LargeMatmulPacksItsRightOperand) {
   EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4).kernels.size(), 1u);
 }
 
-// The panels are as wide as the target's register tile says (Target::matmul_panel, through
-// ScheduleOptions): 16 columns for AVX2's two registers of floats. The CPU backend sets two
+// The panels are as wide as the target's register tile says (Target::packed_panel, through
+// ScheduleOptions): 16 columns for AVX2's two registers of floats, for a matmul's B and a
+// convolution's weight. The CPU backend sets two
 // registers of float lanes (where a register holds 8 floats or more), so this machine's compiles
 // pack in panels of its tile's width.
-TEST_F(ScheduleTest, MatmulPanelsAreAsWideAsTheTargetsTile) {
+TEST_F(ScheduleTest, PackedPanelsAreAsWideAsTheTargetsTile) {
   const UOp* a = in(dtypes::float32, {64, 96});
-  const ScheduleOptions avx2{.matmul_panel = 16};
+  const ScheduleOptions avx2{.packed_panel = 16};
   EXPECT_EQ(names(check({matmul(g, a, in(dtypes::float32, {96, 64}))}, 1e-5, 1e-4, avx2)),
             (std::vector<std::string>{"E_4_96_16", "r_64_64_96"}));
   EXPECT_EQ(names(check({matmul(g, a, in(dtypes::float32, {96, 72}))}, 1e-5, 1e-4, avx2)),
             (std::vector<std::string>{"E_5_96_16", "r_64_72_96"}));  // the fifth panel padded
   // fewer than 64 columns: not packed, whatever the panel
   EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4, avx2).kernels.size(), 1u);
+  // A convolution's weight, packed by conv2d in 32-wide panels (its 14-wide rows fill no vector), is
+  // packed in the target's panels instead: 64 output channels in 4 panels of 16.
+  const UOp* x = in(dtypes::float32, {1, 8, 14, 14});
+  const UOp* conv = conv2d(g, x, in(dtypes::float32, {64, 8, 3, 3}), nullptr, {1, 1}, {1, 1});
+  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4)), (std::vector<std::string>{"E_2_8_3_3_32", "r_64_14_14_8_3_3"}));
+  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4, avx2)), (std::vector<std::string>{"E_4_8_3_3_16", "r_64_14_14_8_3_3"}));
   const Target& cpu = testrt::runtime().device("CPU")->target();
-  EXPECT_EQ(cpu.matmul_panel, cpu.vector_bits >= 256 ? 2 * cpu.vector_bits / 32 : 32) << cpu.vector_bits;
+  EXPECT_EQ(cpu.packed_panel, cpu.vector_bits >= 256 ? 2 * cpu.vector_bits / 32 : 32) << cpu.vector_bits;
 }
 
 }  // namespace

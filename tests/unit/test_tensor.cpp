@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,30 @@ TEST_F(TensorFront, Permute) {
   expect_invalid([&] { permute(g, x, {0, 1, 1}); }, {"permute", "(0,1,1)", "not a permutation"});
   expect_invalid([&] { permute(g, x, {0, 1, 3}); }, {"permute", "(0,1,3)"});
   expect_invalid([&] { permute(g, x, {0, 1, -1}); }, {"permute", "(0,1,-1)"});
+}
+
+// as_panel_copy gives back the arguments panel_copy made a view from, with its panels padded or not;
+// any other view, and a copy of the same shape built otherwise, is none.
+TEST_F(TensorFront, PanelCopiesAreRecognized) {
+  const UOp* w = f32({2, 40, 3, 3});
+  for (int64_t panel : {8, 16, 32}) {  // 40 = 5 x 8; 16 and 32 pad the last panel
+    for (int64_t outer_at : {0, 1, 3}) {
+      const UOp* view = panel_copy(g, w, 1, panel, outer_at);
+      EXPECT_EQ(dims(view), (Dims{2, 40, 3, 3}));
+      std::optional<PanelCopy> pc = as_panel_copy(g, view);
+      ASSERT_TRUE(pc.has_value()) << panel << " " << outer_at;
+      EXPECT_EQ(pc->x, w);
+      EXPECT_EQ(pc->axis, 1);
+      EXPECT_EQ(pc->panel, panel);
+      EXPECT_EQ(pc->outer_at, outer_at);
+    }
+  }
+  EXPECT_FALSE(as_panel_copy(g, w).has_value());
+  EXPECT_FALSE(as_panel_copy(g, permute(g, w, {1, 0, 2, 3})).has_value());
+  // the copy's parts without their view back: not a panel copy
+  const UOp* split = reshape(g, w, {2, 5, 8, 3, 3});
+  const UOp* copy = g.make(Op::Contiguous, dtypes::float32, {permute(g, split, {0, 1, 3, 4, 2})});
+  EXPECT_FALSE(as_panel_copy(g, reshape(g, copy, {2, 5, 24, 3})).has_value());
 }
 
 TEST_F(TensorFront, Expand) {
