@@ -346,7 +346,7 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   if (plain.ok) time_candidate(plain, kMaxPlainStartMs / (2 * kEarlyStop));
   if (options.debug >= 2)
     std::fprintf(stderr, "sn: beam %-28s starts: heuristic %.3f ms, plain %.3f ms%s\n", kernel_name(ast).c_str(),
-                 seeds[0].ms, seeds[1].ms, seeds[1].ok ? "" : " (not searched)");
+                 first.ms, plain.ms, plain.ok ? "" : " (not searched)");
   if (seeds[0].ms == kInf) return heuristic;
   Candidate best = seeds[0];
 
@@ -415,9 +415,9 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   };
   // The budget: half for the first search where the second will run, and for the second the rest,
   // or half from its own start where the first spent more (a first step of slow candidates).
-  const bool second = seeds[1].ok && seeds[1].ms <= kMaxPlainStartMs;
-  grow(seeds[0], second ? options.budget_s / 2 : options.budget_s);
-  if (second) grow(seeds[1], std::max(options.budget_s, elapsed_s() + options.budget_s / 2));
+  const bool second = plain.ok && plain.ms <= kMaxPlainStartMs;
+  grow(first, second ? options.budget_s / 2 : options.budget_s);
+  if (second) grow(plain, std::max(options.budget_s, elapsed_s() + options.budget_s / 2));
 
   // The last word between the winner and the heuristic: timed in turns, so that a moment of load on
   // the machine (another process, a thread pool waking up) cannot make the heuristic look slower.

@@ -225,9 +225,7 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u, int64_t panel) {
     const UOp* b0 = e->op == Op::Expand ? e->src(0) : e;
     const Shape* bs = b0->shape();
     if (!bs || int64_t(bs->size()) != rank || (*bs)[size_t(rank - 3)].value != 1) continue;
-    // already a view of a packed copy (its padded columns shrunk away where N is not whole panels)
-    const UOp* bv = b0->op == Op::Shrink ? b0->src(0) : b0;
-    if (bv->op == Op::Reshape && bv->src(0)->op == Op::Permute && bv->src(0)->src(0)->op == Op::Contiguous) continue;
+    if (as_panel_copy(g, b0)) continue;                              // packed already (this rule's result, seen again)
     const UOp* view = panel_copy(g, b0, rank - 1, panel, rank - 2);  // (..., 1, N/panel, K, panel)
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
     const UOp* a = stored_rows(g, prod->src(size_t(1 - side)));
@@ -277,10 +275,7 @@ std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outp
           return pack_matmul_operand(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->packed_panel);
         },
         "pack_matmul_operand"},
-       {Pat::op(Op::Reshape),
-        [](const Match& m) { return repanel(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->packed_panel); },
-        "repanel"},
-       {Pat::op(Op::Shrink),
+       {Pat::ops({Op::Reshape, Op::Shrink}),  // a panel copy's view ends in either
         [](const Match& m) { return repanel(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->packed_panel); },
         "repanel"}});
   ScheduleOptions ctx = options;
