@@ -362,11 +362,15 @@ Target host_cpu_target() {
   t.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
   const bool x86 = llvm::Triple(t.triple).isX86();
   t.vector_registers = x86 && !has("avx512f") ? 16 : 32;
-  // B's panels as wide as the matmul tile's lanes, two registers of floats: with AVX2's 16 lanes in
-  // 32-wide panels each k-step of a tile read half of a 128-byte row, and the tile's panel spanned
-  // twice its bytes (a Zen 3, 2 threads, alternated in one process, medians: matmul 4096 1144 ->
-  // 959 ms, against oneDNN's 932; 1024, 1020 and 2048 within 3%, none slower).
-  if (t.vector_bits >= 256) t.packed_panel = 2 * t.vector_bits / 32;
+  // Packed panels (a matmul's B, a convolution's weight) as wide as the narrowest register tile the
+  // CPU heuristic makes: one register of floats with 16 registers (AVX2, whose 14- and 7-wide
+  // convolutions take 8 channel lanes), two with 32 (AVX-512). A wider tile reads each panel's part
+  // as one vector load (expand's contiguous runs); a narrower one would read a part of every panel
+  // row. On a Zen 3, 2 threads, alternated in one process, medians of the program:
+  //  - 32 -> 16 wide: matmul 4096 1144 -> 959 ms (oneDNN 932); 1024, 1020 and 2048 within 3%;
+  //  - 16 -> 8 wide: conv 256x14x14 (8 lanes) 1.68-1.72 -> 1.60 ms, 512x7x7 min 1.98 -> 1.88 ms;
+  //    64x56x56 and 128x28x28 (16 lanes, two panels per tile) and matmul 1024 unchanged.
+  if (t.vector_bits >= 256) t.packed_panel = (t.vector_registers < 32 ? 1 : 2) * t.vector_bits / 32;
   // Outputs of 32 MiB and more (beyond a core's share of the caches) are written with
   // non-temporal stores: an add of 4096^2 floats ran at the speed of a regular-store copy, 1.4-1.9x
   // the time of STREAM's non-temporal add.
@@ -490,12 +494,13 @@ bool slp_may_pack(const UOp* v) {
 // Whether the SLP vectorizer may find work in k: two or more float ALU instructions that codegen
 // left scalar (loops the loop vectorizer takes), or a vector built lane by lane from different
 // scalars that it may pack (expand's per-lane fallback). Register tiles, whose vectors are loads,
-// splats and vector math, have neither.
+// splats, vector math and whole vectors put together (loads of contiguous runs), have neither: a
+// 64-channel convolution's tile over 8-wide weight panels cost SLP 30M instructions for nothing.
 bool wants_slp(const LoweredKernel& k) {
   int scalar_float_ops = 0;
   for (const UOp* u : k.linear->src()) {
     if (is_elementwise(u->op) && u->dtype.lanes == 1 && u->dtype.is_float() && ++scalar_float_ops >= 2) return true;
-    if (u->op == Op::Vectorize && u->src(0)->op != Op::Const &&
+    if (u->op == Op::Vectorize && u->src(0)->op != Op::Const && concatenated_vectors(u).empty() &&
         std::any_of(u->src().begin(), u->src().end(),
                     [&](const UOp* x) { return x != u->src(0) && x->op != Op::Const; }) &&
         slp_may_pack(u))

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/llvm/llvm_text.h"
 #include "core/codegen/kernel_util.h"
@@ -69,6 +70,15 @@ class IrWriter {
     if (alias_scopes_)
       for (const KernelParam& p : k_.params) loop_metadata_ = std::max<int64_t>(loop_metadata_, 4 + 3 * p.slot);
     if (dialect_ == LlvmDialect::Cpu) find_strides();
+    // The lanes of vectors that only concatenations read (concat) are not extracted one by one.
+    std::unordered_set<const UOp*> joined, read_alone;
+    for (const UOp* u : k_.linear->src()) {
+      const bool whole = u->op == Op::Vectorize && !concatenated_vectors(u).empty();
+      for (const UOp* x : u->src())
+        if (x->op == Op::Gep) (whole ? joined : read_alone).insert(x);
+    }
+    for (const UOp* x : joined)
+      if (!read_alone.count(x)) unread_lanes_.insert(x);
     for (const UOp* u : k_.linear->src()) instruction(u);
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
@@ -595,6 +605,7 @@ class IrWriter {
         val_[u] = vectorize(u);
         return;
       case Op::Gep: {  // one lane of a vector (an int64 arg), or several (a list: a shuffle)
+        if (unread_lanes_.count(u)) return;
         std::string vt = reg_type(u->src(0)->dtype);
         if (std::holds_alternative<int64_t>(u->arg)) {
           val_[u] = emit(str("extractelement ", vt, " ", v(u->src(0)), ", i64 ", u->as<int64_t>()));
@@ -654,10 +665,30 @@ class IrWriter {
       std::string one = emit(str("insertelement ", t, " poison, ", st, " ", v(u->src(0)), ", i64 0"));
       return emit(str("shufflevector ", t, " ", one, ", ", t, " poison, <", d.lanes, " x i32> zeroinitializer"));
     }
+    if (std::string whole = concat(u); !whole.empty()) return whole;
     std::string acc = "poison";
     for (size_t i = 0; i < u->nsrc(); i++)
       acc = emit(str("insertelement ", t, " ", acc, ", ", st, " ", v(u->src(i)), ", i64 ", i));
     return acc;
+  }
+
+  // A Vectorize of every lane of equal vectors in order (expand's loads of contiguous runs) as
+  // shuffles that put the vectors together, pairwise: the loads' registers side by side. "" for
+  // any other Vectorize (wants_slp in the CPU backend does not count these as built lane by lane).
+  std::string concat(const UOp* u) {
+    std::vector<const UOp*> vectors = concatenated_vectors(u);
+    std::vector<std::string> parts;
+    for (const UOp* x : vectors) parts.push_back(v(x));
+    for (int64_t w = vectors.empty() ? 0 : vectors[0]->dtype.lanes; parts.size() > 1; w *= 2) {
+      std::string vt = reg_type(u->dtype.base().vec(uint16_t(w)));
+      std::string mask = str("<", 2 * w, " x i32> <");
+      for (int64_t i = 0; i < 2 * w; i++) mask += str(i ? ", " : "", "i32 ", i);
+      std::vector<std::string> next;
+      for (size_t i = 0; i < parts.size(); i += 2)
+        next.push_back(emit(str("shufflevector ", vt, " ", parts[i], ", ", vt, " ", parts[i + 1], ", ", mask, ">")));
+      parts.swap(next);
+    }
+    return parts.empty() ? "" : parts[0];
   }
 
   // value in memory representation (bools: bytes in buffers) and back
@@ -1336,10 +1367,11 @@ class IrWriter {
   std::unordered_map<const UOp*, int> ifs_;                       // open If -> its label number
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
-  std::vector<std::string> tile_loops_;  // loop metadata
-  bool alias_scopes_ = false;            // buffer accesses carry alias-scope metadata (CPU, 2+ buffers)
-  int64_t loop_metadata_ = 0;            // the first id of the loops' metadata
-  bool uses_pure_ = false;               // attribute group #2 is used
+  std::vector<std::string> tile_loops_;          // loop metadata
+  bool alias_scopes_ = false;                    // buffer accesses carry alias-scope metadata (CPU, 2+ buffers)
+  int64_t loop_metadata_ = 0;                    // the first id of the loops' metadata
+  bool uses_pure_ = false;                       // attribute group #2 is used
+  std::unordered_set<const UOp*> unread_lanes_;  // Geps that only concatenations read (never rendered)
 };
 
 }  // namespace

@@ -146,20 +146,35 @@ class Vectorizer {
     return true;
   }
 
+  // The longest run of lanes (a power of two from k/2 down to 4 that divides k) within whose
+  // aligned runs index idx steps by 1, or 0: a tile wider than the panels it reads (16 lanes over
+  // 8-wide ones) loads each panel's part as one vector.
+  int64_t contiguous_run(const UOp* idx) {
+    for (int64_t run = k_ / 2; run >= 4; run /= 2)
+      if (k_ % run == 0 && coefficient(idx, run) == 1) return run;
+    return 0;
+  }
+
  private:
   // u's coefficient in e when e is a sum of terms that are u times constants or free of u; nullopt
   // when u sits anywhere else (under a division or a modulo, in a product with a range).
-  std::optional<int64_t> coefficient(const UOp* e) {
+  //
+  // With `run` < k: u's coefficient within each aligned run of `run` lanes (u = run * j + v, v in
+  // [0, run), j the same for the run's lanes), where a remainder or a quotient wraps only between
+  // runs (a 16-lane tile over a weight packed in 8-wide panels: `co % 8` with co = 16 * block + u
+  // steps by 1 within each 8-lane half and jumps between them).
+  std::optional<int64_t> coefficient(const UOp* e, int64_t run = 0) {
+    if (run <= 0) run = k_;
     if (e == u_) return 1;
     auto is_int = [](const UOp* x) { return x->op == Op::Const && x->holds<int64_t>(); };
     if (e->op == Op::Add) {
-      auto a = coefficient(e->src(0)), b = coefficient(e->src(1));
+      auto a = coefficient(e->src(0), run), b = coefficient(e->src(1), run);
       if (!a || !b) return std::nullopt;
       return *a + *b;
     }
     if (e->op == Op::Mul && (is_int(e->src(0)) || is_int(e->src(1)))) {
       bool first = is_int(e->src(0));
-      auto a = coefficient(e->src(first ? 1 : 0));
+      auto a = coefficient(e->src(first ? 1 : 0), run);
       if (!a) return std::nullopt;
       return *a * e->src(first ? 0 : 1)->as<int64_t>();
     }
@@ -192,7 +207,10 @@ class Vectorizer {
           return std::nullopt;
         }
       }
-      if (a < 0 || a * (k_ - 1) >= g || e->src(0)->minmax().lo < 0) return std::nullopt;
+      // within a run u's part spans a * (run - 1); a run's start moves the sum by a * run * j, which
+      // must leave the remainder where it was (a multiple of g)
+      if (a < 0 || a * (run - 1) >= g || (run < k_ && (a * run) % g != 0) || e->src(0)->minmax().lo < 0)
+        return std::nullopt;
       return e->op == Op::Mod ? a : 0;
     }
     return std::nullopt;
@@ -274,6 +292,24 @@ class Vectorizer {
     for (int64_t c = 0; c < k_; c++) pick.push_back(c * st);
     return g_.make(Op::Gep, x->dtype.vec(uint16_t(k_)), {load}, pick);
   }
+  // A load whose lanes are contiguous in runs of `run` (contiguous_run): one vector load per run,
+  // their lanes put together. A gate is a scalar one (the same for every lane) or none.
+  const UOp* run_loads(const UOp* x, std::span<const UOp* const> s, int64_t run) {
+    const UOp* index = x->src(0);
+    DType p = index->dtype;
+    const DType part = x->dtype.vec(uint16_t(run));
+    std::vector<const UOp*> lanes;
+    for (int64_t j = 0; j < k_ / run; j++) {
+      std::vector<const UOp*> src{g_.make(Op::Index, p.base().vec(uint16_t(run)).as_ptr(p.addrspace),
+                                          {index->src(0), lane(index->src(1), int(j * run))})};
+      if (x->nsrc() == 3)  // the alternative value splat across the run's lanes, as a vector load's
+        src.push_back(g_.make(Op::Vectorize, part, std::vector<const UOp*>(size_t(run), s[1]))), src.push_back(s[2]);
+      const UOp* load = g_.make(Op::Load, part, src, x->arg, x->tag);
+      for (int64_t c = 0; c < run; c++) lanes.push_back(g_.make(Op::Gep, x->dtype, {load}, c));
+    }
+    return g_.make(Op::Vectorize, x->dtype.vec(uint16_t(k_)), lanes);
+  }
+
   // The k addresses of index's lanes as one k-lane index (lane 0's plus constant offsets), or
   // nullptr when an offset is not a constant or two lanes share an address.
   const UOp* lane_address(const UOp* index) {
@@ -317,7 +353,20 @@ class Vectorizer {
       case Op::Load: {
         const UOp* addr = x->src(0);
         bool addr_vec = addr->op == Op::Index && vec(addr->src(1));
-        bool contig = addr_vec && contiguous(addr->src(1));
+        // Lanes contiguous in runs (contiguous_run, no simplifier calls) are loaded run by run
+        // without asking the simplifier whether they are contiguous all through: where they are,
+        // the runs' loads are the same vector's parts.
+        int64_t run = 0;
+        bool contig = false;
+        if (addr_vec) {
+          std::optional<int64_t> c = coefficient(addr->src(1));
+          if (c)
+            contig = *c == 1;
+          else if (!(run = contiguous_run(addr->src(1))))
+            contig = contiguous(addr->src(1));
+        }
+        // a scalar gate and alternative value (a whole run is on or off): one load per run
+        if (run && (x->nsrc() != 3 || (!vec(x->src(1)) && !vec(x->src(2))))) return varies(x, run_loads(x, s, run));
         if (addr_vec && !contig && access_.strided)
           if (const UOp* w = strided_load(x, s)) return varies(x, w);
         if (addr_vec && access_.gathers && !contig)
@@ -399,7 +448,8 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
   bool reduce = false, contiguous_load = false;
   for (const UOp* x : order) {
     reduce = reduce || x->op == Op::Reduce;
-    if (x->op == Op::Load && open.contains(x, r) && x->src(0)->op == Op::Index && lanes.contiguous(x->src(0)->src(1)))
+    if (x->op == Op::Load && open.contains(x, r) && x->src(0)->op == Op::Index &&
+        (lanes.contiguous_run(x->src(0)->src(1)) || lanes.contiguous(x->src(0)->src(1))))
       contiguous_load = true;
   }
   return reduce && contiguous_load;

@@ -386,6 +386,21 @@ const UOp* lane_index(Graph& g, const UOp* base, const UOp* offsets) {
                 {g.make(Op::Vectorize, offsets->dtype, std::vector<const UOp*>(offsets->dtype.lanes, base)), offsets});
 }
 
+std::vector<const UOp*> concatenated_vectors(const UOp* u) {
+  if (u->op != Op::Vectorize || u->src(0)->op != Op::Gep || !u->src(0)->holds<int64_t>()) return {};
+  const int64_t part = u->src(0)->src(0)->dtype.lanes, n = int64_t(u->nsrc());
+  if (part < 2 || n % part != 0 || n / part < 2 || ((n / part) & (n / part - 1)) != 0) return {};
+  std::vector<const UOp*> parts;
+  for (int64_t i = 0; i < n; i++) {
+    const UOp* x = u->src(size_t(i));
+    if (x->op != Op::Gep || !x->holds<int64_t>() || x->as<int64_t>() != i % part || x->src(0)->dtype.lanes != part ||
+        x->src(0) != u->src(size_t(i - i % part))->src(0))
+      return {};
+    if (i % part == 0) parts.push_back(x->src(0));
+  }
+  return parts;
+}
+
 const UOp* lane_index_base(const UOp* idx) {
   if (idx->op != Op::Add || idx->dtype.lanes < 2) return nullptr;
   const UOp *b = idx->src(0), *c = idx->src(1);

@@ -106,6 +106,10 @@ const UOp* lane_index(Graph& g, const UOp* base, const std::vector<int64_t>& off
 // The same over offsets already built (a Vectorize of constants, as lane_index makes them).
 const UOp* lane_index(Graph& g, const UOp* base, const UOp* offsets);
 const UOp* lane_index_base(const UOp* idx);
+// The vectors a Vectorize puts together whole and in order (every lane of each, one after another,
+// as expand's loads of contiguous runs are joined), two or more of as many lanes each, a power of
+// two of them; empty for any other Vectorize.
+std::vector<const UOp*> concatenated_vectors(const UOp* vectorize);
 
 // Whether the graph under u contains node x (u's value or address moves with x).
 bool depends_on(const UOp* u, const UOp* x);

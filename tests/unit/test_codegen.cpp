@@ -447,6 +447,39 @@ TEST(Codegen, LanesThroughModAndDivOfTheirBlock) { expect_lanes_through_mod_and_
 // without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, so it is loaded lane by lane.
 TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) { expect_lanes_through_mod_and_div(64, 16, 32, 4); }
 
+// A tile wider than the panels it reads (AVX2's 16 lanes over a weight packed in 8-wide panels):
+// out[i, j] = sum_k A[i, k] * (B[j / 8, k, j % 8] + (k < K - 1 ? C[j / 4, k, j % 4] : 0)), j split
+// into 16 lanes. B's lanes step by 1 within each half: two 8-lane loads; C's within each quarter,
+// under a gate the same for every lane: four masked 4-lane loads; no load lane by lane. D[(j + 3) % 8
+// + 8 * (j / 8)] wraps inside every run, so it is still loaded lane by lane. The interpreter fails
+// an access out of bounds, and the values are the formula's.
+TEST(Codegen, LanesInRunsLoadEachRunAsOneVector) {
+  Graph g;
+  const int64_t I = 3, J = 32, K = 5;
+  const UOp* sink = testk::panels_kernel(g, I, J, K);
+  LowerOptions o;
+  o.opts = std::vector<Opt>{Opt::upcast(1, 16)};
+  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
+  std::map<int, size_t> loads;  // lanes -> vector loads narrower than the tile (the accumulator's are 16 wide)
+  size_t lane_loads = 0;        // vectors of scalar loads (not a splat of one: A's broadcast)
+  for (const UOp* u : lk.linear->src()) {
+    if (u->op == Op::Load && u->dtype.lanes > 1 && u->dtype.lanes < 16) loads[u->dtype.lanes]++;
+    if (u->op == Op::Vectorize && u->src(0)->op == Op::Load && u->src(1) != u->src(0)) lane_loads++;
+  }
+  EXPECT_EQ(loads, (std::map<int, size_t>{{4, 4}, {8, 2}})) << linear_str(lk.linear);
+  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);  // D's
+  std::vector<double> av(size_t(I * K)), bv(size_t(J * K)), cv(size_t(J * K)), out(size_t(I * J));
+  std::vector<double> dv(static_cast<size_t>(J));
+  for (size_t q = 0; q < av.size(); q++) av[q] = double(q % 5) + 1;
+  for (size_t q = 0; q < bv.size(); q++) bv[q] = double(q) * 10;
+  for (size_t q = 0; q < cv.size(); q++) cv[q] = double(q) * 1000;
+  for (size_t q = 0; q < dv.size(); q++) dv[q] = double(q) * 100000;
+  interpret(lk, {{0, &av}, {1, &bv}, {2, &out}, {3, &cv}, {4, &dv}});
+  for (int64_t y = 0; y < I; y++)
+    for (int64_t x = 0; x < J; x++)
+      EXPECT_EQ(out[size_t(y * J + x)], testk::panels_reference(av, bv, cv, dv, K, y, x)) << y << "," << x;
+}
+
 // substitute_copies gives, for every map, the node substitute_nodes gives (hash-consed: the same pointer),
 // with a Reduce axis among the keys (dropped from the Reduce's range list) and nodes older than every key.
 TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {

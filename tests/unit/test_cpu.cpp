@@ -248,6 +248,36 @@ TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
     }
 }
 
+// A 16-lane tile over 8-wide (and, under a gate, 4-wide) panels (testk::panels_kernel): the runs'
+// vector loads are put together by shuffles of whole vectors, not lane by lane, and the kernel
+// computes the reference values, with and without the host's gathers.
+TEST(CpuBackend, RunsOfLanesLoadAsVectors) {
+  const int64_t I = 3, J = 32, K = 5;
+  std::vector<float> a(I * K), b(J * K), c(J * K), d(J);
+  for (size_t q = 0; q < a.size(); q++) a[q] = float(q % 5) + 1;
+  for (size_t q = 0; q < b.size(); q++) b[q] = float((q * 37) % 19) / 8.0f - 1;
+  for (size_t q = 0; q < c.size(); q++) c[q] = float((q * 53) % 23) / 11.0f - 1;
+  for (size_t q = 0; q < d.size(); q++) d[q] = float(q) * 10;
+  for (bool gathers : {false, true}) {
+    Graph g;
+    Target t = jit().target();
+    t.has_gather_scatter = gathers;
+    LowerOptions o;
+    o.opts = std::vector<Opt>{Opt::upcast(1, 16)};
+    LoweredKernel lk = lower_kernel(g, testk::panels_kernel(g, I, J, K), t, o);
+    auto ck = jit().compile(lk);
+    EXPECT_NE(ck->source.find("<16 x i32> <i32 0, i32 1, i32 2,"), std::string::npos) << ck->source;
+    std::vector<float> got(I * J + 1, -1);
+    void* bufs[] = {a.data(), b.data(), got.data(), c.data(), d.data()};
+    jit().run(*ck, bufs, nullptr);
+    for (int64_t y = 0; y < I; y++)
+      for (int64_t x = 0; x < J; x++)
+        ASSERT_NEAR(got[y * J + x], testk::panels_reference(a, b, c, d, K, y, x), 1e-4)
+            << gathers << " " << y << "," << x;
+    EXPECT_EQ(got[I * J], -1);
+  }
+}
+
 TEST(CpuBackend, LoweringDoesNotDependOnWhatTheGraphHolds) {
   // One AST and one opt list lower to the same code in a fresh graph and in one where an earlier
   // kernel already made the Range node of the second upcast (hash-consing returns that older
