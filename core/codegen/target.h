@@ -94,9 +94,10 @@ struct Target {
   // within a quarter of it.
   int64_t cache_bytes = 0;
   // Width of the panels a large matrix product's right operand and a convolution's weight are
-  // packed into (the schedule's rule 9): the columns a register tile takes as its vector lanes, so
-  // that a tile's step reads one contiguous run of a panel rather than every other half of one. 32 by default
-  // (AVX-512's two registers of floats; GPU tiles); the CPU backend sets two registers of float lanes.
+  // packed into (the schedule's rule 9): the columns the narrowest register tile takes as its
+  // vector lanes, so that each step of a tile reads whole runs of its panels (a wider tile one
+  // vector load per panel) rather than every other half of one. 32 by default (GPU tiles); the CPU
+  // backend sets one register of float lanes with 16 registers (AVX2: 8), two with 32 (AVX-512).
   int64_t packed_panel = 32;
   // SIMD registers in the file (x86: 16 with AVX2, 32 with AVX-512; AArch64: 32). Register tiles keep their
   // accumulators within half of them, so operands and addresses never spill.

@@ -647,11 +647,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     vector lanes after all: each lane's source row is read as one stream, a run per step, and
     //     the lanes' stores fill whole vectors. On a Zen 3 it paid most into 32-wide panels
     //     (ResNet-18's 512x7x7 convolution's program, alternated: 2.72-2.73 -> 1.84-2.35 ms, 4 lanes
-    //     2.29-2.49 ms, the loop order without the lanes 3.26 ms); into AVX2's own 16-wide panels
-    //     (Target::packed_panel) less, medians of the packing alone over 50 runs each: 256x256x3x3
-    //     0.325 -> 0.286 ms, 512x512x3x3 0.626 -> 0.620 ms. Not for a 1x1 filter's weight (no run):
-    //     its packing ran no faster. Not for a copy of fewer than 2^19 elements: its 72 scalar loads per step cost
-    //     our stages 0.3 -> 0.8 ms and LLVM about as much again, to save microseconds per run
+    //     2.29-2.49 ms, the loop order without the lanes 3.26 ms); into 16-wide panels less,
+    //     medians of the packing alone over 50 runs each: 256x256x3x3 0.325 -> 0.286 ms,
+    //     512x512x3x3 0.626 -> 0.620 ms. Into AVX2's 8-wide panels (Target::packed_panel) the
+    //     stored axis is one register of lanes whole, and the input channels are then innermost. Not for a 1x1 filter's
+    //     weight (no run): its packing ran no faster. Not for a copy of fewer than 2^19 elements: its 72 scalar loads
+    //     per step cost our stages 0.3 -> 0.8 ms and LLVM about as much again, to save microseconds per run
     //     (ResNet-18's 64x64x3x3 weight: 14 us; with every packing of ResNet-18 included, its cold
     //     compile took 5% more instructions, 2.21G -> 2.33G).
     const UOp* transposed = contiguous ? transposing_index() : nullptr;

@@ -26,10 +26,10 @@
 //     chunk, spread over the cores) and a reduction of the T partials (split_reduces, before
 //     anything else).
 //  9. The right operand of a large matrix product is packed: B (..., K, N) is copied into
-//     (..., N/P, K, P) panels, P the width of the target's register tile (ScheduleOptions::
-//     packed_panel: 32, 16 with AVX2), so the tile reads each k-step's row of the panel
-//     contiguously (no 4 KiB-strided walk down B, which aliases in L1 and misses the TLB):
-//     matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand). A left
+//     (..., N/P, K, P) panels, P the width of the target's narrowest register tile
+//     (ScheduleOptions::packed_panel: 32, 8 with AVX2), so the tile reads each k-step's row of a
+//     panel contiguously (a tile wider than P reads each of its panels' rows as one vector) (no 4 KiB-strided walk down
+//     B, which aliases in L1 and misses the TLB): matmul 1024^2 17 -> 7 ms on 2 cores (pack_matmul_operand). A left
 //     operand computed by elementwise ops (the previous layer's activation) is stored first.
 //     Where P does not divide N the last panel is padded with zeros, and the product reads a
 //     view of the panels shrunk to N: a tile whose lanes run past N still reads inside the
@@ -258,8 +258,9 @@ const UOp* slice_view(Graph& g, const UOp* u) {
 // target's and wider: the same view of a copy in the target's panels. With AVX2's tiles of 16 or 8
 // output-channel lanes in 32-wide weight panels each step read a half or a quarter of a 128-byte
 // run (a Zen 3, convolutions with their weight as an input, zz_conv probe alternated in one
-// process, medians of the program: 64x56x56 1.69-1.87 -> 1.55 ms, 128x28x28 1.76 -> 1.59,
-// 256x14x14 2.25-2.27 -> 1.82, 512x7x7 3.3-3.8 -> 2.95).
+// process, medians of the program, into 16-wide panels: 64x56x56 1.69-1.87 -> 1.55 ms, 128x28x28
+// 1.76 -> 1.59, 256x14x14 2.25-2.27 -> 1.82, 512x7x7 3.3-3.8 -> 2.95; AVX2's panels are now 8
+// wide, see the CPU backend's packed_panel).
 const UOp* repanel(Graph& g, const UOp* view, int64_t panel) {
   const std::optional<PanelCopy> pc = as_panel_copy(g, view);
   if (!pc || pc->panel <= panel || pc->panel % panel != 0) return nullptr;
