@@ -377,6 +377,31 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   }
 }
 
+// A product with few output columns that no lane count divides (a classifier's 10 classes at batch
+// 8): the columns, which B's load of every reduce step walks contiguously, are padded to 16 lanes
+// beside copies of the rows, where at least half of the padded lanes are used; scalar code would
+// use one lane. 3 columns in 8 lanes use fewer than half: no lanes. The kernels match the oracle.
+TEST_F(Avx2Tiles, NarrowProductsPadTheirColumnsToLanes) {
+  for (const int64_t cols : {10, 3}) {
+    const UOp *x = in(dtypes::float32, {8, 512}), *w = in(dtypes::float32, {512, cols});
+    std::vector<const UOp*> outs{matmul(g, x, w)};
+    const ScheduledKernel* mm = scheduled(outs, "r_");
+    ASSERT_NE(mm, nullptr);
+    Target t = cpu_like();
+    t.vector_registers = 16;
+    const std::vector<Opt> opts = lower_kernel(g, mm->ast, t).opts;
+    const std::vector<int64_t> lanes = cols == 10 ? std::vector<int64_t>{16} : std::vector<int64_t>{};
+    std::vector<int64_t> padded;
+    for (const Opt& o : opts)
+      if (o.op == OptOp::Padto) padded.push_back(o.amount);
+    EXPECT_EQ(padded, lanes) << cols << ": " << opts_str(opts);
+    const std::vector<int64_t> upcasts = split_amounts(opts, AxisType::Upcast);
+    EXPECT_EQ(std::count(upcasts.begin(), upcasts.end(), int64_t(16)), cols == 10 ? 1 : 0)
+        << cols << ": " << opts_str(opts);
+    expect_forced_match(outs, mm, opts, "matmul 8x512x" + std::to_string(cols) + " " + opts_str(opts));
+  }
+}
+
 // A matmul's tile on 16 registers is 6 rows x 16 lanes (12 accumulators: a plain product needs only
 // its B vector and one broadcast beside them), its rows padded to a multiple of 6; with 32 registers
 // it stays 8 rows. Where A's rows outgrow a quarter of the core's cache (Target::cache_bytes) the
