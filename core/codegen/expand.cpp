@@ -146,9 +146,9 @@ class Vectorizer {
     return true;
   }
 
-  // The longest run of lanes (a power of two from k/2 down to 4 that divides k) within whose
-  // aligned runs index idx steps by 1, or 0: a tile wider than the panels it reads (16 lanes over
-  // 8-wide ones) loads each panel's part as one vector.
+  // The longest run of lanes (k/2, k/4, ... while at least 4, dividing k) within whose aligned
+  // runs index idx steps by 1, or 0: a tile wider than the panels it reads (16 lanes over 8-wide
+  // ones) loads each panel's part as one vector.
   int64_t contiguous_run(const UOp* idx) {
     for (int64_t run = k_ / 2; run >= 4; run /= 2)
       if (k_ % run == 0 && coefficient(idx, run) == 1) return run;
