@@ -172,12 +172,18 @@ struct Compiled {
 // two-thread median was 0.90, 1.08 and 1.58 ms in three runs of the same process; each half alone 0.85 ms), so two
 // blocks timed seconds apart can land in different states and their ratio then says nothing about the kernels.
 // Alternating puts both in the same states about as often. (OpenMP's workers spin briefly after a call, so a short
-// pause separates the blocks.)
+// pause separates the blocks.) After the pause each block warms up for 10 ms of runs, not one run: the cores take
+// milliseconds to come back to speed after an idle pause, and a kernel of tens of microseconds timed right after
+// one ran 3x slower (the small CNN's first convolution, 8x3x32x32 -> 16 channels, medians after a 30 ms pause:
+// 0.12 ms with one run of warm-up, 0.078 ms with 2 ms of runs, 0.052 ms with 5 ms; 0.040 ms without pauses).
+// Both libraries get the same warm-up; a kernel longer than 10 ms still warms up with one run.
 void time_against_dnnl(Case& c, const std::function<void()>& ours, const std::function<void()>& dnnl) {
   std::vector<double> a, b;
   auto block = [](const std::function<void()>& fn, std::vector<double>& t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    fn();  // warm up after the other library ran
+    const auto warm = Clock::now();
+    do fn();  // warm up after the other library ran
+    while (ms_since(warm) < 10);
     double total = 0;
     for (size_t n = 0; n < 3 || (total < 250 && n < 9); n++) {
       auto t0 = Clock::now();
