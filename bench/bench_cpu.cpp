@@ -33,6 +33,9 @@
 //   conv2d_cnn1_b8    8x3x32x32 * 16x3x3x3        the same per image (a small CNN's first convolution)
 //   conv2d_64to100x56 1x64x56x56 * 100x64x3x3     the same: output channels no vector divides
 //   conv2d_cnn2_b8    8x16x16x16 * 32x16x3x3      the same (its second)
+//   conv2d_stem_7x7s2 1x3x224x224 * 64x3x7x7, stride 2, pad 3: ResNet-18's stem; conv2d_64to128s2 1x64x56x56 *
+//                     128x64x3x3, stride 2: its first downsampling; conv2d_1x1s2_64to128 the 1x1 stride-2 shortcut
+//                     beside it. The same baselines (report rows: ResNet-18's layers beside its 3x3 ones)
 //   conv2d_*_cw       ResNet-18's four 3x3 convolutions with the weight a constant of our program (Binary
 //                     data) instead of an input: its packing runs once, at compile time, as oneDNN's weight
 //                     reorder runs outside its timed region in every row
@@ -807,45 +810,47 @@ Case bench_cumsum() {
 // conv2d of (n, ci, h, w) with co 3x3 filters, stride 1, pad 1. Baseline: per image, im2col + cblas_sgemm.
 // const_weights: the weight is a constant of our program (Binary data), as oneDNN's is reordered
 // outside its timed region: the packing of it runs once, at compile time.
+// A KxK convolution with stride S and padding P (ResNet-18's: 3x3 s1 p1 by default; its 7x7 s2 p3 stem, 3x3 s2
+// p1 downsampling and 1x1 s2 p0 shortcut too), batch N, CI -> CO channels at HxW.
 Case bench_conv(const std::string& name, int64_t N, int64_t CI, int64_t CO, int64_t H, int64_t W,
-                bool const_weights = false) {
+                bool const_weights = false, int64_t K = 3, int64_t S = 1, int64_t P = 1) {
   Case c{name};
-  const int64_t K = 3;
+  const int64_t OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
   Graph g;
   const UOp* x = input(g, dtypes::float32, {N, CI, H, W});
   auto dx = random_floats(size_t(N * CI * H * W), 7), dw = random_floats(size_t(CO * CI * K * K), 8, -0.1f, 0.1f);
   const UOp* w = const_weights ? constant_floats(g, dw, {CO, CI, K, K}) : input(g, dtypes::float32, {CO, CI, K, K});
   std::vector<std::vector<float>> inputs{dx};
   if (!const_weights) inputs.push_back(dw);
-  Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {1, 1}, {1, 1})}, inputs, c);
+  Compiled p = compile_cold(g, {conv2d(g, x, w, nullptr, {S, S}, {P, P})}, inputs, c);
   c.ours_ms = median_ms([&] { p.run(); });
-  // im2col: cols[(ci*K + ky)*K + kx][y*W + x] = padded input; then out (CO, H*W) = w (CO, CI*K*K) @ cols.
-  std::vector<float> cols(size_t(CI * K * K * H * W)), want(size_t(N * CO * H * W));
+  // im2col: cols[(ci*K + ky)*K + kx][y*OW + x] = padded input; then out (CO, OH*OW) = w (CO, CI*K*K) @ cols.
+  std::vector<float> cols(size_t(CI * K * K * OH * OW)), want(size_t(N * CO * OH * OW));
   auto baseline = [&] {
     for (int64_t n = 0; n < N; n++) {
       const float* img = dx.data() + n * CI * H * W;
       for (int64_t ci = 0; ci < CI; ci++)
         for (int64_t ky = 0; ky < K; ky++)
           for (int64_t kx = 0; kx < K; kx++) {
-            float* row = cols.data() + ((ci * K + ky) * K + kx) * H * W;
-            for (int64_t y = 0; y < H; y++)
-              for (int64_t xx = 0; xx < W; xx++) {
-                int64_t iy = y + ky - 1, ix = xx + kx - 1;
-                row[y * W + xx] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? img[(ci * H + iy) * W + ix] : 0.0f;
+            float* row = cols.data() + ((ci * K + ky) * K + kx) * OH * OW;
+            for (int64_t y = 0; y < OH; y++)
+              for (int64_t xx = 0; xx < OW; xx++) {
+                int64_t iy = y * S + ky - P, ix = xx * S + kx - P;
+                row[y * OW + xx] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? img[(ci * H + iy) * W + ix] : 0.0f;
               }
           }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(CO), int(H * W), int(CI * K * K), 1.0f, dw.data(),
-                  int(CI * K * K), cols.data(), int(H * W), 0.0f, want.data() + n * CO * H * W, int(H * W));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(CO), int(OH * OW), int(CI * K * K), 1.0f, dw.data(),
+                  int(CI * K * K), cols.data(), int(OH * OW), 0.0f, want.data() + n * CO * OH * OW, int(OH * OW));
     }
   };
   c.base_ms = median_ms(baseline);
-  c.gflop = 2.0 * double(N * CO * H * W) * double(CI * K * K) / 1e9;
+  c.gflop = 2.0 * double(N * CO * OH * OW) * double(CI * K * K) / 1e9;
   compare(c, p.output(), want, 1e-4);
 #ifdef SN_HAVE_DNNL
   // Layouts of oneDNN's choice; the input and weights are reordered into them here, outside the timed region.
   dn::Net net;
   dnnl::memory out =
-      net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, 1, 1, dw.data(), nullptr, false);
+      net.conv(dn::make(dn::md({N, CI, H, W}, dn::tag::nchw), dx.data()), CO, K, S, P, dw.data(), nullptr, false);
   time_against_dnnl(
       c, [&] { p.run(); }, [&] { net.run(); });
   c.dnnl_impl = net.impl_summary();
@@ -987,6 +992,11 @@ int main(int argc, char** argv) {
   run("conv2d_cnn1_b8", [] { return bench_conv("conv2d_cnn1_b8", 8, 3, 16, 32, 32); });
   run("conv2d_cnn2_b8", [] { return bench_conv("conv2d_cnn2_b8", 8, 16, 32, 16, 16); });
   run("conv2d_64to100x56", [] { return bench_conv("conv2d_64to100x56", 1, 64, 100, 56, 56); });
+  // ResNet-18's other convolutions at batch 1 (report rows): the 7x7 stride-2 stem, a 3x3 stride-2 downsampling
+  // and the 1x1 stride-2 shortcut beside it
+  run("conv2d_stem_7x7s2", [] { return bench_conv("conv2d_stem_7x7s2", 1, 3, 64, 224, 224, false, 7, 2, 3); });
+  run("conv2d_64to128s2", [] { return bench_conv("conv2d_64to128s2", 1, 64, 128, 56, 56, false, 3, 2, 1); });
+  run("conv2d_1x1s2_64to128", [] { return bench_conv("conv2d_1x1s2_64to128", 1, 64, 128, 56, 56, false, 1, 2, 0); });
   // ResNet-18's convolutions again, with the weight a constant of our program (see bench_conv)
   run("conv2d_64x56x56_cw", [] { return bench_conv("conv2d_64x56x56_cw", 1, 64, 64, 56, 56, true); });
   run("conv2d_128x28x28_cw", [] { return bench_conv("conv2d_128x28x28_cw", 1, 128, 128, 28, 28, true); });
