@@ -70,12 +70,14 @@ class IrWriter {
     if (alias_scopes_)
       for (const KernelParam& p : k_.params) loop_metadata_ = std::max<int64_t>(loop_metadata_, 4 + 3 * p.slot);
     if (dialect_ == LlvmDialect::Cpu) find_strides();
-    // The lanes of vectors that only concatenations read (concat) are not extracted one by one.
+    // The concatenations (concat), found once; the lanes of vectors that only they read are not
+    // extracted one by one.
     std::unordered_set<const UOp*> joined, read_alone;
     for (const UOp* u : k_.linear->src()) {
-      const bool whole = u->op == Op::Vectorize && !concatenated_vectors(u).empty();
+      std::vector<const UOp*> parts = u->op == Op::Vectorize ? concatenated_vectors(u) : std::vector<const UOp*>{};
       for (const UOp* x : u->src())
-        if (x->op == Op::Gep) (whole ? joined : read_alone).insert(x);
+        if (x->op == Op::Gep) (parts.empty() ? read_alone : joined).insert(x);
+      if (!parts.empty()) concats_[u] = std::move(parts);
     }
     for (const UOp* x : joined)
       if (!read_alone.count(x)) unread_lanes_.insert(x);
@@ -676,10 +678,11 @@ class IrWriter {
   // shuffles that put the vectors together, pairwise: the loads' registers side by side. "" for
   // any other Vectorize (wants_slp in the CPU backend does not count these as built lane by lane).
   std::string concat(const UOp* u) {
-    std::vector<const UOp*> vectors = concatenated_vectors(u);
+    auto it = concats_.find(u);
+    if (it == concats_.end()) return "";
     std::vector<std::string> parts;
-    for (const UOp* x : vectors) parts.push_back(v(x));
-    for (int64_t w = vectors.empty() ? 0 : vectors[0]->dtype.lanes; parts.size() > 1; w *= 2) {
+    for (const UOp* x : it->second) parts.push_back(v(x));
+    for (int64_t w = it->second[0]->dtype.lanes; parts.size() > 1; w *= 2) {
       std::string vt = reg_type(u->dtype.base().vec(uint16_t(w)));
       std::string mask = str("<", 2 * w, " x i32> <");
       for (int64_t i = 0; i < 2 * w; i++) mask += str(i ? ", " : "", "i32 ", i);
@@ -688,7 +691,7 @@ class IrWriter {
         next.push_back(emit(str("shufflevector ", vt, " ", parts[i], ", ", vt, " ", parts[i + 1], ", ", mask, ">")));
       parts.swap(next);
     }
-    return parts.empty() ? "" : parts[0];
+    return parts[0];
   }
 
   // value in memory representation (bools: bytes in buffers) and back
@@ -1372,6 +1375,7 @@ class IrWriter {
   int64_t loop_metadata_ = 0;                    // the first id of the loops' metadata
   bool uses_pure_ = false;                       // attribute group #2 is used
   std::unordered_set<const UOp*> unread_lanes_;  // Geps that only concatenations read (never rendered)
+  std::unordered_map<const UOp*, std::vector<const UOp*>> concats_;  // a concatenation -> the vectors it joins
 };
 
 }  // namespace

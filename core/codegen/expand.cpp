@@ -136,6 +136,10 @@ class Vectorizer {
   // idx(u = c) == idx(u = 0) + c for every lane c.
   bool contiguous(const UOp* idx) {
     if (auto c = coefficient(idx)) return *c == 1;  // a sum with u in plain terms: no simplifier calls
+    return simplifies_contiguous(idx);
+  }
+  // The same asked of the simplifier, lane by lane (where coefficient cannot tell).
+  bool simplifies_contiguous(const UOp* idx) {
     const UOp* neg_base = g_.alu(Op::Mul, lane(idx, 0), g_.cint(-1, idx->dtype));
     std::vector<int> order{1, k_ - 1};  // the likely failures first
     for (int c = 2; c < k_ - 1; c++) order.push_back(c);
@@ -363,7 +367,7 @@ class Vectorizer {
           if (c)
             contig = *c == 1;
           else if (!(run = contiguous_run(addr->src(1))))
-            contig = contiguous(addr->src(1));
+            contig = simplifies_contiguous(addr->src(1));
         }
         // a scalar gate and alternative value (a whole run is on or off): one load per run
         if (run && (x->nsrc() != 3 || (!vec(x->src(1)) && !vec(x->src(2))))) return varies(x, run_loads(x, s, run));

@@ -247,6 +247,15 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce) it->second = true;
       return it->second;
     };
+    // Whether a load of every reduce step walks loop axis r contiguously (stride 1).
+    auto walked_per_step = [&](const UOp* r) {
+      for (const UOp* l : rloads_in(r)) {
+        const UOp* idx = address_index(l->src(0));
+        if (idx && per_step(idx) && open.contains(l, r))
+          if (auto st = stride_of(idx, r, env); st && *st == 1) return true;
+      }
+      return false;
+    };
     // 2a. vector lanes along the innermost axis, when a load walks it contiguously or with
     //     stride 2 (a stride-2 convolution's input: lanes from two vector loads' worth of lines
     //     still beat scalar copies; ResNet's stem convolution ran 4x faster with them).
@@ -311,13 +320,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           const int64_t m_padded = round_up(std::max<int64_t>(m, 0), vw);
           if (m < vw || 8 * (m_padded - m) > m_padded) continue;
           // a load of every reduce step (the weight), not one per output (a bias added after it)
-          bool contiguous = false;
-          for (const UOp* l : rloads_in(r)) {
-            const UOp* idx = address_index(l->src(0));
-            if (idx && per_step(idx) && open.contains(l, r))
-              if (auto st = stride_of(idx, r, env); st && *st == 1) contiguous = true;
-          }
-          if (!contiguous) continue;
+          if (!walked_per_step(r)) continue;
           // Two registers of lanes halve the copy budget below (2b): where that leaves no count of 4
           // or more copies for any other output axis (AVX2's 4 copies against a 7- or 14-wide map),
           // one register of lanes with 7 copies of a column instead (ResNet-18's 512x7x7 convolution
@@ -349,13 +352,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       // if a load of every reduce step walks the axis contiguously: scalar code uses one lane of
       // the vector. A small CNN's 2048 -> 10 linear layer at batch 8, its 10 outputs padded to
       // 16 lanes beside 4 rows of copies: 21.9 -> 4.4 us (a Zen 3, medians of 400 runs).
-      bool half_used = false;
-      if (!vec_axis && !amt && !pad_ok && lanes_ok && n > 1 && 2 * (padded - n) <= padded)
-        for (const UOp* l : rloads_in(inner)) {
-          const UOp* idx = address_index(l->src(0));
-          if (idx && per_step(idx) && open.contains(l, inner))
-            if (auto st = stride_of(idx, inner, env); st && *st == 1) half_used = true;
-        }
+      const bool half_used =
+          !vec_axis && !amt && !pad_ok && lanes_ok && n > 1 && 2 * (padded - n) <= padded && walked_per_step(inner);
       if (!vec_axis && (pad_ok || half_used)) {
         // the padded axis whole as lanes where it fits two registers (10 outputs: 16 lanes)
         const int64_t width = half_used && padded <= 2 * vw ? padded : vw;
