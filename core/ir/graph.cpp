@@ -39,15 +39,16 @@ Graph::Graph() { table_.assign(1024, nullptr); }
 Graph::~Graph() {
   for (NodeBlock& b : node_blocks_) {
     std::destroy_n(b.nodes, b.used);
-    std::allocator<UOp>().deallocate(b.nodes, b.capacity);
+    pool_release(b.nodes, b.capacity * sizeof(UOp));
   }
+  for (SrcBlock& b : src_blocks_) pool_release(b.srcs, b.capacity * sizeof(const UOp*));
 }
 
 UOp* Graph::new_node() {
   if (node_blocks_.empty() || node_blocks_.back().used == node_blocks_.back().capacity) {
     size_t capacity = std::clamp<size_t>(node_count_, kFirstNodeBlock, kMaxNodeBlock);
     node_blocks_.reserve(node_blocks_.size() + 1);  // so that a failed allocation below leaks nothing
-    node_blocks_.push_back({std::allocator<UOp>().allocate(capacity), 0, capacity});
+    node_blocks_.push_back({static_cast<UOp*>(pool_allocate(capacity * sizeof(UOp))), 0, capacity});
   }
   NodeBlock& b = node_blocks_.back();
   UOp* n = new (b.nodes + b.used) UOp();
@@ -57,7 +58,7 @@ UOp* Graph::new_node() {
 }
 
 void Graph::grow() {
-  std::vector<UOp*> bigger(table_.size() * 2, nullptr);
+  decltype(table_) bigger(table_.size() * 2, nullptr);
   size_t mask = bigger.size() - 1;
   for (UOp* u : table_) {
     if (!u) continue;
@@ -106,8 +107,9 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
   if (!src.empty()) {
     if (src_left_ < src.size()) {
       size_t sz = std::max(kSrcBlock, src.size());
-      src_blocks_.emplace_back(new const UOp*[sz]);
-      src_cur_ = src_blocks_.back().get();
+      src_blocks_.reserve(src_blocks_.size() + 1);  // so that a failed allocation below leaks nothing
+      src_blocks_.push_back({static_cast<const UOp**>(pool_allocate(sz * sizeof(const UOp*))), sz});
+      src_cur_ = src_blocks_.back().srcs;
       src_left_ = sz;
     }
     std::copy(src.begin(), src.end(), src_cur_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/block_pool.h"
 #include "core/ir/uop.h"
 #include "core/util/error.h"
 
@@ -81,6 +82,8 @@ class Graph {
   UOp* new_node();
   // Nodes live in blocks that double in size up to a limit: a pass builds thousands of nodes, and
   // a node costs no allocation of its own (a std::deque of UOps allocated a block every second one).
+  // Node, source and table blocks come from the block pool (block_pool.h): the next graph reuses
+  // them without faulting their pages in again.
   struct NodeBlock {
     UOp* nodes;
     size_t used, capacity;
@@ -91,8 +94,12 @@ class Graph {
   // cint's index constants in [kIndexConstMin, kIndexConstEnd), by value (allocated on first use)
   static constexpr int64_t kIndexConstMin = -256, kIndexConstEnd = 4096;
   std::vector<const UOp*> index_consts_;
-  std::vector<UOp*> table_;  // open addressing, power-of-two capacity
-  std::vector<std::unique_ptr<const UOp*[]>> src_blocks_;
+  std::vector<UOp*, PoolAllocator<UOp*>> table_;  // open addressing, power-of-two capacity
+  struct SrcBlock {
+    const UOp** srcs;
+    size_t capacity;
+  };
+  std::vector<SrcBlock> src_blocks_;
   const UOp** src_cur_ = nullptr;
   size_t src_left_ = 0;
   uint64_t buffer_ids_ = 0;

@@ -157,6 +157,45 @@ TEST(Graph, NodesKeepTheirAddressAcrossBlocks) {
   EXPECT_EQ(g.size(), first + made.size());
 }
 
+// A graph's node, source and table blocks go to the block pool when it dies and the next graph
+// builds in them (already mapped: no page faults); the pool keeps at most kBlockPoolBytes.
+TEST(Graph, ASecondGraphBuildsInTheBlocksOfOneThatDied) {
+  pool_trim();
+  auto build = [](Graph& g) {
+    std::vector<const UOp*> made;
+    for (int64_t v = 0; v < 20000; v++) made.push_back(g.make(Op::Add, dtypes::index, {g.cint(v), g.var("n", 0, 9)}));
+    return made;
+  };
+  {
+    Graph g;
+    build(g);
+  }
+  const size_t held = pool_held_bytes();
+  EXPECT_GE(held, 20000 * sizeof(UOp));  // node blocks at least
+  {
+    Graph g;
+    std::vector<const UOp*> made = build(g);
+    EXPECT_LT(pool_held_bytes(), held / 4);  // it took the blocks back
+    for (size_t k = 0; k < made.size(); k += 997) {
+      EXPECT_EQ(made[k]->src(0)->const_int(), i128(k));
+      EXPECT_EQ(made[k]->minmax().hi, i128(k) + 9);
+    }
+  }
+  EXPECT_EQ(pool_held_bytes(), held);
+
+  // Blocks are matched by size; past the limit they are freed.
+  void* a = pool_allocate(kPooledBytes);
+  pool_release(a, kPooledBytes);
+  EXPECT_EQ(pool_allocate(kPooledBytes), a);
+  pool_release(a, kPooledBytes);
+  std::vector<void*> big;
+  for (size_t b = 0; b <= kBlockPoolBytes / (1 << 20); b++) big.push_back(pool_allocate(1 << 20));
+  for (void* p : big) pool_release(p, 1 << 20);
+  EXPECT_LE(pool_held_bytes(), kBlockPoolBytes);
+  pool_trim();
+  EXPECT_EQ(pool_held_bytes(), 0u);
+}
+
 TEST(Graph, ContentHashIsStructural) {
   Graph g1, g2;
   auto build = [](Graph& g) { return g.alu(Op::Mul, g.alu(Op::Add, g.var("x", 0, 9), g.cint(2)), g.cint(3)); };
