@@ -1,6 +1,7 @@
 #include "core/ir/uop.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -10,9 +11,29 @@
 namespace sn {
 
 namespace {
-// Stable (process-independent) hashing: FNV-1a over bytes, splitmix-style mixing for words.
+// Stable (process-independent) hashing: splitmix-style mixing for words; bytes below.
+//
+// Bytes: whole 32-byte blocks go through four independent lanes (per 8-byte word an add of its
+// product, a rotate and a multiply: the rotate carries high bits down, so no two word changes
+// cancel), the rest through FNV-1a. A program's constant weights are hashed when their node is
+// built and again for the program's content hash; ResNet-18's 45 MB took about 45 ms each time
+// with FNV-1a's multiply per byte, one after the other. Strings under 32 bytes hash as before.
 uint64_t hash_bytes(const void* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
   auto* b = static_cast<const unsigned char*>(p);
+  if (n >= 32) {
+    constexpr uint64_t kM1 = 0x9e3779b97f4a7c15ULL, kM2 = 0xc2b2ae3d27d4eb4fULL;
+    uint64_t lane[4] = {h, h ^ kM1, h + kM2, h - kM2};
+    size_t blocks = n / 32;
+    for (size_t i = 0; i < blocks; i++, b += 32)
+      for (int k = 0; k < 4; k++) {
+        uint64_t w;
+        std::memcpy(&w, b + 8 * k, 8);
+        lane[k] = std::rotl(lane[k] + w * kM2, 31) * kM1;
+      }
+    h = (std::rotl(lane[0], 1) + std::rotl(lane[1], 7) + std::rotl(lane[2], 12) + std::rotl(lane[3], 18)) ^ n;
+    h = (h ^ (h >> 29)) * kM2;
+    n -= blocks * 32;
+  }
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
   return h;
 }

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -208,6 +209,35 @@ TEST(Graph, ContentHashIsStructural) {
 
 // NodeMap: the same answers as a plain map, below its linear-search size, across the switch to
 // pages, and for ids thousands apart (pages appear only where ids fall); V{} means absent.
+// Binary data (a program's constant weights) hashes by 32-byte blocks in four lanes: every byte
+// and every bit counts, in the blocks and in the tail, and a pair of changes does not cancel.
+TEST(Graph, ContentHashSeesEveryBitOfBinaryData) {
+  std::string base(1000, '\0');
+  for (size_t i = 0; i < base.size(); i++) base[i] = char(i * 37 + 11);
+  auto hash_of = [](const std::string& bytes) {
+    Graph g;
+    return g.make(Op::Binary, dtypes::uint8, {}, bytes)->content_hash();
+  };
+  const uint64_t h0 = hash_of(base);
+  EXPECT_EQ(hash_of(base), h0);  // another graph, the same bytes
+  std::set<uint64_t> seen{h0};
+  for (size_t byte : {size_t(0), size_t(7), size_t(8), size_t(31), size_t(32), size_t(500), size_t(991), size_t(999)})
+    for (int bit : {0, 5, 7}) {
+      std::string v = base;
+      v[byte] = char(v[byte] ^ (1 << bit));
+      EXPECT_TRUE(seen.insert(hash_of(v)).second) << "byte " << byte << " bit " << bit;
+    }
+  // The top bit of one word and of the next word of the same lane, flipped together.
+  std::string pair = base;
+  pair[7] = char(pair[7] ^ 0x80);
+  pair[39] = char(pair[39] ^ 0x80);
+  EXPECT_TRUE(seen.insert(hash_of(pair)).second);
+  // Lengths: one byte more or less.
+  EXPECT_TRUE(seen.insert(hash_of(base.substr(0, 999))).second);
+  EXPECT_TRUE(seen.insert(hash_of(base + '\0')).second);
+  EXPECT_TRUE(seen.insert(hash_of(base.substr(0, 992))).second);
+}
+
 TEST(Graph, NodeMapAgreesWithAMapThroughItsSwitchToPages) {
   Graph g;
   std::vector<const UOp*> nodes;
