@@ -422,11 +422,11 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
               : b.kind == ScheduleBuffer::Kind::Output   ? ProgramBuffer::Role::Output
               : b.kind == ScheduleBuffer::Kind::Constant ? ProgramBuffer::Role::Constant
                                                          : ProgramBuffer::Role::Intermediate;
-    if (b.kind == ScheduleBuffer::Kind::Constant) {  // filled once, here
-      pb.data = std::make_shared<const std::string>(b.source->as<std::string>());
-      if (!pb.data->empty()) {
-        pb.storage = device->allocate(pb.data->size());
-        device->copy_in(*pb.storage, 0, pb.data->data(), pb.data->size());
+    if (b.kind == ScheduleBuffer::Kind::Constant) {  // filled once, here, from the graph's bytes
+      const std::string& bytes = b.source->as<std::string>();
+      if (!bytes.empty()) {
+        pb.storage = device->allocate(bytes.size());
+        device->copy_in(*pb.storage, 0, bytes.data(), bytes.size());
       }
     }
     pb.dtype = b.dtype;

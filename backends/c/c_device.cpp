@@ -129,10 +129,12 @@ std::string CDevice::export_c(const Program& p, const std::string& name) const {
   for (size_t b = 0; b < p.buffers.size(); b++) {
     const ProgramBuffer& pb = p.buffers[b];
     if (pb.role != ProgramBuffer::Role::Constant) continue;
-    out += cat("\nstatic const unsigned char ", name, "_const", b, "[", std::max<size_t>(1, pb.data->size()), "] = {");
-    for (size_t i = 0; i < pb.data->size(); i++)
-      out += cat(i % 16 ? " " : "\n  ", unsigned(static_cast<unsigned char>((*pb.data)[i])), ",");
-    out += pb.data->empty() ? "0};\n" : "\n};\n";
+    std::string bytes(pb.storage ? pb.storage->bytes() : 0, '\0');
+    if (!bytes.empty()) pb.storage->device().copy_out(*pb.storage, 0, bytes.data(), bytes.size());
+    out += cat("\nstatic const unsigned char ", name, "_const", b, "[", std::max<size_t>(1, bytes.size()), "] = {");
+    for (size_t i = 0; i < bytes.size(); i++)
+      out += cat(i % 16 ? " " : "\n  ", unsigned(static_cast<unsigned char>(bytes[i])), ",");
+    out += bytes.empty() ? "0};\n" : "\n};\n";
   }
 
   // The entry point: bind the program's buffers, then the launches in order.
