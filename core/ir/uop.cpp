@@ -14,10 +14,10 @@ namespace {
 // Stable (process-independent) hashing: splitmix-style mixing for words; bytes below.
 //
 // Bytes: whole 32-byte blocks go through four independent lanes (per 8-byte word an add of its
-// product, a rotate and a multiply: the rotate carries high bits down, so no two word changes
-// cancel), the rest through FNV-1a. A program's constant weights are hashed when their node is
-// built and again for the program's content hash; ResNet-18's 45 MB took about 45 ms each time
-// with FNV-1a's multiply per byte, one after the other. Strings under 32 bytes hash as before.
+// product, a rotate and a multiply: the rotate carries high bits down, where a multiply alone
+// lets a flip of one word's top bit cancel one of the next word's), the rest through FNV-1a. A program's constant
+// weights are hashed when their node is built and again for the program's content hash; ResNet-18's 45 MB took about 45
+// ms each time with FNV-1a's multiply per byte, one after the other. Strings under 32 bytes hash as before.
 uint64_t hash_bytes(const void* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
   auto* b = static_cast<const unsigned char*>(p);
   if (n >= 32) {
