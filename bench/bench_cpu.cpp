@@ -1,8 +1,10 @@
 // CPU execution against baselines measured in the same run. One row per case:
-//   name  ours_ms  baseline_ms  ratio  onednn_ms  ours/onednn  GFLOP/s  oneDNN implementation
+//   name  ours_ms  baseline_ms  ratio  onednn_ms  ours/onednn  paired  GFLOP/s  oneDNN implementation
 // (medians of repeated runs; ratio = ours / baseline, the baseline of the list below; ours/onednn = ours / the
 // oneDNN primitive(s) doing the same work, "n/a" when bench_cpu was built without oneDNN or the case has none; where
-// oneDNN has a row, ours and oneDNN's are timed in alternating blocks: time_against_dnnl)
+// oneDNN has a row, ours and oneDNN's are timed in alternating blocks, and paired is the median of the blocks'
+// round-by-round ratios: time_against_dnnl. GFLOP/s rows also give ours as a share of the FMA peak measured at the
+// start of the run: fma_peak)
 // SN_BENCH_THREADS=N runs ours and every baseline on N threads instead of one per core.
 // then, per case, the cold compile: kernel count, total pipeline time, and per kernel the time of our lowering
 // stages (optimize .. linearize) and of LLVM, and the stages of the slowest kernel (the goal is per kernel:
@@ -155,6 +157,7 @@ struct Case {
   double max_err = 0;
   bool ok = true;
   double dnnl_ms = -1;      // oneDNN doing the same work (< 0: not measured)
+  double paired = -1;       // the median of each round's ours / oneDNN (time_against_dnnl; < 0: not measured)
   std::string dnnl_impl{};  // which oneDNN implementation(s) ran
   double dnnl_err = 0;      // oneDNN's result against OpenBLAS' (when both exist)
   bool dnnl_ok = true;
@@ -173,7 +176,7 @@ struct Compiled {
   }
 };
 
-// Ours and oneDNN timed in alternating blocks, three rounds of at least 3 runs and up to ~0.25 s each, and each
+// Ours and oneDNN timed in alternating blocks, kRounds rounds of at least 3 runs and up to ~0.25 s each, and each
 // one's median over all its runs. This 2-vCPU guest changes speed between states that last seconds (one kernel's
 // two-thread median was 0.90, 1.08 and 1.58 ms in three runs of the same process; each half alone 0.85 ms), so two
 // blocks timed seconds apart can land in different states and their ratio then says nothing about the kernels.
@@ -183,6 +186,12 @@ struct Compiled {
 // one ran 3x slower (the small CNN's first convolution, 8x3x32x32 -> 16 channels, medians after a 30 ms pause:
 // 0.12 ms with one run of warm-up, 0.078 ms with 2 ms of runs, 0.052 ms with 5 ms; 0.040 ms without pauses).
 // Both libraries get the same warm-up; a kernel longer than 10 ms still warms up with one run.
+// Besides the two medians over all runs (ours_ms, dnnl_ms: the ours/dnn column, comparable with earlier runs), the
+// ratio of each round's two adjacent blocks, and their median (the paired column): a slow state that lasts through
+// one block and not the next moves one round's ratio, where it moves a whole library's median when it happens to
+// fall on more of one library's blocks (a matmul at 97% of the FMA peak read 0.96 and 1.11 against oneDNN in two
+// runs of the same binary).
+constexpr int kRounds = 5;
 void time_against_dnnl(Case& c, const std::function<void()>& ours, const std::function<void()>& dnnl) {
   std::vector<double> a, b;
   auto block = [](const std::function<void()>& fn, std::vector<double>& t) {
@@ -198,15 +207,23 @@ void time_against_dnnl(Case& c, const std::function<void()>& ours, const std::fu
       total += t.back();
     }
   };
+  auto median = [](std::vector<double> t) {
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
   settle();
-  for (int round = 0; round < 3; round++) {
-    block(dnnl, b);
-    block(ours, a);
+  std::vector<double> rounds;  // each round's ours / oneDNN, from its two adjacent blocks
+  for (int round = 0; round < kRounds; round++) {
+    std::vector<double> ra, rb;
+    block(dnnl, rb);
+    block(ours, ra);
+    rounds.push_back(median(ra) / median(rb));
+    a.insert(a.end(), ra.begin(), ra.end());
+    b.insert(b.end(), rb.begin(), rb.end());
   }
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  c.ours_ms = a[a.size() / 2];
-  c.dnnl_ms = b[b.size() / 2];
+  c.ours_ms = median(a);
+  c.dnnl_ms = median(b);
+  c.paired = median(rounds);
 }
 
 // Compiles `outs` with a fresh runtime (nothing cached: the compile is cold) and fills the inputs.
@@ -907,6 +924,68 @@ std::string fmt_ratio(double num, double den) {
 }
 
 // "ours 12.3 / baseline 45.6 / onednn 50.1 GFLOP/s", the parts measured.
+// The cores' float32 FMA peak, measured now: per thread, 12 independent chains of vector FMAs (enough to hide a
+// 4-cycle latency at two per cycle; nothing is loaded), on g_threads threads for about 0.2 s. The GFLOP/s rows
+// print ours as a share of it: a kernel near it has no speed left to find, and its ratio to a library that is
+// also near it is mostly the noise of this host. 0 where the CPU has no AVX2 FMA.
+#define SN_FMA12(step) step(0) step(1) step(2) step(3) step(4) step(5) step(6) step(7) step(8) step(9) step(10) step(11)
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iters) {
+  __m256 a[12];
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+  for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps(float(i));
+  for (int64_t k = 0; k < iters; k++) {
+#define SN_FMA_STEP(i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    SN_FMA12(SN_FMA_STEP)
+#undef SN_FMA_STEP
+  }
+  float out = 0;
+  for (int i = 0; i < 12; i++) out += _mm256_cvtss_f32(a[i]);
+  return out;
+}
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iters) {
+  __m512 a[12];
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+  for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps(float(i));
+  for (int64_t k = 0; k < iters; k++) {
+#define SN_FMA_STEP(i) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    SN_FMA12(SN_FMA_STEP)
+#undef SN_FMA_STEP
+  }
+  float out = 0;
+  for (int i = 0; i < 12; i++) out += _mm512_cvtss_f32(a[i]);
+  return out;
+}
+#undef SN_FMA12
+
+struct Peak {
+  double gflops = 0;
+  const char* isa = "";
+};
+Peak fma_peak() {
+  Peak p;
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return p;
+  p.isa = avx512 ? "AVX-512" : "AVX2";
+  const double flop_per_iter = 12.0 * (avx512 ? 16 : 8) * 2;
+  auto chains = [avx512](int64_t iters) { return avx512 ? fma_chains_avx512(iters) : fma_chains_avx2(iters); };
+  volatile float sink = 0;
+  auto t0 = Clock::now();
+  sink = sink + chains(1 << 20);  // also brings the core up to speed
+  const double per_iter_ms = ms_since(t0) / double(1 << 20);
+  const auto iters = int64_t(200.0 / std::max(per_iter_ms, 1e-9));
+  std::vector<float> out(static_cast<size_t>(g_threads));
+  auto t1 = Clock::now();
+  parallel_rows(g_threads, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; t++) out[size_t(t)] = chains(iters);
+  });
+  const double ms = ms_since(t1);
+  for (float v : out) sink = sink + v;
+  p.gflops = flop_per_iter * double(iters) * g_threads / ms * 1e-6;
+  return p;
+}
+Peak g_peak;
+
 std::string fmt_gflops(const Case& c) {
   if (c.gflop <= 0) return "";
   std::string out;
@@ -915,6 +994,10 @@ std::string fmt_gflops(const Case& c) {
        {std::pair<const char*, double>{"ours", c.ours_ms}, {"baseline", c.base_ms}, {"onednn", c.dnnl_ms}}) {
     if (ms <= 0) continue;
     std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : " / ", label, c.gflop / ms * 1e3);
+    out += buf;
+  }
+  if (g_peak.gflops > 0 && c.ours_ms > 0) {
+    std::snprintf(buf, sizeof buf, " (ours %.0f%% of peak)", 100 * c.gflop / c.ours_ms * 1e3 / g_peak.gflops);
     out += buf;
   }
   return "   GFLOP/s " + out;
@@ -953,16 +1036,21 @@ int main(int argc, char** argv) {
       "# oneDNN: not built in (apt-get install libdnnl-dev, re-run cmake with SN_BENCH_ONEDNN=ON): its columns print "
       "n/a\n");
 #endif
-  std::printf("%-22s %11s %11s %7s %11s %8s\n", "name", "ours", "baseline", "ratio", "onednn", "ours/dnn");
+  g_peak = fma_peak();
+  if (g_peak.gflops > 0)
+    std::printf("# FMA peak measured now: %.1f GFLOP/s (%s, %d threads; \"of peak\" below is ours against it)\n",
+                g_peak.gflops, g_peak.isa, g_threads);
+  std::printf("%-22s %11s %11s %7s %11s %8s %7s\n", "name", "ours", "baseline", "ratio", "onednn", "ours/dnn",
+              "paired");
   std::vector<Case> cases;
   auto run = [&](const std::string& name, const std::function<Case()>& fn) {
     if (!selected(name)) return;
     try {
       settle();
       Case c = fn();
-      std::printf("%-22s %11s %11s %7s %11s %8s%s%s%s%s%s\n", c.name.c_str(), fmt_ms(c.ours_ms).c_str(),
+      std::printf("%-22s %11s %11s %7s %11s %8s %7s%s%s%s%s%s\n", c.name.c_str(), fmt_ms(c.ours_ms).c_str(),
                   fmt_ms(c.base_ms).c_str(), fmt_ratio(c.ours_ms, c.base_ms).c_str(), fmt_ms(c.dnnl_ms).c_str(),
-                  fmt_ratio(c.ours_ms, c.dnnl_ms).c_str(), fmt_gflops(c).c_str(),
+                  fmt_ratio(c.ours_ms, c.dnnl_ms).c_str(), fmt_ratio(c.paired, 1).c_str(), fmt_gflops(c).c_str(),
                   c.dnnl_impl.empty() ? "" : ("   [" + c.dnnl_impl + "]").c_str(), c.ok ? "" : "   RESULT MISMATCH",
                   c.dnnl_ok ? "" : "   ONEDNN MISMATCH",
                   c.checked ? "" : "   (unchecked: no reference without oneDNN)");
