@@ -341,6 +341,10 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   k.name = kernel_name(o.sink);
   ParallelDims dims;
   const UOp* s = index_launch_axes(g, o.sink, target, &dims);
+  // Index math simplified before expand too: its copies then substitute constants into final forms
+  // (folded as they are built), and the simplify stage after it finds most addresses final instead
+  // of rebuilding every load (a 3x3 convolution's lowering: 6.77M -> 6.40M instructions).
+  if (opts.simplify) s = simplify_indices(g, s);
   stage("launch", s);
   s = expand_kernel(g, s, LaneAccess::of(target));
   stage("expanded", s);

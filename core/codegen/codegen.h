@@ -6,7 +6,8 @@
 //   forced): loop order (Swap),
 //              UPCAST / UNROLL, THREAD on CPUs; GLOBAL grid, LOCAL and GROUP_REDUCE on GPUs
 //   launch     THREAD -> Special("core_id"), GLOBAL -> gidx0..2 (folded into the target's grid
-//              limits): the grid's indices, before expand builds the kernel over them
+//              limits): the grid's indices, before expand builds the kernel over them; then the
+//              index math simplified, so that expand's copies start from final forms
 //   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
 //              vector and masked loads; strided accesses lane by lane, or as one gather or
 //              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled

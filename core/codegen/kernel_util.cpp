@@ -47,10 +47,12 @@ const UOp* Rebuilder::run(std::span<const UOp* const> order) {
 
 namespace {
 // Scalar index math over constants, folded as a substitution rebuilds it (r*64 with r = 0 is 0,
-// x + 0 is x): expand's copies then hand the simplifier terms instead of chains of them, and the
+// x + 0 is x, 8 // 8 is 1, (x + 1) + -57 is x + -56): expand's copies then hand the simplifier
+// terms instead of chains of them, in the form it leaves them (a sum's constant last), and the
 // vector lanes it leaves alone (a padded gate's) come out folded. nullptr: u is built as it is.
 const UOp* fold_index(Graph& g, const UOp* u, std::span<const UOp* const> s) {
-  if ((u->op != Op::Add && u->op != Op::Mul) || !u->dtype.is_index() || u->dtype.lanes != 1) return nullptr;
+  if (!u->dtype.is_index() || u->dtype.lanes != 1) return nullptr;
+  if (u->op != Op::Add && u->op != Op::Mul && u->op != Op::Mod && u->op != Op::Idiv) return nullptr;
   auto value = [](const UOp* x, int64_t* v) {
     if (x->op != Op::Const || !x->holds<int64_t>()) return false;
     *v = x->as<int64_t>();
@@ -58,10 +60,22 @@ const UOp* fold_index(Graph& g, const UOp* u, std::span<const UOp* const> s) {
   };
   int64_t a = 0, b = 0, r = 0;
   bool ca = value(s[0], &a), cb = value(s[1], &b);
+  if (u->op == Op::Mod || u->op == Op::Idiv) {
+    if (!ca || !cb || a < 0 || b <= 0) return nullptr;
+    return g.cint(u->op == Op::Mod ? a % b : a / b, u->dtype);
+  }
   if (u->op == Op::Add) {
     if (ca && cb) return __builtin_add_overflow(a, b, &r) ? nullptr : g.cint(r, u->dtype);
     if (ca && a == 0) return s[1];
     if (cb && b == 0) return s[0];
+    // (x + c1) + c2 -> x + (c1 + c2); (x + c) + y -> (x + y) + c: the constant a copy's range
+    // became moves to the end of the sum, where the simplifier keeps it
+    int64_t inner = 0;
+    if (s[0]->op == Op::Add && value(s[0]->src(1), &inner)) {
+      if (!cb) return g.alu(Op::Add, g.alu(Op::Add, s[0]->src(0), s[1]), s[0]->src(1));
+      if (!__builtin_add_overflow(inner, b, &r))
+        return r == 0 ? s[0]->src(0) : g.alu(Op::Add, s[0]->src(0), g.cint(r, u->dtype));
+    }
   } else {
     if (ca && cb) return __builtin_mul_overflow(a, b, &r) ? nullptr : g.cint(r, u->dtype);
     if ((ca && a == 0) || (cb && b == 0)) return g.cint(0, u->dtype);

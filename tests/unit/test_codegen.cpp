@@ -408,7 +408,8 @@ TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
 // A kernel of J outputs, split into 8 lanes: out[j] = A[j % a + a2 * (j / a)] + B[(j + c) % a + a * (j / a)].
 // Expects one 8-lane vector load (A walks the lanes contiguously) and one load lane by lane (B wraps
 // around inside a vector), and the values of the formula.
-void expect_lanes_through_mod_and_div(int64_t J, int64_t a, int64_t a2, int64_t c) {
+// want_runs: B's loads of 4 lanes (a wrap only between aligned runs of 4), else B is loaded lane by lane.
+void expect_lanes_through_mod_and_div(int64_t J, int64_t a, int64_t a2, int64_t c, size_t want_runs = 0) {
   Graph g;
   KernelBuilder b{g};
   auto *A = b.param(0, dtypes::float32, 2 * J), *B = b.param(1, dtypes::float32, J),
@@ -422,13 +423,15 @@ void expect_lanes_through_mod_and_div(int64_t J, int64_t a, int64_t a2, int64_t 
   LowerOptions o;
   o.opts = std::vector<Opt>{Opt::upcast(0, 8)};
   LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
-  size_t vector_loads = 0, lane_loads = 0;
+  size_t vector_loads = 0, lane_loads = 0, run_loads = 0;
   for (const UOp* u : lk.linear->src()) {
     if (u->op == Op::Load && u->dtype.lanes == 8) vector_loads++;
+    if (u->op == Op::Load && u->dtype.lanes == 4) run_loads++;
     if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) lane_loads++;
   }
   EXPECT_EQ(vector_loads, 1u) << linear_str(lk.linear);
-  EXPECT_EQ(lane_loads, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(lane_loads, want_runs ? 0u : 1u) << linear_str(lk.linear);
+  EXPECT_EQ(run_loads, want_runs) << linear_str(lk.linear);
   std::vector<double> av(static_cast<size_t>(2 * J)), bv(static_cast<size_t>(J)), out(static_cast<size_t>(J));
   for (size_t q = 0; q < av.size(); q++) av[q] = double(q) + 1;
   for (size_t q = 0; q < bv.size(); q++) bv[q] = double(q) * 1000;
@@ -444,8 +447,10 @@ TEST(Codegen, LanesThroughModAndDivOfTheirBlock) { expect_lanes_through_mod_and_
 
 // The same with the lanes a part of the block (AVX2's 8-lane half of a 16-wide packed weight): j = 8 * i + u,
 // A[j % 16 + 32 * (j / 16)] still walks the lanes contiguously (8 * i % 16 is 0 or 8, u below 8: no wrap), found
-// without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, so it is loaded lane by lane.
-TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) { expect_lanes_through_mod_and_div(64, 16, 32, 4); }
+// without the simplifier; B[(j + 4) % 16 + 16 * (j / 16)] wraps where i is odd, between lanes 3 and 4: two loads
+// of 4 lanes (found once the launch stage has simplified j's split into 8 * i + u: (8 * i + u + 4) % 16 steps by
+// 1 within each aligned run of 4 lanes), none lane by lane.
+TEST(Codegen, LanesThroughModOfABlockTheyAreAPartOf) { expect_lanes_through_mod_and_div(64, 16, 32, 4, 2); }
 
 // A tile wider than the panels it reads (AVX2's 16 lanes over a weight packed in 8-wide panels):
 // out[i, j] = sum_k A[i, k] * (B[j / 8, k, j % 8] + (k < K - 1 ? C[j / 4, k, j % 4] : 0)), j split
