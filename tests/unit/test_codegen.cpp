@@ -17,6 +17,7 @@
 #include "core/opt/opt.h"
 #include "core/pipeline.h"
 #include "core/runtime/thread_pool.h"
+#include "core/symbolic/symbolic.h"
 #include "test_codegen_kernels.h"
 
 namespace sn {
@@ -513,6 +514,47 @@ TEST(Codegen, SubstituteCopiesMatchesOneSubstitutionPerMap) {
   // A root no key reaches is every copy.
   std::vector<const UOp*> same = substitute_copies(g, old, maps);
   for (const UOp* c : same) EXPECT_EQ(c, old);
+}
+
+// A substitution folds the index math its constants make into the simplifier's forms: (x + 1) + -57 is
+// x + -56, (x + 2) + y is (x + y) + 2, a constant's remainder and quotient are constants. Each result
+// has the value of the expression it replaces at every point (eval_int, floor division), and the
+// simplifier leaves the sums as they are.
+TEST(Codegen, SubstitutionFoldsConstantsIntoTheSimplifiersForms) {
+  Graph g;
+  KernelBuilder b{g};
+  auto* r0 = b.range(14, 0);
+  auto* r1 = b.range(64, 1);
+  auto* u = b.range(3, 2, AxisType::Unroll);
+  auto* r2 = b.range(56, 3);
+  // x and x + y as the simplifier leaves them
+  const UOp* x = simplify(g, b.add(b.mul(r0, b.c(4)), b.mul(r1, b.c(3136))));
+  const UOp* y = b.mul(r2, b.c(56));
+  const UOp* shifted = b.add(b.add(x, u), b.c(-57));  // (x + u) + -57
+  const UOp* moved = b.add(b.add(x, u), y);           // (x + u) + y
+  const UOp* divs = b.add(b.add(x, g.alu(Op::Mod, b.mul(u, b.c(8)), b.c(8))),
+                          b.mul(g.alu(Op::Idiv, b.mul(u, b.c(8)), b.c(8)), b.c(4608)));
+  for (int64_t c = 0; c < 3; c++) {
+    const std::unordered_map<const UOp*, const UOp*> at{{u, b.c(c)}};
+    const UOp* s1 = substitute_nodes(g, shifted, at);
+    const UOp* s2 = substitute_nodes(g, moved, at);
+    const UOp* s3 = substitute_nodes(g, divs, at);
+    EXPECT_EQ(s1, c - 57 == 0 ? x : b.add(x, b.c(c - 57))) << c;
+    EXPECT_EQ(s2, c == 0 ? b.add(x, y) : b.add(b.add(x, y), b.c(c))) << c;
+    EXPECT_EQ(s3, c == 0 ? x : b.add(x, b.c(c * 4608))) << c;
+    EXPECT_EQ(simplify(g, s1), s1) << c;
+    EXPECT_EQ(simplify(g, s2), s2) << c;
+    for (int64_t i : {0, 5, 13})
+      for (int64_t j : {0, 1, 63}) {
+        std::unordered_map<const UOp*, int64_t> env{{r0, i}, {r1, j}, {r2, 55 - i}, {u, c}};
+        for (auto [before, after] : {std::pair{shifted, s1}, {moved, s2}, {divs, s3}}) {
+          int64_t want = 0, got = 0;
+          ASSERT_TRUE(eval_int(before, env, &want));
+          ASSERT_TRUE(eval_int(after, env, &got));
+          EXPECT_EQ(got, want) << c << " " << i << " " << j;
+        }
+      }
+  }
 }
 
 // Rebuilder::run over a toposort the caller has builds what get() builds, node for node in the same
