@@ -930,34 +930,27 @@ std::string fmt_ratio(double num, double den) {
 // also near it is mostly the noise of this host. 0 where the CPU has no AVX2 FMA. It is measured again before
 // each GFLOP/s row is printed and the best so far is kept (noise only slows it: this guest measured 136 and 195
 // GFLOP/s minutes apart).
-#define SN_FMA12(step) step(0) step(1) step(2) step(3) step(4) step(5) step(6) step(7) step(8) step(9) step(10) step(11)
-__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iters) {
-  __m256 a[12];
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-  for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps(float(i));
-  for (int64_t k = 0; k < iters; k++) {
-#define SN_FMA_STEP(i) a[i] = _mm256_fmadd_ps(a[i], m, c);
-    SN_FMA12(SN_FMA_STEP)
-#undef SN_FMA_STEP
+// One body for both vector widths (each function needs its own target attribute for its intrinsics).
+#define SN_FMA_CHAINS(name, isa, V, set1, fmadd, first)       \
+  __attribute__((target(isa))) float name(int64_t iters) {    \
+    V a[12];                                                  \
+    const V m = set1(0.999999f), c = set1(1e-6f);             \
+    for (int i = 0; i < 12; i++) a[i] = set1(float(i));       \
+    for (int64_t k = 0; k < iters; k++) {                     \
+      a[0] = fmadd(a[0], m, c), a[1] = fmadd(a[1], m, c);     \
+      a[2] = fmadd(a[2], m, c), a[3] = fmadd(a[3], m, c);     \
+      a[4] = fmadd(a[4], m, c), a[5] = fmadd(a[5], m, c);     \
+      a[6] = fmadd(a[6], m, c), a[7] = fmadd(a[7], m, c);     \
+      a[8] = fmadd(a[8], m, c), a[9] = fmadd(a[9], m, c);     \
+      a[10] = fmadd(a[10], m, c), a[11] = fmadd(a[11], m, c); \
+    }                                                         \
+    float out = 0;                                            \
+    for (int i = 0; i < 12; i++) out += first(a[i]);          \
+    return out;                                               \
   }
-  float out = 0;
-  for (int i = 0; i < 12; i++) out += _mm256_cvtss_f32(a[i]);
-  return out;
-}
-__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iters) {
-  __m512 a[12];
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
-  for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps(float(i));
-  for (int64_t k = 0; k < iters; k++) {
-#define SN_FMA_STEP(i) a[i] = _mm512_fmadd_ps(a[i], m, c);
-    SN_FMA12(SN_FMA_STEP)
-#undef SN_FMA_STEP
-  }
-  float out = 0;
-  for (int i = 0; i < 12; i++) out += _mm512_cvtss_f32(a[i]);
-  return out;
-}
-#undef SN_FMA12
+SN_FMA_CHAINS(fma_chains_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_cvtss_f32)
+SN_FMA_CHAINS(fma_chains_avx512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_cvtss_f32)
+#undef SN_FMA_CHAINS
 
 struct Peak {
   double gflops = 0;
