@@ -121,8 +121,10 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access = {});
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access = {});
-const UOp* simplify_indices(Graph& g, const UOp* sink);  // symbolic simplification of index math
-const UOp* lower_reduces(Graph& g, const UOp* sink);     // Reduce -> accumulators (+ local memory)
+// Symbolic simplification of index math; under_gates: also what each gated load's gate proves about
+// its address (a pad's i - 2 is non-negative where the load happens).
+const UOp* simplify_indices(Graph& g, const UOp* sink, bool under_gates = true);
+const UOp* lower_reduces(Graph& g, const UOp* sink);  // Reduce -> accumulators (+ local memory)
 
 // The launch shape index_launch_axes and index_group_axes found.
 struct ParallelDims {

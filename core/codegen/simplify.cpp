@@ -10,7 +10,7 @@
 
 namespace sn {
 
-const UOp* simplify_indices(Graph& g, const UOp* sink) {
+const UOp* simplify_indices(Graph& g, const UOp* sink, bool under_gates) {
   // All index expressions, gates and loop bounds, simplified together (shared subterms once).
   std::vector<const UOp*> exprs;
   NodeMap<uint8_t> wanted;
@@ -52,13 +52,13 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     return f ? lane_index(g, f, idx->src(1)) : idx;
   };
 
-  // Rebuild with the simplified expressions; a gated load's address also uses what its gate
-  // proves about the index (a pad's i - 2 is non-negative where the load happens).
+  // Rebuild with the simplified expressions; with under_gates, a gated load's address also uses
+  // what its gate proves about the index (a pad's i - 2 is non-negative where the load happens).
   std::map<std::pair<const UOp*, const UOp*>, const UOp*> given_valid;
   // The gated loads' (gate, address) pairs as the rebuild below will see them, simplified under each
   // gate together: one pass of simplify_given_valid per gate, not per pair (ResNet-18's kernels: 41
   // gates, 162 pairs). A pair the rebuild meets that was not foreseen is simplified on its own.
-  {
+  if (under_gates) {
     std::vector<const UOp*> gates;
     std::map<const UOp*, std::vector<const UOp*>> under;  // gate -> its addresses, each once
     for (const UOp* u : order) {
@@ -95,7 +95,7 @@ const UOp* simplify_indices(Graph& g, const UOp* sink) {
     }
     if ((u->op == Op::Load || u->op == Op::Store) && u->nsrc() == 3) remap(2);
     if (u->op == Op::Range || u->op == Op::Special) remap(0);
-    if (u->op == Op::Load && u->nsrc() == 3 && s[0]->op == Op::Index && s[2]->op != Op::Const &&
+    if (under_gates && u->op == Op::Load && u->nsrc() == 3 && s[0]->op == Op::Index && s[2]->op != Op::Const &&
         s[2]->dtype.lanes == 1) {
       // Loads of one kernel share few (gate, index) pairs: the unrolled copies of a padded
       // window read the same address under the same gate (24 loads, 10 pairs in a 3x3 conv).
