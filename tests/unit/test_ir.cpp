@@ -207,8 +207,6 @@ TEST(Graph, ContentHashIsStructural) {
   EXPECT_NE(a->content_hash(), a->src(0)->content_hash());
 }
 
-// NodeMap: the same answers as a plain map, below its linear-search size, across the switch to
-// pages, and for ids thousands apart (pages appear only where ids fall); V{} means absent.
 // Binary data (a program's constant weights) hashes by 32-byte blocks in four lanes: every byte
 // and every bit counts, in the blocks and in the tail, and a pair of changes does not cancel.
 TEST(Graph, ContentHashSeesEveryBitOfBinaryData) {
@@ -238,6 +236,8 @@ TEST(Graph, ContentHashSeesEveryBitOfBinaryData) {
   EXPECT_TRUE(seen.insert(hash_of(base.substr(0, 992))).second);
 }
 
+// NodeMap: the same answers as a plain map, below its linear-search size, across the switch to
+// pages, and for ids thousands apart (pages appear only where ids fall); V{} means absent.
 TEST(Graph, NodeMapAgreesWithAMapThroughItsSwitchToPages) {
   Graph g;
   std::vector<const UOp*> nodes;
