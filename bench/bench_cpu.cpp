@@ -24,6 +24,8 @@
 //   matmul_4096       (4096x4096) @ (4096x4096)   same
 //   matmul_1020       (1020x1020) @ (1020x1020)   same: a size no vector tile divides (1020 = 4 x 255)
 //   matvec_4096       (1x4096) @ (4096x4096)      OpenBLAS cblas_sgemv; oneDNN matmul with M = 1 (plain)
+//   matvec_4096_cw    the same with the matrix a constant of our program (Binary data; a language model's
+//                     decode step): its packing runs once, at compile time. Same baselines, on the plain matrix
 //   mlp_256x512x2048x512   x (256x512) -> linear 2048 + relu -> linear 512 (with biases), one program of ours;
 //                     OpenBLAS: two sgemm + bias/relu loops; oneDNN: two matmuls (bias, relu post-op; weights in
 //                     the layout it asks for, reordered outside the timed region: they are constants)
@@ -694,14 +696,17 @@ Case bench_matmul(int64_t n) {
   return c;
 }
 
-// Batch-1 matrix-vector product: x (1, n) @ w (n, n).
-Case bench_matvec(int64_t n) {
-  Case c{"matvec_" + std::to_string(n)};
+// Batch-1 matrix-vector product: x (1, n) @ w (n, n); w an input, or a constant of the program
+// (`const_weights`: a language model's decode step, whose weights are constants).
+Case bench_matvec(int64_t n, bool const_weights = false) {
+  Case c{"matvec_" + std::to_string(n) + (const_weights ? "_cw" : "")};
   Graph g;
-  const UOp* x = input(g, dtypes::float32, {1, n});
-  const UOp* w = input(g, dtypes::float32, {n, n});
   auto dx = random_floats(size_t(n), 12), dw = random_floats(size_t(n * n), 13);
-  Compiled p = compile_cold(g, {gemm(g, x, w)}, {dx, dw}, c);
+  const UOp* x = input(g, dtypes::float32, {1, n});
+  const UOp* w = const_weights ? constant_floats(g, dw, {n, n}) : input(g, dtypes::float32, {n, n});
+  std::vector<std::vector<float>> inputs{dx};
+  if (!const_weights) inputs.push_back(dw);
+  Compiled p = compile_cold(g, {gemm(g, x, w)}, inputs, c);
   c.ours_ms = median_ms([&] { p.run(); });
   std::vector<float> want(static_cast<size_t>(n));
   // y[j] = sum_k x[k] w[k][j]: w^T x with w row-major (n rows of n).
@@ -1070,6 +1075,7 @@ int main(int argc, char** argv) {
   run("matmul_4096", [] { return bench_matmul(4096); });
   run("matmul_1020", [] { return bench_matmul(1020); });
   run("matvec_4096", [] { return bench_matvec(4096); });
+  run("matvec_4096_cw", [] { return bench_matvec(4096, true); });
   run("mlp_256x512x2048x512", [] {
     return bench_model(
         "mlp_256x512x2048x512", {256, 512}, [](auto& b, auto x) { return mlp(b, x); }, 1e-4, mlp_blas);

@@ -63,6 +63,37 @@ TEST(Precompute, RandomTensorOfAFixedSeedIsComputedOnce) {
         << "element " << i;
 }
 
+// A matrix made of constants (a model's weights) is packed in panels even for one row (rule 9): the packing
+// depends on no input, so it runs at compile and the program keeps the packed copy as its constant; each
+// run launches the product alone. 70 columns: the last panel is padded with zeros, so the constant is
+// larger than the matrix. A matrix that depends on an input stays unpacked.
+TEST(Precompute, ConstantMatrixOfAMatrixVectorProductIsPackedOnce) {
+  const int64_t k = 96, n = 70, panel = runtime().device("CPU")->target().packed_panel;
+  std::vector<float> w(size_t(k * n));
+  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7 % 23) - 11) / 8;
+  std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  for (bool from_input : {false, true}) {
+    Graph g;
+    Rng rng{3};
+    const UOp* x = input(g, dtypes::float32, {1, k});
+    const UOp* m = input(g, dtypes::float32, {k, n});
+    oracle::BufferData data{{buffer_of(x), random_array(rng, dtypes::float32, {k})},
+                            {buffer_of(m), random_array(rng, dtypes::float32, {k * n})}};
+    const UOp* cw = reshape(g, slice(g, binary_data(g, bytes), 0, k * n, dtypes::float32), {k, n});
+    const UOp* b = from_input ? mul(g, cw, m) : cw;
+    const UOp* y = matmul(g, x, b);
+    if (!from_input) data.erase(buffer_of(m));
+    std::shared_ptr<const Program> p;
+    compile_and_run(g, {y}, data, {}, &p);
+    ASSERT_EQ(p->launches.size(), 1u);
+    int64_t constant = 0;
+    for (const ProgramBuffer& pb : p->buffers)
+      if (pb.role == ProgramBuffer::Role::Constant) constant = pb.size;
+    EXPECT_EQ(constant, from_input ? k * n : (n + panel - 1) / panel * panel * k) << "panels of " << panel;
+    expect_matches_oracle(g, {y}, data, from_input ? "x @ (w * m)" : "x @ w", 1e-5, 1e-5);
+  }
+}
+
 // What depends on an input runs every time: a seed given as an input makes the same kernel input-dependent.
 TEST(Precompute, InputDependentKernelsStay) {
   Graph g;
