@@ -103,6 +103,13 @@ size_t precompute_constants(Program& p) {
   for (size_t l = 0; l < p.launches.size(); l++)
     if (!pre[l]) kept.push_back(std::move(p.launches[l]));
   p.launches = std::move(kept);
+  // A constant that only launches run here read (a weight they packed) is read by no run: its
+  // memory goes (a 4096x4096 weight kept twice, as given and packed, held 64 MiB for nothing).
+  std::vector<bool> read(p.buffers.size(), false);
+  for (const Launch& l : p.launches)
+    for (int b : l.buffers) read[size_t(b)] = true;
+  for (size_t b = 0; b < p.buffers.size(); b++)
+    if (p.buffers[b].role == Role::Constant && !read[b]) p.buffers[b].storage.reset();
   return count;
 }
 
