@@ -32,7 +32,9 @@
 //     4 KiB-strided walk down B, which aliases in L1 and misses the TLB: matmul 1024^2 17 -> 7 ms
 //     on 2 cores (pack_matmul_operand). A left operand computed by elementwise ops (the previous
 //     layer's activation) is stored first. With few rows B is packed only where it is made of
-//     constants (a model's weights): the packing then runs once, at compile time.
+//     constants (a model's weights) and the device runs the packing once, at compile time
+//     (ScheduleOptions::precomputes; a compile-only device's exported program would pack at
+//     every run).
 //     Where P does not divide N the last panel is padded with zeros, and the product reads a
 //     view of the panels shrunk to N: a tile whose lanes run past N still reads inside the
 //     panels (PADTO then leaves its loads ungated; matmul 1020^2 42 -> 12.4 ms, as fast as 1024).
@@ -215,7 +217,8 @@ bool made_of_constants(const UOp* x) {
 // Rule 9. Sum over axis rank-2 of x * b0, b0 of shape (..., 1, K, N) broadcast along the M rows
 // (how matmul is composed; b0 may sit under an Expand): b0 becomes a view of its copy packed in
 // panels `panel` wide.
-const UOp* pack_matmul_operand(Graph& g, const UOp* u, int64_t panel) {
+const UOp* pack_matmul_operand(Graph& g, const UOp* u, const ScheduleOptions& options) {
+  const int64_t panel = options.packed_panel;
   constexpr int64_t kMinRows = 64, kMinK = 64, kMinColumns = 64;
   const ReduceArg& ra = u->as<ReduceArg>();
   const UOp* prod = u->src(0);
@@ -235,11 +238,12 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u, int64_t panel) {
     const UOp* b0 = e->op == Op::Expand ? e->src(0) : e;
     const Shape* bs = b0->shape();
     if (!bs || int64_t(bs->size()) != rank || (*bs)[size_t(rank - 3)].value != 1) continue;
-    // Few rows pay for a copy of B only when B is made of constants: its packing then runs once,
-    // at compile time (precompute), and a matrix-vector product reads each panel as one stream
+    // Few rows pay for a copy of B only when B is made of constants and the device runs what
+    // depends on no input at compile (precompute): the packing then runs once, and a matrix-vector
+    // product reads each panel as one stream
     // instead of 256-byte pieces of rows 16 KiB apart, which no prefetcher follows (x @ w, w
     // 4096x4096 constant, 2 cores: 2.8-3.3 -> 1.6-1.7 ms, oneDNN on the plain matrix 1.7-2.2).
-    if (rows < kMinRows && !made_of_constants(b0)) continue;
+    if (rows < kMinRows && !(options.precomputes && made_of_constants(b0))) continue;
     if (as_panel_copy(g, b0)) continue;                              // packed already (this rule's result, seen again)
     const UOp* view = panel_copy(g, b0, rank - 1, panel, rank - 2);  // (..., 1, N/panel, K, panel)
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
@@ -287,9 +291,7 @@ std::vector<const UOp*> split_reduces(Graph& g, std::span<const UOp* const> outp
       {{Pat::op(Op::Slice), [](const Match& m) { return slice_view(m.g, m.root); }, "slice_view"},
        {Pat::op(Op::Reduce), [](const Match& m) { return split_reduce(m.g, m.root); }, "split_reduce"},
        {Pat::op(Op::Reduce),
-        [](const Match& m) {
-          return pack_matmul_operand(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->packed_panel);
-        },
+        [](const Match& m) { return pack_matmul_operand(m.g, m.root, *static_cast<const ScheduleOptions*>(m.ctx)); },
         "pack_matmul_operand"},
        {Pat::ops({Op::Reshape, Op::Shrink}),  // a panel copy's view ends in either
         [](const Match& m) { return repanel(m.g, m.root, static_cast<const ScheduleOptions*>(m.ctx)->packed_panel); },

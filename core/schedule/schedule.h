@@ -57,6 +57,9 @@ struct Schedule {
 // What the schedule's rules take from the target the program compiles for.
 struct ScheduleOptions {
   int64_t packed_panel = 32;  // Target::packed_panel: the width of packed operands' panels
+  // Whether what depends on no input runs once, at compile (the device can run kernels then;
+  // precompute_constants): a copy of a constant is then free at run time.
+  bool precomputes = true;
 };
 
 // Lower the tensor-level graph under `outputs` to kernels. Every output gets its own buffer;

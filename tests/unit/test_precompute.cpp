@@ -95,6 +95,10 @@ TEST(Precompute, ConstantMatrixOfAMatrixVectorProductIsPackedOnce) {
     EXPECT_EQ(constant, from_input ? k * n : (n + panel - 1) / panel * panel * k) << "panels of " << panel;
     expect_matches_oracle(g, {y}, data, from_input ? "x @ (w * m)" : "x @ w", 1e-5, 1e-5);
   }
+  // A compile-only device runs nothing at compile, so its program would pack at every run: unpacked there.
+  Graph g;
+  const UOp* cw = reshape(g, slice(g, binary_data(g, bytes), 0, k * n, dtypes::float32), {k, n});
+  EXPECT_EQ(launches_of(g, matmul(g, input(g, dtypes::float32, {1, k}, "C"), cw), "C"), 1u);
 }
 
 // What depends on an input runs every time: a seed given as an input makes the same kernel input-dependent.
