@@ -377,6 +377,32 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
   }
 }
 
+// The copy that packs a matmul's B into panels reads, per panel, a few columns of every row of B:
+// less than a cache line per step of its outer loop (the panels), rows 8 KiB apart in its inner one.
+// The rows are blocked by 16 and the blocks loop outside the panels (a SPLIT and a SWAP), so that
+// the innermost loop walks 16 rows and consecutive panels read on along the same lines. Rows under
+// a page apart (N = 256) keep their order. The program with the blocked copy matches the oracle.
+TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
+  for (const int64_t n : {2048, 256}) {
+    const UOp *a = in(dtypes::float32, {64, 256}), *b = in(dtypes::float32, {256, n});
+    std::vector<const UOp*> outs{matmul(g, a, b)};
+    const ScheduledKernel* pack = scheduled(outs, "E_");
+    ASSERT_NE(pack, nullptr);
+    const LoweredKernel k = lower_kernel(g, pack->ast, testrt::runtime().device()->target());
+    const bool blocked = n == 2048;
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Loop), blocked ? std::vector<int64_t>{16} : std::vector<int64_t>{})
+        << opts_str(k.opts);
+    const UOp* innermost = nullptr;
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Range) innermost = u;
+    ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
+    if (blocked) {
+      EXPECT_EQ(const_bound(innermost), 16) << linear_str(k.linear);
+      expect_forced_match(outs, pack, k.opts, "matmul with B packed in blocks of rows, " + opts_str(k.opts));
+    }
+  }
+}
+
 // A product with few output columns that no lane count divides (a classifier's 10 classes at batch
 // 8): the columns, which B's load of every reduce step walks contiguously, are padded to 16 lanes
 // beside copies of the rows, where at least half of the padded lanes are used; scalar code would
