@@ -135,12 +135,15 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
 }
 
 // 4c. A copy whose load takes less than a cache line per step of an outer loop axis and walks an
-//     inner one (not the innermost) with a stride of a page or more: a matmul's B packed into
-//     panels, (N/8, K, 8) from (K, N), reads 32 bytes of each of K rows 16 KiB apart per panel, so
-//     every line of B is read once per panel it holds a part of, after the whole K loop has gone
-//     by, in pieces no prefetcher follows. The inner axis is blocked by 16 and its blocks loop
-//     outside the outer axis: consecutive outer steps then read on along the same 16 rows, each
-//     line whole and once, as 16 streams (B of 4096x4096 packed on 2 cores: about 10 -> 5 ms).
+//     inner one (not the innermost) with a stride of a page or more, from a source larger than the
+//     caches of all cores: a matmul's B packed into panels, (N/8, K, 8) from (K, N), reads 32 bytes
+//     of each of K rows 16 KiB apart per panel, so every line of B comes from memory once per panel
+//     it holds a part of, in pieces no prefetcher follows. The inner axis is blocked by 16 and its
+//     blocks loop outside the outer axis: consecutive outer steps then read on along the same 16
+//     rows, each line once, as 16 streams (B of 4096x4096, 64 MiB, packed on 2 cores of 16.5 MiB
+//     each: 9.5-11.4 -> 3.6-4.8 ms). From a source the caches hold the lines come back from them
+//     anyway, and the blocks' writes, a panel apart, cost more: B of 1024x1024 packed in 0.3-1.1 ms
+//     before, 1.6-3.4 blocked; 2048x2048 (16 MiB) ran slower blocked too.
 void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::vector<int64_t>& loop_ids,
                         const std::unordered_map<const UOp*, int64_t>& env) {
   constexpr int64_t kBlock = 16, kLine = 64, kPage = 4096;
@@ -151,8 +154,12 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
   };
   for (const UOp* u : toposort(k.sink)) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
-    if (!idx) continue;
+    const UOp* buf = u->op == Op::Load ? address_buffer(u->src(0)) : nullptr;
+    const Shape* bs = buf ? buf->shape() : nullptr;
+    if (!idx || !bs || bs->size() != 1 || !(*bs)[0].is_const()) continue;
     const int64_t item = u->dtype.base().itemsize();
+    if (target.cache_bytes <= 0 || double((*bs)[0].value) * double(item) <= double(target.cache_bytes) * target.cores)
+      continue;
     for (int64_t m = 1; m + 1 < nloops; m++) {
       const UOp* inner = loop_at(m);
       auto sm = inner ? stride_of(idx, inner, env) : std::nullopt;

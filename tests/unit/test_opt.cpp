@@ -379,16 +379,21 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
 
 // The copy that packs a matmul's B into panels reads, per panel, a few columns of every row of B:
 // less than a cache line per step of its outer loop (the panels), rows 8 KiB apart in its inner one.
-// The rows are blocked by 16 and the blocks loop outside the panels (a SPLIT and a SWAP), so that
-// the innermost loop walks 16 rows and consecutive panels read on along the same lines. Rows under
-// a page apart (N = 256) keep their order. The program with the blocked copy matches the oracle.
+// From a B larger than the caches of all cores, the rows are blocked by 16 and the blocks loop
+// outside the panels (a SPLIT and a SWAP): the innermost loop walks 16 rows, and consecutive panels
+// read on along the same lines (a target of 2 cores with 256 KiB each, against 2 MiB of B). A B the
+// caches hold, or rows under a page apart (N = 256), keep their order. The program with the blocked
+// copy matches the oracle.
 TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
+  Target small_caches = testrt::runtime().device()->target();
+  small_caches.cache_bytes = int64_t(256) << 10;
+  small_caches.cores = 2;
   for (const int64_t n : {2048, 256}) {
     const UOp *a = in(dtypes::float32, {64, 256}), *b = in(dtypes::float32, {256, n});
     std::vector<const UOp*> outs{matmul(g, a, b)};
     const ScheduledKernel* pack = scheduled(outs, "E_");
     ASSERT_NE(pack, nullptr);
-    const LoweredKernel k = lower_kernel(g, pack->ast, testrt::runtime().device()->target());
+    const LoweredKernel k = lower_kernel(g, pack->ast, small_caches);
     const bool blocked = n == 2048;
     EXPECT_EQ(split_amounts(k.opts, AxisType::Loop), blocked ? std::vector<int64_t>{16} : std::vector<int64_t>{})
         << opts_str(k.opts);
@@ -396,10 +401,16 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
     for (const UOp* u : k.linear->src())
       if (u->op == Op::Range) innermost = u;
     ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
-    if (blocked) {
-      EXPECT_EQ(const_bound(innermost), 16) << linear_str(k.linear);
-      expect_forced_match(outs, pack, k.opts, "matmul with B packed in blocks of rows, " + opts_str(k.opts));
-    }
+    if (!blocked) continue;
+    EXPECT_EQ(const_bound(innermost), 16) << linear_str(k.linear);
+    expect_forced_match(outs, pack, k.opts, "matmul with B packed in blocks of rows, " + opts_str(k.opts));
+    // 2 MiB of B with this machine's caches (Target::cache_bytes per core; 0, unknown, never blocks)
+    const Target& cpu = testrt::runtime().device()->target();
+    const bool blocked_here = cpu.cache_bytes > 0 && (int64_t(2) << 20) > cpu.cache_bytes * cpu.cores;
+    const LoweredKernel here = lower_kernel(g, pack->ast, cpu);
+    EXPECT_EQ(split_amounts(here.opts, AxisType::Loop),
+              blocked_here ? std::vector<int64_t>{16} : std::vector<int64_t>{})
+        << opts_str(here.opts) << ", " << cpu.cache_bytes << " bytes of cache per core";
   }
 }
 
