@@ -26,6 +26,8 @@
 //   matvec_4096       (1x4096) @ (4096x4096)      OpenBLAS cblas_sgemv; oneDNN matmul with M = 1 (plain)
 //   matvec_4096_cw    the same with the matrix a constant of our program (Binary data; a language model's
 //                     decode step): its packing runs once, at compile time. Same baselines, on the plain matrix
+//   matmul_32x4096    (32x4096) @ (4096x4096), both inputs: a batch of 32 through a linear layer whose weight
+//                     is larger than the caches. OpenBLAS cblas_sgemm; oneDNN matmul with M = 32 (plain)
 //   mlp_256x512x2048x512   x (256x512) -> linear 2048 + relu -> linear 512 (with biases), one program of ours;
 //                     OpenBLAS: two sgemm + bias/relu loops; oneDNN: two matmuls (bias, relu post-op; weights in
 //                     the layout it asks for, reordered outside the timed region: they are constants)
@@ -697,26 +699,33 @@ Case bench_matmul(int64_t n) {
 }
 
 // Batch-1 matrix-vector product: x (1, n) @ w (n, n); w an input, or a constant of the program
-// (`const_weights`: a language model's decode step, whose weights are constants).
-Case bench_matvec(int64_t n, bool const_weights = false) {
-  Case c{"matvec_" + std::to_string(n) + (const_weights ? "_cw" : "")};
+// (`const_weights`: a language model's decode step, whose weights are constants). With `rows` > 1
+// the product of a few rows, x (rows, n) @ w (a batch through a linear layer).
+Case bench_matvec(int64_t n, bool const_weights = false, int64_t rows = 1) {
+  Case c{(rows == 1 ? "matvec_" : "matmul_" + std::to_string(rows) + "x") + std::to_string(n) +
+         (const_weights ? "_cw" : "")};
   Graph g;
-  auto dx = random_floats(size_t(n), 12), dw = random_floats(size_t(n * n), 13);
-  const UOp* x = input(g, dtypes::float32, {1, n});
+  auto dx = random_floats(size_t(rows * n), 12), dw = random_floats(size_t(n * n), 13);
+  const UOp* x = input(g, dtypes::float32, {rows, n});
   const UOp* w = const_weights ? constant_floats(g, dw, {n, n}) : input(g, dtypes::float32, {n, n});
   std::vector<std::vector<float>> inputs{dx};
   if (!const_weights) inputs.push_back(dw);
   Compiled p = compile_cold(g, {gemm(g, x, w)}, inputs, c);
   c.ours_ms = median_ms([&] { p.run(); });
-  std::vector<float> want(static_cast<size_t>(n));
-  // y[j] = sum_k x[k] w[k][j]: w^T x with w row-major (n rows of n).
+  std::vector<float> want(static_cast<size_t>(rows * n));
+  // y[j] = sum_k x[k] w[k][j]: w^T x with w row-major (n rows of n); several rows: one sgemm
   c.base_ms = median_ms([&] {
-    cblas_sgemv(CblasRowMajor, CblasTrans, int(n), int(n), 1.0f, dw.data(), int(n), dx.data(), 1, 0.0f, want.data(), 1);
+    if (rows == 1)
+      cblas_sgemv(CblasRowMajor, CblasTrans, int(n), int(n), 1.0f, dw.data(), int(n), dx.data(), 1, 0.0f, want.data(),
+                  1);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(n), int(n), 1.0f, dx.data(), int(n),
+                  dw.data(), int(n), 0.0f, want.data(), int(n));
   });
-  c.gflop = 2.0 * double(n) * double(n) / 1e9;
+  c.gflop = 2.0 * double(rows) * double(n) * double(n) / 1e9;
   compare(c, p.output(), want, 1e-4);
 #ifdef SN_HAVE_DNNL
-  dnnl_matmul(c, p, 1, n, n, dx, dw, want, 1e-4);
+  dnnl_matmul(c, p, rows, n, n, dx, dw, want, 1e-4);
 #endif
   return c;
 }
@@ -1076,6 +1085,7 @@ int main(int argc, char** argv) {
   run("matmul_1020", [] { return bench_matmul(1020); });
   run("matvec_4096", [] { return bench_matvec(4096); });
   run("matvec_4096_cw", [] { return bench_matvec(4096, true); });
+  run("matmul_32x4096", [] { return bench_matvec(4096, false, 32); });
   run("mlp_256x512x2048x512", [] {
     return bench_model(
         "mlp_256x512x2048x512", {256, 512}, [](auto& b, auto x) { return mlp(b, x); }, 1e-4, mlp_blas);

@@ -863,6 +863,20 @@ TEST_F(ScheduleTest, LargeMatmulPacksItsRightOperand) {
   EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4).kernels.size(), 1u);
 }
 
+// With 8 to 63 rows B is packed where it is larger than the caches (ScheduleOptions::cache_bytes):
+// unpacked, every block of a tile's rows would read it again from memory in short strided pieces.
+// Fewer rows, a B the caches hold, or caches of unknown size: not packed.
+TEST_F(ScheduleTest, FewRowsPackABeyondTheCaches) {
+  const UOp* b = in(dtypes::float32, {96, 256});  // 96 KiB
+  const ScheduleOptions small{.cache_bytes = 64 << 10}, large{.cache_bytes = 1 << 20};
+  EXPECT_EQ(names(check({matmul(g, in(dtypes::float32, {8, 96}), b)}, 1e-5, 1e-4, small)),
+            (std::vector<std::string>{"E_8_96_32", "r_8_256_96"}));
+  EXPECT_EQ(check({matmul(g, in(dtypes::float32, {40, 96}), b)}, 1e-5, 1e-4, small).kernels.size(), 2u);
+  EXPECT_EQ(check({matmul(g, in(dtypes::float32, {4, 96}), b)}, 1e-5, 1e-4, small).kernels.size(), 1u);
+  EXPECT_EQ(check({matmul(g, in(dtypes::float32, {8, 96}), b)}, 1e-5, 1e-4, large).kernels.size(), 1u);
+  EXPECT_EQ(check({matmul(g, in(dtypes::float32, {8, 96}), b)}, 1e-5, 1e-4).kernels.size(), 1u);
+}
+
 // The panels are as wide as the target says (Target::packed_panel, through ScheduleOptions), for a
 // matmul's B and a convolution's weight. The CPU backend sets the narrowest register tile its
 // heuristic makes: one register of float lanes with 16 registers (AVX2: 8), two with 32 (AVX-512:
