@@ -698,10 +698,10 @@ Case bench_matmul(int64_t n) {
   return c;
 }
 
-// Batch-1 matrix-vector product: x (1, n) @ w (n, n); w an input, or a constant of the program
-// (`const_weights`: a language model's decode step, whose weights are constants). With `rows` > 1
-// the product of a few rows, x (rows, n) @ w (a batch through a linear layer).
-Case bench_matvec(int64_t n, bool const_weights = false, int64_t rows = 1) {
+// A batch of `rows` through a linear layer: x (rows, n) @ w (n, n), a matrix-vector product for one
+// row; w an input, or a constant of the program (`const_weights`: a language model's decode step,
+// whose weights are constants).
+Case bench_linear(int64_t n, int64_t rows, bool const_weights = false) {
   Case c{(rows == 1 ? "matvec_" : "matmul_" + std::to_string(rows) + "x") + std::to_string(n) +
          (const_weights ? "_cw" : "")};
   Graph g;
@@ -1083,9 +1083,9 @@ int main(int argc, char** argv) {
   run("matmul_2048", [] { return bench_matmul(2048); });
   run("matmul_4096", [] { return bench_matmul(4096); });
   run("matmul_1020", [] { return bench_matmul(1020); });
-  run("matvec_4096", [] { return bench_matvec(4096); });
-  run("matvec_4096_cw", [] { return bench_matvec(4096, true); });
-  run("matmul_32x4096", [] { return bench_matvec(4096, false, 32); });
+  run("matvec_4096", [] { return bench_linear(4096, 1); });
+  run("matvec_4096_cw", [] { return bench_linear(4096, 1, true); });
+  run("matmul_32x4096", [] { return bench_linear(4096, 32); });
   run("mlp_256x512x2048x512", [] {
     return bench_model(
         "mlp_256x512x2048x512", {256, 512}, [](auto& b, auto x) { return mlp(b, x); }, 1e-4, mlp_blas);

@@ -390,7 +390,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   Schedule s = schedule_graph(g, outputs, options.effects,
                               ScheduleOptions{.packed_panel = device->target().packed_panel,
                                               .precomputes = device->cannot_run().empty(),
-                                              .cache_bytes = device->target().cache_bytes * device->target().cores});
+                                              .cache_bytes = device->target().all_cache_bytes()});
   const double schedule_ms = ms_since(t_schedule);
   if (options.keep_stages) dump.text("schedule", -1, schedule_text(s), false);
   const std::vector<KernelVar> vars = schedule_vars(s);

@@ -93,6 +93,9 @@ struct Target {
   // 0: unknown). The CPU heuristic blocks a register tile's loops so that the rows it streams stay
   // within a quarter of it.
   int64_t cache_bytes = 0;
+  // The caches of all the cores together (0: unknown): data larger than this comes from memory
+  // each time it is read again.
+  int64_t all_cache_bytes() const { return cache_bytes * cores; }
   // Width of the panels a large matrix product's right operand and a convolution's weight are
   // packed into (the schedule's rule 9): the columns the narrowest register tile takes as its
   // vector lanes, so that each step of a tile reads whole runs of its panels (a wider tile one

@@ -158,7 +158,7 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
     const Shape* bs = buf ? buf->shape() : nullptr;
     if (!idx || !bs || bs->size() != 1 || !(*bs)[0].is_const()) continue;
     const int64_t item = u->dtype.base().itemsize();
-    if (target.cache_bytes <= 0 || double((*bs)[0].value) * double(item) <= double(target.cache_bytes) * target.cores)
+    if (target.all_cache_bytes() <= 0 || double((*bs)[0].value) * double(item) <= double(target.all_cache_bytes()))
       continue;
     for (int64_t m = 1; m + 1 < nloops; m++) {
       const UOp* inner = loop_at(m);

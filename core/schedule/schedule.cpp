@@ -214,12 +214,28 @@ bool made_of_constants(const UOp* x) {
   return true;
 }
 
+// Whether B (b0) pays for its packing under rule 9's 64 rows. Where it is made of constants and the
+// device runs what depends on no input at compile (precompute): the packing then runs once, and a
+// matrix-vector product reads each panel as one stream instead of 256-byte pieces of rows 16 KiB
+// apart, which no prefetcher follows (x @ w, w 4096x4096 constant, 2 cores: 2.8-3.3 -> 1.6-1.7 ms,
+// oneDNN on the plain matrix 1.7-2.2). And from 8 rows where B is larger than the caches: unpacked,
+// each block of a tile's rows reads all of B again that way from memory (x of 8/16/32 rows @ w
+// 4096x4096, 2 cores: 8.8/14.2/23.6 -> 6.3/9.1/11.4 ms, packing included; oneDNN 9-12). A B the
+// caches hold is read again from them: 2048x2048 (16 MiB, 33 MiB of caches) gained nothing packed,
+// 1024x1024 lost.
+bool few_rows_pay(const UOp* b0, int64_t rows, const ScheduleOptions& options) {
+  constexpr int64_t kMinRowsBeyondCaches = 8;
+  const double b_bytes = double(numel(static_shape(b0, "matmul operand"))) * double(b0->dtype.itemsize());
+  if (rows >= kMinRowsBeyondCaches && options.cache_bytes > 0 && b_bytes > double(options.cache_bytes)) return true;
+  return options.precomputes && made_of_constants(b0);
+}
+
 // Rule 9. Sum over axis rank-2 of x * b0, b0 of shape (..., 1, K, N) broadcast along the M rows
 // (how matmul is composed; b0 may sit under an Expand): b0 becomes a view of its copy packed in
 // panels `panel` wide.
 const UOp* pack_matmul_operand(Graph& g, const UOp* u, const ScheduleOptions& options) {
   const int64_t panel = options.packed_panel;
-  constexpr int64_t kMinRows = 64, kMinK = 64, kMinColumns = 64, kMinRowsBeyondCaches = 8;
+  constexpr int64_t kMinRows = 64, kMinK = 64, kMinColumns = 64;
   const ReduceArg& ra = u->as<ReduceArg>();
   const UOp* prod = u->src(0);
   const Shape* ps = prod->shape();
@@ -238,23 +254,8 @@ const UOp* pack_matmul_operand(Graph& g, const UOp* u, const ScheduleOptions& op
     const UOp* b0 = e->op == Op::Expand ? e->src(0) : e;
     const Shape* bs = b0->shape();
     if (!bs || int64_t(bs->size()) != rank || (*bs)[size_t(rank - 3)].value != 1) continue;
-    // Few rows pay for a copy of B where B is made of constants and the device runs what depends
-    // on no input at compile (precompute): the packing then runs once, and a matrix-vector product
-    // reads each panel as one stream instead of 256-byte pieces of rows 16 KiB apart, which no
-    // prefetcher follows (x @ w, w 4096x4096 constant, 2 cores: 2.8-3.3 -> 1.6-1.7 ms, oneDNN on
-    // the plain matrix 1.7-2.2). And from 8 rows where B is larger than the caches: unpacked, each
-    // block of a tile's rows reads all of B again that way from memory (x of 8/16/32 rows @ w
-    // 4096x4096, 2 cores: 8.8/14.2/23.6 -> 6.3/9.1/11.4 ms, packing included; oneDNN 9-12). A B
-    // the caches hold is read again from them: 2048x2048 (16 MiB, 33 MiB of caches) gained
-    // nothing packed, 1024x1024 lost.
-    if (rows < kMinRows) {
-      const bool precomputed = options.precomputes && made_of_constants(b0);
-      const double b_bytes = double(numel(static_shape(b0, "matmul operand"))) * double(b0->dtype.itemsize());
-      const bool beyond_caches =
-          rows >= kMinRowsBeyondCaches && options.cache_bytes > 0 && b_bytes > double(options.cache_bytes);
-      if (!precomputed && !beyond_caches) continue;
-    }
-    if (as_panel_copy(g, b0)) continue;                              // packed already (this rule's result, seen again)
+    if (as_panel_copy(g, b0)) continue;  // packed already (this rule's result, seen again)
+    if (rows < kMinRows && !few_rows_pay(b0, rows, options)) continue;
     const UOp* view = panel_copy(g, b0, rank - 1, panel, rank - 2);  // (..., 1, N/panel, K, panel)
     const UOp* ex = e->op == Op::Expand ? expand_sym(g, view, *e->shape()) : view;
     const UOp* a = stored_rows(g, prod->src(size_t(1 - side)));

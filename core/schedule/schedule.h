@@ -60,9 +60,7 @@ struct ScheduleOptions {
   // Whether what depends on no input runs once, at compile (the device can run kernels then;
   // precompute_constants): a copy of a constant is then free at run time.
   bool precomputes = true;
-  // Bytes of cache of all the cores together (Target::cache_bytes x cores; 0: unknown): an operand
-  // larger than this comes from memory each time it is read again.
-  int64_t cache_bytes = 0;
+  int64_t cache_bytes = 0;  // Target::all_cache_bytes: the caches of all cores together (0: unknown)
 };
 
 // Lower the tensor-level graph under `outputs` to kernels. Every output gets its own buffer;

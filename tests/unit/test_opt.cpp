@@ -406,7 +406,7 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
     expect_forced_match(outs, pack, k.opts, "matmul with B packed in blocks of rows, " + opts_str(k.opts));
     // 2 MiB of B with this machine's caches (Target::cache_bytes per core; 0, unknown, never blocks)
     const Target& cpu = testrt::runtime().device()->target();
-    const bool blocked_here = cpu.cache_bytes > 0 && (int64_t(2) << 20) > cpu.cache_bytes * cpu.cores;
+    const bool blocked_here = cpu.all_cache_bytes() > 0 && (int64_t(2) << 20) > cpu.all_cache_bytes();
     const LoweredKernel here = lower_kernel(g, pack->ast, cpu);
     EXPECT_EQ(split_amounts(here.opts, AxisType::Loop),
               blocked_here ? std::vector<int64_t>{16} : std::vector<int64_t>{})
