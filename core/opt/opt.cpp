@@ -97,9 +97,11 @@ const char* split_rule(AxisType t, AxisType from, bool top) {
       return from == AxisType::Global ? nullptr : "LOCAL needs a GLOBAL axis";
     case AxisType::GroupReduce:
       return from == AxisType::Reduce ? nullptr : "GROUP_REDUCE needs a REDUCE axis";
-    case AxisType::Loop:  // a cache block: the inner part becomes the innermost loop
-      if (top) return "a LOOP split splits off the inner part";
-      return from == AxisType::Loop ? nullptr : "a LOOP split needs a LOOP axis";
+    case AxisType::Loop:  // a cache block: of a loop, the inner part becomes the innermost loop;
+                          // of a reduce, the outer part loops over its blocks (apply_reduce_blocks)
+      if (from == AxisType::Reduce) return top ? nullptr : "a LOOP split of a REDUCE axis splits off the outer part";
+      if (top) return "a LOOP split of a LOOP axis splits off the inner part";
+      return from == AxisType::Loop ? nullptr : "a LOOP split needs a LOOP or REDUCE axis";
     default:
       return "a split can only make UPCAST, UNROLL, THREAD, LOCAL, GROUP_REDUCE or LOOP axes";
   }
@@ -132,6 +134,78 @@ const UOp* symbolic_quotient(Graph& g, const UOp* bound, int64_t amount) {
   return nullptr;
 }
 
+}  // namespace
+
+// SPLIT(r, blocks, LOOP, top) of a REDUCE axis r: the Reduce runs over one block of r per step of a
+// new loop, and the blocks' sums accumulate in the output buffer: each store adds what the steps
+// before it stored there (a load gated off in the first step). That loop can then move outside the
+// output loops: a matrix-vector product then reads its matrix's rows a block at a time, each as
+// one stream (where a whole column of tiles walked all rows at once, a piece of each), and a
+// matmul's K in blocks is GotoBLAS's kc. The same sum only where one Reduce, an add, closes r and
+// is stored as it is, by stores that are the kernel's only stores and whose buffers it reads
+// nowhere else (the blocks' partial sums live there while the loop runs): reduce_blocks_rule.
+std::string reduce_blocks_rule(const UOp* sink, const UOp* r) {
+  const std::vector<const UOp*> order = toposort(sink);
+  const UOp* reduce = nullptr;
+  for (const UOp* u : order) {
+    if (u->op != Op::Reduce) continue;
+    std::span<const UOp* const> closed = closed_ranges(u);
+    if (std::find(closed.begin(), closed.end(), r) == closed.end()) continue;
+    if (reduce) return "more than one Reduce runs over it";
+    reduce = u;
+  }
+  if (!reduce) return "no Reduce runs over it";
+  if (reduce->as<ReduceArg>().op != Op::Add)
+    return cat("its Reduce is a ", op_name(reduce->as<ReduceArg>().op), ", not a sum (only sums accumulate)");
+  if (const_bound(r) <= 0) return "its length is symbolic";
+  for (const UOp* u : order)
+    for (size_t i = 0; i < u->nsrc(); i++)
+      if (u->src(i) == reduce && !(u->op == Op::Store && i == 1))
+        return cat("its sum is not stored as it is (a ", op_name(u->op), " reads it)");
+  std::unordered_set<const UOp*> written;
+  for (const UOp* s : sink->src()) {
+    if (s->op != Op::Store) continue;
+    const UOp* buf = address_buffer(s->src(0));
+    if (s->src(1) != reduce || !buf || buf->op != Op::Param || !address_index(s->src(0)))
+      return "the kernel stores something other than its sum into a parameter";
+    written.insert(buf);
+  }
+  for (const UOp* u : order)
+    if (u->op == Op::Load && written.count(address_buffer(u->src(0))))
+      return "the kernel also reads the buffer its sum is stored in";
+  return "";
+}
+
+namespace {
+
+const UOp* apply_reduce_blocks(Graph& g, const OptState& k, const Opt& opt, const UOp* r) {
+  const UOp* sink = k.sink;
+  if (std::string why = reduce_blocks_rule(sink, r); !why.empty())
+    fail(Code::InvalidArg, opt_str(opt), ": range ", opt.axis, " does not split into blocks: ", why);
+  const int64_t n = const_bound(r);
+  const int64_t block = n / opt.amount;
+  const UOp* part = make_range(g, g.cint(opt.amount), max_range_id(k.ranges()) + 1, AxisType::Loop);
+  const UOp* rest = block > 1 ? make_range(g, g.cint(block), opt.axis, AxisType::Reduce) : nullptr;
+  const UOp* expr = g.alu(Op::Mul, part, g.cint(block));
+  if (rest) expr = g.alu(Op::Add, expr, rest);
+  std::vector<const UOp*> repl;
+  if (rest) repl.push_back(rest);
+  const UOp* split = replace_range(g, sink, r, expr, repl);
+  // The stores, in the sink's order still: each adds the buffer's earlier blocks.
+  const UOp* later = g.alu(Op::CmpLt, g.cint(0), part);
+  std::vector<const UOp*> srcs(split->src().begin(), split->src().end());
+  for (const UOp*& s : srcs) {
+    if (s->op != Op::Store) continue;
+    const UOp* gate = s->nsrc() == 3 ? g.alu(Op::And, later, s->src(2)) : later;
+    const UOp* sum = s->src(1);
+    const UOp* before = g.make(Op::Load, sum->dtype, {s->src(0), g.const_like(sum, 0), gate});
+    std::vector<const UOp*> ss(s->src().begin(), s->src().end());
+    ss[1] = g.alu(Op::Add, before, sum);
+    s = g.make(Op::Store, s->dtype, ss, s->arg, s->tag);
+  }
+  return g.replace_src(split, srcs);
+}
+
 const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target& target) {
   const UOp* sink = k.sink;
   const UOp* r = k.range(opt.axis);
@@ -160,6 +234,12 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
       for (const UOp* x : k.ranges())
         if (x->as<RangeArg>().type == AxisType::Thread)
           fail(Code::InvalidArg, opt_str(opt), ": the kernel already has a THREAD axis");
+      // Threads must write apart: a store that runs inside the axis without its address moving with
+      // it (the sum of a reduce's blocks, accumulated in the output) would race.
+      for (const UOp* s : sink->src())
+        if (s->op == Op::Store && depends_on(s, r) && !depends_on(s->src(0), r))
+          fail(Code::InvalidArg, opt_str(opt), ": a store runs inside range ", opt.axis,
+               " at the same address for all of its steps (threads would race)");
       break;
     case AxisType::Local:
     case AxisType::GroupReduce: {
@@ -183,6 +263,10 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
       break;
   }
   if (opt.amount == 1) return sink;
+  if (from == AxisType::Reduce && opt.type == AxisType::Loop) {
+    if (n <= 0) fail(Code::InvalidArg, opt_str(opt), ": a reduce of symbolic length does not split into blocks");
+    return apply_reduce_blocks(g, k, opt, r);
+  }
   int64_t part_id = max_range_id(k.ranges()) + 1;
   const UOp *part, *expr, *rest = nullptr;
   if (ceil_split) {

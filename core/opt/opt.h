@@ -11,6 +11,10 @@
 //                                  LOCAL    a work-item index inside a work-group (GPU)
 //                                  GROUP_REDUCE  a reduce axis split across the work-items of a
 //                                           group, combined through local memory
+//                                  LOOP     of a loop axis, the inner part as the innermost loop
+//                                           (a cache block); of a reduce axis (top), the outer
+//                                           part as a loop over the reduce's blocks, their sums
+//                                           accumulated in the output (reduce_blocks_rule)
 //   Padto(axis, m)               the bound rounds up to a multiple of m; the extra iterations
 //                                load nothing, store nothing and add the reduce's identity
 //   Swap(a, b)                   ranges a and b exchange ids, i.e. loop positions (loops at the
@@ -76,6 +80,10 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
 // A readable kernel name from its ranges: "r_256_16" (reduce) or "E_4096" (elementwise), the bounds by axis
 // type (grid, local, loop, upcast, reduce, unroll), or the Sink's own name when it has one.
 std::string kernel_name(const UOp* sink);
+
+// Why SPLIT(r, blocks, LOOP, top) cannot put REDUCE range r's blocks in a loop of their own, the
+// sum accumulated in the output (opt.cpp), or "" where it can.
+std::string reduce_blocks_rule(const UOp* sink, const UOp* r);
 
 // Ranges closed by some Reduce (reduce axes) and the others (loop axes), both by id.
 void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vector<const UOp*>* reduces);

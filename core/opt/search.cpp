@@ -95,6 +95,11 @@ std::vector<Opt> beam_actions(const UOp* sink, const Target& target, const std::
     if (n <= 1 || ra.type != AxisType::Reduce) continue;
     for (int64_t k : split_amounts(n, {2, 3, 4, 7, 8, 16}))
       if (k <= room) out.push_back(Opt::unroll(ra.id, k));
+    // blocks of 8 or 64 steps in a loop of their own, the sum accumulated in the output (CPU)
+    if (target.has_threads && !target.has_local)
+      for (int64_t rows : {8, 64})
+        if (n >= 4 * rows && n % rows == 0 && reduce_blocks_rule(sink, r).empty())
+          out.push_back(Opt::split(ra.id, n / rows, AxisType::Loop, true));
     if (target.has_local)
       for (int64_t k : {8, 16, 32})
         if (n % k == 0) {

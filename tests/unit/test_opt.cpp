@@ -189,6 +189,36 @@ TEST(Opts, BeamActionsSplitByWholeAxesAndOddAmounts) {
   EXPECT_EQ(checked, 6);
 }
 
+// On a CPU, BEAM also offers a sum's reduce axis in blocks of 8 and 64 steps looping on their own
+// (SPLIT(k, blocks, LOOP, top)), not a max's, and not on a GPU.
+TEST(Opts, BeamActionsOfferReduceBlocksForSums) {
+  Graph g;
+  const UOp* w = input(g, dtypes::float32, {512, 1024});
+  for (const Op op : {Op::Add, Op::Max})
+    for (const Target& t : {cpu_like(), gpu_like()}) {
+      std::vector<const UOp*> outs{reduce(g, w, op, {0})};
+      Schedule s = schedule_graph(g, outs);
+      ASSERT_EQ(s.kernels.size(), 1u);
+      LowerOptions plain;
+      plain.opts.emplace();
+      LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t, plain);
+      const UOp* sink = nullptr;
+      for (const auto& [name, root] : k.stages)
+        if (name == "optimized") sink = root;
+      ASSERT_NE(sink, nullptr);
+      std::vector<const UOp*> loops, reduces;
+      classify_ranges(sink, &loops, &reduces);
+      ASSERT_EQ(reduces.size(), 1u);
+      std::vector<int64_t> blocks;
+      for (const Opt& o : beam_actions(sink, t, {}, true))
+        if (o.op == OptOp::Split && o.type == AxisType::Loop && o.top && o.axis == reduces[0]->as<RangeArg>().id)
+          blocks.push_back(o.amount);
+      const bool offered = op == Op::Add && t.renderer == "TEST_CPU";
+      const std::vector<int64_t> want = offered ? std::vector<int64_t>{64, 8} : std::vector<int64_t>{};
+      EXPECT_EQ(blocks, want) << t.renderer;
+    }
+}
+
 // BEAM does not offer the swap that undoes the last opt (the kernel of two steps back), and still
 // offers every other swap.
 TEST(Opts, BeamActionsDoNotUndoTheLastSwap) {
@@ -412,6 +442,92 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
               blocked_here ? std::vector<int64_t>{16} : std::vector<int64_t>{})
         << opts_str(here.opts) << ", " << cpu.cache_bytes << " bytes of cache per core";
   }
+}
+
+// x @ W with W's rows a page apart (1024 floats) and x of a few rows: a tile of columns would read a
+// piece of each of W's rows before the next tile reads on along them. The reduce runs over blocks of
+// 8 rows instead, the blocks' loop the outermost loop (SPLIT(k, 128, LOOP, top)), the output taking
+// the blocks' sums. Not with rows under a page apart (512 floats), nor where the output (32 rows) is
+// larger than what a block reads. The programs match the oracle.
+TEST_F(Avx2Tiles, FewRowsReadTheMatrixInBlocksOfRows) {
+  const Target& cpu = testrt::runtime().device()->target();
+  struct Want {
+    int64_t rows, cols;
+    bool blocked;
+  };
+  for (const Want& want : {Want{1, 1024, true}, Want{4, 1024, true}, Want{1, 512, false}, Want{32, 1024, false}}) {
+    const UOp *x = in(dtypes::float32, {want.rows, 1024}), *w = in(dtypes::float32, {1024, want.cols});
+    std::vector<const UOp*> outs{matmul(g, x, w)};
+    const ScheduledKernel* mm = scheduled(outs, "r_");
+    ASSERT_NE(mm, nullptr);
+    const LoweredKernel k = lower_kernel(g, mm->ast, cpu);
+    const std::string what = cat(want.rows, "x1024 @ 1024x", want.cols, " {", opts_str(k.opts), "}");
+    std::vector<int64_t> blocks;
+    for (const Opt& o : k.opts)
+      if (o.op == OptOp::Split && o.type == AxisType::Loop && o.top) blocks.push_back(o.amount);
+    EXPECT_EQ(blocks, want.blocked ? std::vector<int64_t>{128} : std::vector<int64_t>{}) << what;
+    if (!want.blocked) continue;
+    const UOp* outer = nullptr;  // the outermost loop of the kernel's code
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Range && u->as<RangeArg>().type == AxisType::Loop) {
+        outer = u;
+        break;
+      }
+    ASSERT_NE(outer, nullptr) << what;
+    EXPECT_EQ(const_bound(outer), 128) << what << "\n" << linear_str(k.linear);
+    expect_forced_match(outs, mm, k.opts, what);
+  }
+}
+
+// SPLIT(r, blocks, LOOP, top) of a reduce axis: the blocks' loop accumulates the sum in the output.
+// A column sum in 4 blocks, the blocks' loop outside the columns', and a matmul with padded rows
+// (gated stores), vector lanes and threads in 8 blocks of K match the oracle. A max, a sum stored
+// through relu, a split that keeps the blocks inside, and threads over the blocks are refused by name.
+TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
+  auto ids = [](const UOp* ast) {
+    std::vector<const UOp*> loops, reduces;
+    classify_ranges(ast, &loops, &reduces);
+    int64_t next = 0;
+    for (const UOp* r : ranges_of(ast)) next = std::max(next, r->as<RangeArg>().id + 1);
+    return std::tuple{loops.at(0)->as<RangeArg>().id, reduces.at(0)->as<RangeArg>().id, next};
+  };
+  const UOp* x = in(dtypes::float32, {64, 48});
+  std::vector<const UOp*> colsum{reduce(g, x, Op::Add, {0})};
+  const ScheduledKernel* cs = scheduled(colsum, "r_");
+  ASSERT_NE(cs, nullptr);
+  auto [col, row, next] = ids(cs->ast);
+  expect_forced_match(colsum, cs, {Opt::split(row, 4, AxisType::Loop, true), Opt::swap(col, next)},
+                      "column sum in 4 blocks");
+
+  const UOp *a = in(dtypes::float32, {15, 64}), *b = in(dtypes::float32, {64, 32});
+  std::vector<const UOp*> mm{matmul(g, a, b)};
+  const ScheduledKernel* m = scheduled(mm, "r_");
+  ASSERT_NE(m, nullptr);
+  const UOp* mm_ast = m->ast;  // (the next scheduled() replaces the schedule m points into)
+  // ranges: 0 rows (15), 1 columns (32), 2 K (64)
+  const std::vector<Opt> tiled{
+      Opt::upcast(1, 8), Opt::padto(0, 4), Opt::upcast(0, 4), Opt::thread(0, 2), Opt::split(2, 8, AxisType::Loop, true),
+      Opt::swap(1, 6)};
+  expect_forced_match(mm, m, tiled, "matmul in 8 blocks of K, " + opts_str(tiled));
+
+  auto error_for = [&](const UOp* ast, std::vector<Opt> opts) {
+    LowerOptions o;
+    o.opts = std::move(opts);
+    return testutil::error_of([&] { lower_kernel(g, ast, cpu_like(), o); });
+  };
+  std::vector<const UOp*> colmax{reduce(g, x, Op::Max, {0})};
+  const ScheduledKernel* cm = scheduled(colmax, "r_");
+  ASSERT_NE(cm, nullptr);
+  EXPECT_NE(error_for(cm->ast, {Opt::split(std::get<1>(ids(cm->ast)), 4, AxisType::Loop, true)}).find("not a sum"),
+            std::string::npos);
+  std::vector<const UOp*> relu_mm{relu(g, matmul(g, a, b))};
+  const ScheduledKernel* rm = scheduled(relu_mm, "r_");
+  ASSERT_NE(rm, nullptr);
+  EXPECT_NE(error_for(rm->ast, {Opt::split(2, 4, AxisType::Loop, true)}).find("not stored as it is"),
+            std::string::npos);
+  EXPECT_NE(error_for(mm_ast, {Opt::split(2, 4, AxisType::Loop)}).find("outer part"), std::string::npos);
+  EXPECT_NE(error_for(mm_ast, {Opt::split(2, 4, AxisType::Loop, true), Opt::thread(3, 2)}).find("race"),
+            std::string::npos);
 }
 
 // A product with few output columns that no lane count divides (a classifier's 10 classes at batch
