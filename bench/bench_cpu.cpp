@@ -28,6 +28,8 @@
 //                     decode step): its packing runs once, at compile time. Same baselines, on the plain matrix
 //   matmul_32x4096    (32x4096) @ (4096x4096), both inputs: a batch of 32 through a linear layer whose weight
 //                     is larger than the caches. OpenBLAS cblas_sgemm; oneDNN matmul with M = 32 (plain)
+//   matmul_16x2048    (16x2048) @ (2048x2048), both inputs: 16 rows through a weight the caches hold (read in
+//                     blocks of its rows, SPLIT(k, blocks, LOOP, top)). Same baselines
 //   mlp_256x512x2048x512   x (256x512) -> linear 2048 + relu -> linear 512 (with biases), one program of ours;
 //                     OpenBLAS: two sgemm + bias/relu loops; oneDNN: two matmuls (bias, relu post-op; weights in
 //                     the layout it asks for, reordered outside the timed region: they are constants)
@@ -1086,6 +1088,7 @@ int main(int argc, char** argv) {
   run("matvec_4096", [] { return bench_linear(4096, 1); });
   run("matvec_4096_cw", [] { return bench_linear(4096, 1, true); });
   run("matmul_32x4096", [] { return bench_linear(4096, 32); });
+  run("matmul_16x2048", [] { return bench_linear(2048, 16); });
   run("mlp_256x512x2048x512", [] {
     return bench_model(
         "mlp_256x512x2048x512", {256, 512}, [](auto& b, auto x) { return mlp(b, x); }, 1e-4, mlp_blas);

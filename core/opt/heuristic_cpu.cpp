@@ -184,16 +184,21 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
 }  // namespace
 
 // 6. A sum whose load walks the innermost reduce axis from rows a page or more apart, reading a
-//    piece of under a page of each row per step of the loop it runs in (x @ W for x of a few rows:
-//    a tile of 64 columns reads 256 bytes of each of W's K rows, and walks all K of them before the
-//    next tile reads on along the same rows), runs over blocks of 8 rows, the blocks' loop outside
-//    the output's loops: the tiles of a block read its rows on, 8 streams a prefetcher follows,
-//    where thousands of rows at once were pieces it did not. The output takes the blocks' partial
-//    sums (reduce_blocks_rule), read and written once per block: only where it is no larger than
-//    what a block reads of the rows. A Zen 3, x @ W with W 4096x4096 (medians, alternated with
-//    oneDNN's sgemm): 1 row 5.0-5.3 -> 2.5-2.6 ms (oneDNN 2.5-2.6), 2 rows 7.3 -> 2.4 ms (6.8), 4
-//    rows 8.0 -> 2.9 ms (7.0); W 2048x2048 (which the caches hold) 0.80 -> 0.25-0.33 ms (0.39-0.41);
-//    blocks of 16 rows ran 10-20% slower at 4096.
+//    piece of under a page of each row per step of the loop it runs in (x @ W for x of a few rows
+//    and W unpacked: a tile of 64 columns reads 256 bytes of each of W's K rows, and walks all K of
+//    them before the next tile reads on along the same rows), runs over blocks of rows, the blocks'
+//    loop outside the output's loops: the tiles of a block read its rows on. The output takes the
+//    blocks' partial sums (reduce_blocks_rule), read and written once per block.
+//    - Rows larger than the caches of all cores come from memory: blocks of 8 rows, 8 streams a
+//      prefetcher follows, where thousands of rows at once were pieces it did not. A Zen 3, x @ W
+//      with W 4096x4096 (medians, alternated with oneDNN's sgemm): 1 row 5.0-5.3 -> 2.5-2.6 ms
+//      (oneDNN 2.5-2.6), 2 rows 7.3 -> 2.4 ms (6.8), 4 rows 8.0 -> 2.9-3.0 ms (7.0-7.5); 4 rows in
+//      blocks of 32 or 128 rows: 6.1-6.6 ms.
+//    - Rows the caches hold: blocks of at least 8 rows that read at least 4 times the output's bytes
+//      (its reads and writes per block then cost at most half of what the block reads). W 2048x2048:
+//      1 row 0.80 -> 0.25-0.33 ms (oneDNN 0.39-0.41); 8 rows 1.34 -> 0.79 ms at best in blocks of
+//      32 rows (0.92 in blocks of 8; oneDNN 1.87-1.96), 16 rows 3.3 -> 1.4-1.6 ms (2.8), 32 rows
+//      5.9 -> 3.0 ms in blocks of 128 (oneDNN 2.1).
 void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
   const std::vector<const UOp*> topo = toposort(k.sink);
   const UOp* sum = nullptr;
@@ -204,32 +209,42 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     }
   const UOp* r = sum ? innermost_reduce_axis(sum) : nullptr;
   const int64_t n = r ? const_bound(r) : 0;
-  const int64_t rows = div_amount(n, {8, 16, 4});
-  if (!rows || n < 4 * rows || !reduce_blocks_rule(k.sink, r).empty()) return;
+  if (n < 32 || !reduce_blocks_rule(k.sink, r).empty()) return;
   OpenRanges open(topo);
-  const UOp* walk = nullptr;  // the innermost loop the sum runs in
+  std::vector<const UOp*> walks;  // the loops the sum runs in
   for (const UOp* x : open.of(sum))
-    if (x->as<RangeArg>().type == AxisType::Loop && (!walk || id_of(x) > id_of(walk))) walk = x;
-  if (!walk) return;
+    if (x->as<RangeArg>().type == AxisType::Loop) walks.push_back(x);
   auto env = var_env(k.sink);
-  int64_t block_bytes = 0;  // what a block reads of the rows
   constexpr int64_t kPage = 4096;
+  int64_t row_bytes = 0;  // what one row of the block takes from the strided loads
+  bool from_memory = false;
   for (const UOp* u : toposort(sum->src(0))) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
     auto down = idx ? stride_of(idx, r, env) : std::nullopt;
-    auto along = idx ? stride_of(idx, walk, env) : std::nullopt;
-    if (!down || !along) continue;
-    const int64_t down_bytes = std::abs(*down) * u->dtype.itemsize(),
-                  along_bytes = std::abs(*along) * u->dtype.itemsize();
-    if (down_bytes >= kPage && along_bytes > 0 && along_bytes < kPage) block_bytes += rows * down_bytes;
+    const int64_t item = u->dtype.base().itemsize();
+    const int64_t down_bytes = down ? std::abs(*down) * item : 0;
+    bool reads_on = false;  // along some loop, the next piece of the same rows
+    for (const UOp* w : walks) {
+      if (down_bytes < kPage) break;
+      const int64_t along = stride_of(idx, w, env).value_or(0);
+      reads_on = reads_on || (along != 0 && std::abs(along) * item < kPage);
+    }
+    if (!reads_on) continue;
+    row_bytes += down_bytes;
+    const Shape* bs = address_buffer(u->src(0))->shape();
+    from_memory = from_memory || (target.all_cache_bytes() > 0 && bs && bs->size() == 1 && (*bs)[0].is_const() &&
+                                  double((*bs)[0].value) * double(item) > double(target.all_cache_bytes()));
   }
   int64_t out_bytes = 0;
   for (const UOp* st : k.sink->src()) {
-    const Shape* bs = st->op == Op::Store ? st->src(0)->src(0)->shape() : nullptr;
+    const Shape* bs = st->op == Op::Store ? address_buffer(st->src(0))->shape() : nullptr;
     if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) return;
     out_bytes += (*bs)[0].value * st->src(1)->dtype.itemsize();
   }
-  if (block_bytes == 0 || out_bytes > block_bytes) return;
+  if (row_bytes == 0) return;
+  int64_t rows = 8;
+  while (!from_memory && rows * row_bytes < 4 * out_bytes) rows *= 2;
+  if (n % rows != 0 || n < 4 * rows) return;
   apply_opt(g, k, Opt::split(id_of(r), n / rows, AxisType::Loop, true), target);
   // The blocks' loop (the split's outer part, after every id) goes outside the other loops.
   std::vector<const UOp*> loops;

@@ -446,36 +446,46 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
 
 // x @ W with W's rows a page apart (1024 floats) and x of a few rows: a tile of columns would read a
 // piece of each of W's rows before the next tile reads on along them. The reduce runs over blocks of
-// 8 rows instead, the blocks' loop the outermost loop (SPLIT(k, 128, LOOP, top)), the output taking
-// the blocks' sums. Not with rows under a page apart (512 floats), nor where the output (32 rows) is
-// larger than what a block reads. The programs match the oracle.
+// rows instead, the blocks' loop the outermost loop (SPLIT(k, blocks, LOOP, top)), the output taking
+// the blocks' sums: blocks of 8 rows where W (4 MiB) is larger than the caches of all cores (a target
+// of 2 cores with 256 KiB each); where the caches hold it, blocks of at least 8 rows that read 4 times
+// the output's bytes (1 row: 8 rows, 128 blocks; 4 rows: 16 rows, 64 blocks; 32 rows: 128 rows, 8
+// blocks). Not with rows under a page apart (512 floats). The programs match the oracle.
 TEST_F(Avx2Tiles, FewRowsReadTheMatrixInBlocksOfRows) {
-  const Target& cpu = testrt::runtime().device()->target();
+  Target small_caches = testrt::runtime().device()->target();
+  small_caches.cache_bytes = int64_t(256) << 10;
+  small_caches.cores = 2;
+  Target large_caches = small_caches;
+  large_caches.cache_bytes = int64_t(16) << 20;
   struct Want {
-    int64_t rows, cols;
-    bool blocked;
+    int64_t rows, cols, from_memory, from_cache;  // blocks (0: none)
   };
-  for (const Want& want : {Want{1, 1024, true}, Want{4, 1024, true}, Want{1, 512, false}, Want{32, 1024, false}}) {
+  for (const Want& want :
+       {Want{1, 1024, 128, 128}, Want{4, 1024, 128, 64}, Want{32, 1024, 128, 8}, Want{1, 512, 0, 0}}) {
     const UOp *x = in(dtypes::float32, {want.rows, 1024}), *w = in(dtypes::float32, {1024, want.cols});
     std::vector<const UOp*> outs{matmul(g, x, w)};
     const ScheduledKernel* mm = scheduled(outs, "r_");
     ASSERT_NE(mm, nullptr);
-    const LoweredKernel k = lower_kernel(g, mm->ast, cpu);
-    const std::string what = cat(want.rows, "x1024 @ 1024x", want.cols, " {", opts_str(k.opts), "}");
-    std::vector<int64_t> blocks;
-    for (const Opt& o : k.opts)
-      if (o.op == OptOp::Split && o.type == AxisType::Loop && o.top) blocks.push_back(o.amount);
-    EXPECT_EQ(blocks, want.blocked ? std::vector<int64_t>{128} : std::vector<int64_t>{}) << what;
-    if (!want.blocked) continue;
-    const UOp* outer = nullptr;  // the outermost loop of the kernel's code
-    for (const UOp* u : k.linear->src())
-      if (u->op == Op::Range && u->as<RangeArg>().type == AxisType::Loop) {
-        outer = u;
-        break;
-      }
-    ASSERT_NE(outer, nullptr) << what;
-    EXPECT_EQ(const_bound(outer), 128) << what << "\n" << linear_str(k.linear);
-    expect_forced_match(outs, mm, k.opts, what);
+    for (const Target* t : {&small_caches, &large_caches}) {
+      const LoweredKernel k = lower_kernel(g, mm->ast, *t);
+      const int64_t blocked = t == &small_caches ? want.from_memory : want.from_cache;
+      const std::string what = cat(want.rows, "x1024 @ 1024x", want.cols, " with ", t->cache_bytes >> 10,
+                                   " KiB of cache per core {", opts_str(k.opts), "}");
+      std::vector<int64_t> blocks;
+      for (const Opt& o : k.opts)
+        if (o.op == OptOp::Split && o.type == AxisType::Loop && o.top) blocks.push_back(o.amount);
+      EXPECT_EQ(blocks, blocked ? std::vector<int64_t>{blocked} : std::vector<int64_t>{}) << what;
+      if (!blocked) continue;
+      const UOp* outer = nullptr;  // the outermost loop of the kernel's code
+      for (const UOp* u : k.linear->src())
+        if (u->op == Op::Range && u->as<RangeArg>().type == AxisType::Loop) {
+          outer = u;
+          break;
+        }
+      ASSERT_NE(outer, nullptr) << what;
+      EXPECT_EQ(const_bound(outer), blocked) << what << "\n" << linear_str(k.linear);
+      expect_forced_match(outs, mm, k.opts, what);
+    }
   }
 }
 
