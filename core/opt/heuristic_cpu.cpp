@@ -209,16 +209,16 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     }
   const UOp* r = sum ? innermost_reduce_axis(sum) : nullptr;
   const int64_t n = r ? const_bound(r) : 0;
-  if (n < 32 || !reduce_blocks_rule(k.sink, r).empty()) return;
-  OpenRanges open(topo);
-  std::vector<const UOp*> walks;  // the loops the sum runs in
-  for (const UOp* x : open.of(sum))
-    if (x->as<RangeArg>().type == AxisType::Loop) walks.push_back(x);
+  if (n < 32) return;
+  const std::vector<const UOp*> value = toposort(sum->src(0));
+  std::vector<const UOp*> walks;  // the loops the sum's value moves with
+  for (const UOp* x : value)
+    if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Loop) walks.push_back(x);
   auto env = var_env(k.sink);
   constexpr int64_t kPage = 4096;
   int64_t row_bytes = 0;  // what one row of the block takes from the strided loads
   bool from_memory = false;
-  for (const UOp* u : toposort(sum->src(0))) {
+  for (const UOp* u : value) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
     auto down = idx ? stride_of(idx, r, env) : std::nullopt;
     const int64_t item = u->dtype.base().itemsize();
@@ -241,7 +241,7 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) return;
     out_bytes += (*bs)[0].value * st->src(1)->dtype.itemsize();
   }
-  if (row_bytes == 0) return;
+  if (row_bytes == 0 || !reduce_blocks_rule(k.sink, r).empty()) return;
   int64_t rows = 8;
   while (!from_memory && rows * row_bytes < 4 * out_bytes) rows *= 2;
   if (n % rows != 0 || n < 4 * rows) return;

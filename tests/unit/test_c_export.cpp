@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/tensor/compose.h"
 #include "tests/unit/test_pipeline_util.h"
 #include "tests/util/ops_case.h"
 
@@ -147,6 +148,53 @@ TEST(CExport, ConstantBytesBecomeStaticArrays) {
   ASSERT_EQ(fn(ins, outs), 0);
   const float scale[3] = {1.5f, -2.0f, 0.25f};
   for (int k = 0; k < 6; k++) EXPECT_EQ(out[k], in[k] * scale[k % 3]);
+  dlclose(h);
+  fs::remove_all(dir);
+}
+
+// A kernel whose reduce runs in blocks that accumulate in its output (x @ W for x of 2 rows, W's
+// rows a page apart: SPLIT(k, blocks, LOOP, top), the first block's load of the output gated off)
+// exports, builds and matches hand-computed sums.
+TEST(CExport, ReduceBlocksAccumulatingInTheOutputExport) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("sn_c_export_blocks_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  constexpr int64_t kRows = 2, kN = 1024;
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {kRows, kN}, "C");
+  const UOp* w = input(g, dtypes::float32, {kN, kN}, "C");
+  CompileOptions opts;
+  opts.inputs = {x, w};
+  opts.keep_stages = true;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{matmul(g, x, w)}, runtime().device("C"), opts);
+  bool blocked = false;
+  for (const Launch& l : p->launches)
+    for (const Opt& o : l.kernel->opts)
+      blocked = blocked || (o.op == OptOp::Split && o.type == AxisType::Loop && o.top);
+  EXPECT_TRUE(blocked) << "the matmul's reduce did not run in blocks";
+  std::string src = (dir / "k.c").string(), lib = (dir / "k.so").string();
+  std::ofstream(src) << runtime().device("C")->export_c(*p, "linear");
+  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib + " " + src + " -lm 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto fn = reinterpret_cast<int (*)(void* const*, void* const*)>(dlsym(h, "linear"));
+  ASSERT_NE(fn, nullptr);
+  // small integers: every sum is exact in float32, whatever the order
+  std::vector<float> xs(size_t(kRows * kN)), ws(size_t(kN * kN)), out(size_t(kRows * kN), -1.0f);
+  for (size_t i = 0; i < xs.size(); i++) xs[i] = float(int(i % 7) - 3);
+  for (size_t i = 0; i < ws.size(); i++) ws[i] = float(int(i % 5) - 2);
+  void* ins[2] = {xs.data(), ws.data()};
+  void* outs[1] = {out.data()};
+  ASSERT_EQ(fn(ins, outs), 0);
+  int wrong = 0;
+  for (int64_t r = 0; r < kRows; r++)
+    for (int64_t j = 0; j < kN; j++) {
+      double want = 0;
+      for (int64_t k = 0; k < kN; k++) want += double(xs[size_t(r * kN + k)]) * double(ws[size_t(k * kN + j)]);
+      wrong += out[size_t(r * kN + j)] != float(want);
+    }
+  EXPECT_EQ(wrong, 0);
   dlclose(h);
   fs::remove_all(dir);
 }
