@@ -181,8 +181,6 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
   }
 }
 
-}  // namespace
-
 // 6. A sum whose load walks the innermost reduce axis from rows a page or more apart, reading a
 //    piece of under a page of each row per step of the loop it runs in (x @ W for x of a few rows
 //    and W unpacked: a tile of 64 columns reads 256 bytes of each of W's K rows, and walks all K of
@@ -196,9 +194,9 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
 //      blocks of 32 or 128 rows: 6.1-6.6 ms.
 //    - Rows the caches hold: blocks of at least 8 rows that read at least 4 times the output's bytes
 //      (its reads and writes per block then cost at most half of what the block reads). W 2048x2048:
-//      1 row 0.80 -> 0.25-0.33 ms (oneDNN 0.39-0.41); 8 rows 1.34 -> 0.79 ms at best in blocks of
-//      32 rows (0.92 in blocks of 8; oneDNN 1.87-1.96), 16 rows 3.3 -> 1.4-1.6 ms (2.8), 32 rows
-//      5.9 -> 3.0 ms in blocks of 128 (oneDNN 2.1).
+//      1 row 0.80 -> 0.25-0.33 ms (medians; oneDNN 0.39-0.41); best of 20 runs: 8 rows 1.34 -> 0.79
+//      ms in blocks of 32 rows (0.92 in blocks of 8; oneDNN 1.76-1.96), 16 rows 3.3 -> 1.4-1.6 ms in
+//      blocks of 32 or 128 (oneDNN 2.6-2.8), 32 rows 5.9 -> 3.0 ms in blocks of 128 (oneDNN 2.1).
 void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
   const std::vector<const UOp*> topo = toposort(k.sink);
   const UOp* sum = nullptr;
@@ -223,9 +221,9 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     auto down = idx ? stride_of(idx, r, env) : std::nullopt;
     const int64_t item = u->dtype.base().itemsize();
     const int64_t down_bytes = down ? std::abs(*down) * item : 0;
+    if (down_bytes < kPage) continue;
     bool reads_on = false;  // along some loop, the next piece of the same rows
     for (const UOp* w : walks) {
-      if (down_bytes < kPage) break;
       const int64_t along = stride_of(idx, w, env).value_or(0);
       reads_on = reads_on || (along != 0 && std::abs(along) * item < kPage);
     }
@@ -255,6 +253,8 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
   for (size_t i = 0; i + 1 < loops.size(); i++) order.push_back(id_of(loops[i]));
   reorder_ranges(g, k, order, target);
 }
+
+}  // namespace
 
 void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptions& opts) {
   auto apply = [&](const Opt& o) { apply_opt(g, k, o, target); };

@@ -158,6 +158,9 @@ std::string reduce_blocks_rule(const UOp* sink, const UOp* r) {
   if (reduce->as<ReduceArg>().op != Op::Add)
     return cat("its Reduce is a ", op_name(reduce->as<ReduceArg>().op), ", not a sum (only sums accumulate)");
   if (const_bound(r) <= 0) return "its length is symbolic";
+  // (a narrower float would round the partial sums between blocks, where the accumulator keeps float32)
+  if (reduce->dtype.is_float() && reduce->dtype.bits() < 32)
+    return cat("its partial sums would round to ", reduce->dtype.name(), " between blocks");
   for (const UOp* u : order)
     for (size_t i = 0; i < u->nsrc(); i++)
       if (u->src(i) == reduce && !(u->op == Op::Store && i == 1))

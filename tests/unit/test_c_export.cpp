@@ -27,6 +27,28 @@ std::string c_compiler() {
   return cc && *cc ? cc : "cc";
 }
 
+// Program p exported as `symbol`, built into a shared library in dir by the C compiler and loaded:
+// its entry point, or nullptr (with the reason in *why).
+using Entry = int (*)(void* const*, void* const*);
+Entry build_exported(const Program& p, const std::filesystem::path& dir, const std::string& symbol, void** handle,
+                     std::string* why) {
+  std::string src = (dir / (symbol + ".c")).string(), lib = (dir / (symbol + ".so")).string();
+  std::ofstream(src) << runtime().device("C")->export_c(p, symbol);
+  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib + " " + src + " -lm 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    *why = "the exported C did not compile with: " + cmd;
+    return nullptr;
+  }
+  *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!*handle) {
+    *why = dlerror();
+    return nullptr;
+  }
+  auto fn = reinterpret_cast<Entry>(dlsym(*handle, symbol.c_str()));
+  if (!fn) *why = "no symbol " + symbol;
+  return fn;
+}
+
 struct ExportedCase {
   std::string name, symbol;
   std::vector<oracle::Array> inputs;  // in the program's input order, with its shapes
@@ -94,7 +116,6 @@ TEST(CExport, ConformanceProgramsBuiltByCcMatchTheJit) {
   ASSERT_NE(h, nullptr) << dlerror();
   int matched = 0;
   for (const ExportedCase& ec : cases) {
-    using Entry = int (*)(void* const*, void* const*);
     auto fn = reinterpret_cast<Entry>(dlsym(h, ec.symbol.c_str()));
     ASSERT_NE(fn, nullptr) << ec.name;
     std::vector<std::vector<uint8_t>> in_bytes;
@@ -134,14 +155,10 @@ TEST(CExport, ConstantBytesBecomeStaticArrays) {
   CompileOptions opts;
   opts.inputs = {x};
   auto p = compile_program(runtime(), g, std::vector<const UOp*>{y}, runtime().device("C"), opts);
-  std::string src = (dir / "k.c").string(), lib = (dir / "k.so").string();
-  std::ofstream(src) << runtime().device("C")->export_c(*p, "scaled");
-  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib + " " + src + " -lm 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<int (*)(void* const*, void* const*)>(dlsym(h, "scaled"));
-  ASSERT_NE(fn, nullptr);
+  void* h = nullptr;
+  std::string why;
+  Entry fn = build_exported(*p, dir, "scaled", &h, &why);
+  ASSERT_NE(fn, nullptr) << why;
   float in[6] = {1, 2, 3, 4, 5, 6}, out[6] = {0};
   void* ins[1] = {in};
   void* outs[1] = {out};
@@ -172,14 +189,10 @@ TEST(CExport, ReduceBlocksAccumulatingInTheOutputExport) {
     for (const Opt& o : l.kernel->opts)
       blocked = blocked || (o.op == OptOp::Split && o.type == AxisType::Loop && o.top);
   EXPECT_TRUE(blocked) << "the matmul's reduce did not run in blocks";
-  std::string src = (dir / "k.c").string(), lib = (dir / "k.so").string();
-  std::ofstream(src) << runtime().device("C")->export_c(*p, "linear");
-  std::string cmd = c_compiler() + " -std=c99 -O2 -Wall -Werror -shared -fPIC -o " + lib + " " + src + " -lm 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  auto fn = reinterpret_cast<int (*)(void* const*, void* const*)>(dlsym(h, "linear"));
-  ASSERT_NE(fn, nullptr);
+  void* h = nullptr;
+  std::string why;
+  Entry fn = build_exported(*p, dir, "linear", &h, &why);
+  ASSERT_NE(fn, nullptr) << why;
   // small integers: every sum is exact in float32, whatever the order
   std::vector<float> xs(size_t(kRows * kN)), ws(size_t(kN * kN)), out(size_t(kRows * kN), -1.0f);
   for (size_t i = 0; i < xs.size(); i++) xs[i] = float(int(i % 7) - 3);

@@ -491,8 +491,9 @@ TEST_F(Avx2Tiles, FewRowsReadTheMatrixInBlocksOfRows) {
 
 // SPLIT(r, blocks, LOOP, top) of a reduce axis: the blocks' loop accumulates the sum in the output.
 // A column sum in 4 blocks, the blocks' loop outside the columns', and a matmul with padded rows
-// (gated stores), vector lanes and threads in 8 blocks of K match the oracle. A max, a sum stored
-// through relu, a split that keeps the blocks inside, and threads over the blocks are refused by name.
+// (gated stores), vector lanes and threads in 8 blocks of K match the oracle. A max, a half sum (its
+// partial sums would round between blocks), a sum stored through relu, a split that keeps the blocks
+// inside, and threads over the blocks are refused by name.
 TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
   auto ids = [](const UOp* ast) {
     std::vector<const UOp*> loops, reduces;
@@ -529,6 +530,11 @@ TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
   const ScheduledKernel* cm = scheduled(colmax, "r_");
   ASSERT_NE(cm, nullptr);
   EXPECT_NE(error_for(cm->ast, {Opt::split(std::get<1>(ids(cm->ast)), 4, AxisType::Loop, true)}).find("not a sum"),
+            std::string::npos);
+  std::vector<const UOp*> halfsum{reduce(g, in(dtypes::float16, {64, 48}), Op::Add, {0})};
+  const ScheduledKernel* hs = scheduled(halfsum, "r_");
+  ASSERT_NE(hs, nullptr);
+  EXPECT_NE(error_for(hs->ast, {Opt::split(std::get<1>(ids(hs->ast)), 4, AxisType::Loop, true)}).find("round"),
             std::string::npos);
   std::vector<const UOp*> relu_mm{relu(g, matmul(g, a, b))};
   const ScheduledKernel* rm = scheduled(relu_mm, "r_");
