@@ -239,10 +239,10 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) return;
     out_bytes += (*bs)[0].value * st->src(1)->dtype.itemsize();
   }
-  if (row_bytes == 0 || !reduce_blocks_rule(k.sink, r).empty()) return;
+  if (row_bytes == 0) return;
   int64_t rows = 8;
   while (!from_memory && rows * row_bytes < 4 * out_bytes) rows *= 2;
-  if (n % rows != 0 || n < 4 * rows) return;
+  if (n % rows != 0 || n < 4 * rows || !reduce_blocks_rule(k.sink, r).empty()) return;
   apply_opt(g, k, Opt::split(id_of(r), n / rows, AxisType::Loop, true), target);
   // The blocks' loop (the split's outer part, after every id) goes outside the other loops.
   std::vector<const UOp*> loops;
