@@ -490,8 +490,9 @@ TEST_F(Avx2Tiles, FewRowsReadTheMatrixInBlocksOfRows) {
 }
 
 // SPLIT(r, blocks, LOOP, top) of a reduce axis: the blocks' loop accumulates the sum in the output.
-// A column sum in 4 blocks, the blocks' loop outside the columns', and a matmul with padded rows
-// (gated stores), vector lanes and threads in 8 blocks of K match the oracle. A max, a half sum (its
+// A column sum in 4 blocks, the blocks' loop outside the columns', a matmul with padded rows (gated
+// stores), vector lanes and threads in 8 blocks of K, and a convolution in blocks of its input
+// channels (its taps reduced inside each block) match the oracle. A max, a half sum (its
 // partial sums would round between blocks), a sum stored through relu, a split that keeps the blocks
 // inside, and threads over the blocks are refused by name.
 TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
@@ -520,6 +521,23 @@ TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
       Opt::upcast(1, 8), Opt::padto(0, 4), Opt::upcast(0, 4), Opt::thread(0, 2), Opt::split(2, 8, AxisType::Loop, true),
       Opt::swap(1, 6)};
   expect_forced_match(mm, m, tiled, "matmul in 8 blocks of K, " + opts_str(tiled));
+  // A Reduce over several axes (a padded 3x3 convolution's input channels and taps): blocks of one
+  // of them, the others still reduced inside each block.
+  const UOp *cx = in(dtypes::float32, {1, 8, 6, 6}), *cw = in(dtypes::float32, {16, 8, 3, 3});
+  std::vector<const UOp*> conv{conv2d(g, cx, cw, nullptr, {1, 1}, {1, 1})};
+  const ScheduledKernel* cv = scheduled(conv, "r_");
+  ASSERT_NE(cv, nullptr);
+  std::vector<const UOp*> cloops, creduces;
+  classify_ranges(cv->ast, &cloops, &creduces);
+  ASSERT_EQ(creduces.size(), 3u);
+  int split_channels = 0;
+  for (const UOp* r : creduces)
+    if (const_bound(r) == 8) {
+      const std::vector<Opt> blocks{Opt::split(r->as<RangeArg>().id, 4, AxisType::Loop, true)};
+      expect_forced_match(conv, cv, blocks, "conv2d in 4 blocks of its input channels, " + opts_str(blocks));
+      split_channels++;
+    }
+  EXPECT_EQ(split_channels, 1);
 
   auto error_for = [&](const UOp* ast, std::vector<Opt> opts) {
     LowerOptions o;
