@@ -444,6 +444,30 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
   }
 }
 
+// From a B the caches hold (2 MiB against 16 MiB per core), the packing copy reads 4 panels per step
+// of the panels' loop (UPCAST by 4 of the axis whose step is the next panel): 128 bytes of each row,
+// whole lines. Rows under a page apart (N = 256) or unknown caches: no copies. The program with the
+// copies matches the oracle.
+TEST_F(Avx2Tiles, PackingCopyReadsWholeLinesFromTheCaches) {
+  Target large_caches = testrt::runtime().device()->target();
+  large_caches.cache_bytes = int64_t(16) << 20;
+  large_caches.cores = 2;
+  Target unknown = large_caches;
+  unknown.cache_bytes = 0;
+  for (const int64_t n : {2048, 256}) {
+    const UOp *a = in(dtypes::float32, {64, 256}), *b = in(dtypes::float32, {256, n});
+    std::vector<const UOp*> outs{matmul(g, a, b)};
+    const ScheduledKernel* pack = scheduled(outs, "E_");
+    ASSERT_NE(pack, nullptr);
+    const LoweredKernel k = lower_kernel(g, pack->ast, large_caches);
+    const bool copies = n == 2048;
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), copies ? std::vector<int64_t>{4} : std::vector<int64_t>{})
+        << n << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(lower_kernel(g, pack->ast, unknown).opts, AxisType::Upcast), std::vector<int64_t>{}) << n;
+    if (copies) expect_forced_match(outs, pack, k.opts, "matmul with B packed 4 panels per step, " + opts_str(k.opts));
+  }
+}
+
 // x @ W with W's rows a page apart (1024 floats) and x of a few rows: a tile of columns would read a
 // piece of each of W's rows before the next tile reads on along them. The reduce runs over blocks of
 // rows instead, the blocks' loop the outermost loop (SPLIT(k, blocks, LOOP, top)), the output taking
