@@ -42,6 +42,24 @@ std::unordered_map<const UOp*, int64_t> var_env(const UOp* sink) {
 // n rounded up to a multiple of m (m > 0, n >= 0): an axis padded to whole vectors or copies.
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+// Bytes of the one-dimensional buffer of constant size a load or store addresses (its value's
+// element counted as stored), or 0 when that is not known.
+int64_t buffer_bytes(const UOp* access) {
+  const UOp* buf = address_buffer(access->src(0));
+  const Shape* bs = buf ? buf->shape() : nullptr;
+  if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) return 0;
+  const DType elem = access->op == Op::Store ? access->src(1)->dtype : access->dtype;
+  return (*bs)[0].value * elem.base().itemsize();
+}
+
+// Whether the buffer a load reads is larger than the caches of all cores (its lines come from memory
+// each time it is read again); nullopt where either size is unknown.
+std::optional<bool> beyond_caches(const UOp* load, const Target& target) {
+  const int64_t bytes = buffer_bytes(load);
+  if (bytes <= 0 || target.all_cache_bytes() <= 0) return std::nullopt;
+  return bytes > target.all_cache_bytes();
+}
+
 int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t c : choices)
     if (c > 1 && n >= c && n % c == 0) return c;
@@ -159,7 +177,7 @@ void read_whole_lines(Graph& g, OptState& k, const Target& target, const std::ve
                       const std::unordered_map<const UOp*, int64_t>& env) {
   constexpr int64_t kLine = 64, kPage = 4096, kRuns = 4;
   const int64_t nloops = int64_t(loop_ids.size());
-  if (nloops < 3 || target.all_cache_bytes() <= 0) return;
+  if (nloops < 3) return;
   auto loop_at = [&](int64_t pos) -> const UOp* {
     const UOp* r = k.range(loop_ids[size_t(pos)]);
     return r && r->as<RangeArg>().type == AxisType::Loop ? r : nullptr;
@@ -169,10 +187,8 @@ void read_whole_lines(Graph& g, OptState& k, const Target& target, const std::ve
   const int64_t run = const_bound(inner);
   for (const UOp* u : toposort(k.sink)) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
-    const Shape* bs = idx ? address_buffer(u->src(0))->shape() : nullptr;
-    if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) continue;
+    if (!idx || beyond_caches(u, target) != false) continue;
     const int64_t item = u->dtype.base().itemsize();
-    if (double((*bs)[0].value) * double(item) > double(target.all_cache_bytes())) continue;
     auto along = stride_of(idx, inner, env), down = stride_of(idx, middle, env);
     if (!along || *along != 1 || run * item >= kLine || !down || std::abs(*down) * item < kPage) continue;
     for (int64_t pos = nloops - 3; pos >= 0; pos--) {
@@ -196,12 +212,8 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
   };
   for (const UOp* u : toposort(k.sink)) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
-    const UOp* buf = u->op == Op::Load ? address_buffer(u->src(0)) : nullptr;
-    const Shape* bs = buf ? buf->shape() : nullptr;
-    if (!idx || !bs || bs->size() != 1 || !(*bs)[0].is_const()) continue;
+    if (!idx || beyond_caches(u, target) != true) continue;
     const int64_t item = u->dtype.base().itemsize();
-    if (target.all_cache_bytes() <= 0 || double((*bs)[0].value) * double(item) <= double(target.all_cache_bytes()))
-      continue;
     for (int64_t m = 1; m + 1 < nloops; m++) {
       const UOp* inner = loop_at(m);
       auto sm = inner ? stride_of(idx, inner, env) : std::nullopt;
@@ -268,15 +280,13 @@ void block_reduce_rows(Graph& g, OptState& k, const Target& target) {
     }
     if (!reads_on) continue;
     row_bytes += down_bytes;
-    const Shape* bs = address_buffer(u->src(0))->shape();
-    from_memory = from_memory || (target.all_cache_bytes() > 0 && bs && bs->size() == 1 && (*bs)[0].is_const() &&
-                                  double((*bs)[0].value) * double(item) > double(target.all_cache_bytes()));
+    from_memory = from_memory || beyond_caches(u, target) == true;
   }
   int64_t out_bytes = 0;
   for (const UOp* st : k.sink->src()) {
-    const Shape* bs = st->op == Op::Store ? address_buffer(st->src(0))->shape() : nullptr;
-    if (!bs || bs->size() != 1 || !(*bs)[0].is_const()) return;
-    out_bytes += (*bs)[0].value * st->src(1)->dtype.itemsize();
+    const int64_t bytes = st->op == Op::Store ? buffer_bytes(st) : 0;
+    if (bytes <= 0) return;
+    out_bytes += bytes;
   }
   if (row_bytes == 0) return;
   int64_t rows = 8;
@@ -800,12 +810,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     };
     auto streams = [&] {
       if (target.streaming_store_bytes <= 0) return false;
-      for (const UOp* st : k.sink->src()) {
-        const Shape* bs = st->src(0)->op == Op::Index ? st->src(0)->src(0)->shape() : nullptr;
-        if (!bs || bs->size() != 1 || !(*bs)[0].is_const() ||
-            (*bs)[0].value * st->src(1)->dtype.itemsize() < target.streaming_store_bytes)
-          return false;
-      }
+      for (const UOp* st : k.sink->src())
+        if (st->op != Op::Store || buffer_bytes(st) < target.streaming_store_bytes) return false;
       return true;
     };
     // Without gather instructions (AVX2) the lanes of a transposing copy's strided load are one
