@@ -317,15 +317,76 @@ class IrWriter {
   }
 
   // ---- helpers --------------------------------------------------------------------------
-  std::string tmp() { return str("%t", ntmp_++); }
+  // An instruction; one without side effects whose text was emitted before where it dominates this
+  // point (in this region or one around it) is that value again. Addresses repeat most: the loads
+  // of an unrolled window sum the same hoisted terms, which LLVM parsed only to remove them again.
+  // With the deferred Index (instruction()), ResNet-18's IR went from 23.8k to 15.5k instructions,
+  // LLVM's parsing of it from 213M to 160M instructions and its IR passes from 345M to 309M.
   std::string emit(const std::string& rhs) {
-    std::string n = tmp();
-    body_ += "  ";
-    body_ += n;
+    const bool pure = is_pure(rhs);
+    const uint64_t h = pure ? std::hash<std::string_view>()(rhs) : 0;
+    if (pure && !buckets_.empty())
+      for (uint32_t e = buckets_[h & (buckets_.size() - 1)]; e; e = emitted_[e - 1].next) {
+        const Emitted& x = emitted_[e - 1];
+        if (x.hash == h && std::string_view(body_).substr(x.at, x.len) == rhs) return str("%t", x.name);
+      }
+    const int name = ntmp_++;
+    body_ += "  %t";
+    body_ += std::to_string(name);
     body_ += " = ";
     body_ += rhs;
     body_ += '\n';
-    return n;
+    if (pure) remember(h, uint32_t(body_.size() - 1 - rhs.size()), uint32_t(rhs.size()), uint32_t(name));
+    return str("%t", name);
+  }
+  // Whether an instruction's value depends on its operands alone (no memory, no calls, no phis).
+  static bool is_pure(std::string_view rhs) {
+    static constexpr std::string_view kPure[] = {
+        "add ",           "sub ",           "mul ",           "shl ",
+        "lshr ",          "ashr ",          "and ",           "or ",
+        "xor ",           "sdiv ",          "udiv ",          "srem ",
+        "urem ",          "fadd ",          "fsub ",          "fmul ",
+        "fdiv ",          "frem ",          "fneg ",          "icmp ",
+        "fcmp ",          "select ",        "zext ",          "sext ",
+        "trunc ",         "fptrunc ",       "fpext ",         "fptoui ",
+        "fptosi ",        "uitofp ",        "sitofp ",        "bitcast ",
+        "ptrtoint ",      "inttoptr ",      "getelementptr ", "extractelement ",
+        "insertelement ", "shufflevector ", "extractvalue ",  "insertvalue "};
+    for (std::string_view p : kPure)
+      if (rhs.starts_with(p)) return true;
+    return false;
+  }
+  // A pure instruction just emitted: its text is body_[at, at + len), its value %t<name>.
+  void remember(uint64_t hash, uint32_t at, uint32_t len, uint32_t name) {
+    if (emitted_.size() >= buckets_.size()) {  // rechain all: later entries stay ahead of earlier ones
+      buckets_.assign(std::max<size_t>(64, 2 * buckets_.size()), 0);
+      for (size_t i = 0; i < emitted_.size(); i++) {
+        uint32_t& head = buckets_[emitted_[i].hash & (buckets_.size() - 1)];
+        emitted_[i].next = head;
+        head = uint32_t(i + 1);
+      }
+    }
+    uint32_t& head = buckets_[hash & (buckets_.size() - 1)];
+    emitted_.push_back({hash, at, len, name, head});
+    head = uint32_t(emitted_.size());
+  }
+  // A region of code that what follows it does not see (a loop body, an If block, the branch of a
+  // gated load): the values emitted or defined in it are forgotten when it closes.
+  struct Region {
+    size_t emitted;                   // emitted_'s size when it opened
+    std::vector<const UOp*> defined;  // val_ entries rendered at their first use (Index)
+  };
+  void open_region() { regions_.push_back({emitted_.size(), {}}); }
+  void close_region() {
+    if (regions_.empty()) fail(Code::Internal, "llvm: a region closes that is not open");
+    // The region's entries are the newest: each is the head of its chain when it goes.
+    while (emitted_.size() > regions_.back().emitted) {
+      const Emitted& x = emitted_.back();
+      buckets_[x.hash & (buckets_.size() - 1)] = x.next;
+      emitted_.pop_back();
+    }
+    for (const UOp* u : regions_.back().defined) val_.erase(u);
+    regions_.pop_back();
   }
   void line(const std::string& s) {
     body_ += "  ";
@@ -341,6 +402,11 @@ class IrWriter {
     auto it = val_.find(u);
     if (it == val_.end()) {
       if (u->op == Op::Const) return val_[u] = const_literal(u);
+      if (deferred_.count(u)) {  // an address, rendered where it is first used
+        std::string a = address(v(u->src(0)), u->src(1), u->dtype, u->dtype.lanes == 1);
+        if (!regions_.empty()) regions_.back().defined.push_back(u);
+        return val_[u] = a;
+      }
       fail(Code::Internal, "llvm: ", op_name(u->op), " is used before it is defined");
     }
     return it->second;
@@ -599,9 +665,11 @@ class IrWriter {
                              it.lanes, " x i64> ", idx));
           return;
         }
-        // A vector address may start outside the buffer when a mask disables those lanes: no
-        // inbounds (which would make the pointer poison) there.
-        val_[u] = address(v(u->src(0)), u->src(1), u->dtype, u->dtype.lanes == 1);
+        // Rendered at its first use (v): a gated load builds its own address from the index
+        // (gated_address), and the plain one would be dead code for LLVM to parse and drop. A vector
+        // address may start outside the buffer when a mask disables those lanes: no inbounds (which
+        // would make the pointer poison) there.
+        deferred_.insert(u);
         return;
       case Op::Vectorize:
         val_[u] = vectorize(u);
@@ -918,9 +986,11 @@ class IrWriter {
     std::string from = block_;
     line(str("br i1 ", v(gate), ", label %ld", n, ", label %ld", n, ".j"));
     label(str("ld", n));
+    open_region();
     std::string x = read();
     std::string inner = block_;
     line(str("br label %ld", n, ".j"));
+    close_region();
     label(str("ld", n, ".j"));
     val_[u] = emit(str("phi ", reg_type(u->dtype), " [ ", x, ", %", inner, " ], [ ", v(u->src(1)), ", %", from, " ]"));
   }
@@ -999,12 +1069,14 @@ class IrWriter {
     int n = nlabel_++;
     line(str("br i1 ", v(u->src(0)), ", label %if", n, ", label %if", n, ".end"));
     label(str("if", n));
+    open_region();
     ifs_[u] = n;
   }
   void close_if(const UOp* u) {
     auto it = ifs_.find(u->src(0));
     if (it == ifs_.end()) fail(Code::Internal, "llvm: Endif of an If that is not open");
     line(str("br label %if", it->second, ".end"));
+    close_region();
     label(str("if", it->second, ".end"));
   }
 
@@ -1065,6 +1137,7 @@ class IrWriter {
     }
     std::string from = block_;
     label(str("L", n));
+    open_region();
     line(str(L.var, " = phi i64 [ 0, %", from, " ], [ ", L.var, ".next, %L", n, ".latch ]"));
     if (auto it = strides_.find(r); it != strides_.end())
       for (int64_t c : it->second) {
@@ -1105,6 +1178,7 @@ class IrWriter {
                                 " = !{!\"llvm.loop.vectorize.enable\", i1 false}\n"));
     }
     line(str("br i1 ", L.var, ".c, label %L", L.n, ", label %L", L.n, ".exit", md));
+    close_region();
     label(str("L", L.n, ".exit"));
   }
 
@@ -1362,6 +1436,18 @@ class IrWriter {
   int64_t zero_bytes_ = 0;            // size of the zeros a gated scalar load reads where its gate is off (CPU)
   std::set<std::string> decls_;
   std::unordered_map<const UOp*, std::string> val_;
+  std::unordered_set<const UOp*> deferred_;  // Index nodes rendered at their first use (v)
+  // Pure instructions emitted where they dominate this point (emit), oldest first: a chained hash
+  // table whose chains run from the newest entry, so that a closing region drops its own from the end.
+  struct Emitted {
+    uint64_t hash;
+    uint32_t at, len;  // the text in body_ (which only grows)
+    uint32_t name;     // %t<name>
+    uint32_t next;     // 1 + index of the next entry of the chain, 0: none
+  };
+  std::vector<Emitted> emitted_;
+  std::vector<uint32_t> buckets_;  // hash -> 1 + index of its chain's newest entry, 0: none
+  std::vector<Region> regions_;    // the regions open at this point, innermost last
   std::unordered_map<std::string, size_t> var_index_;
   std::unordered_map<const UOp*, Loop> loops_;
   std::vector<const UOp*> open_ranges_;                           // the loops open at this point, innermost last

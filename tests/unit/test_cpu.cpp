@@ -1100,6 +1100,81 @@ TEST(CpuBackend, ScalarGatedLoadsSelectTheirAddress) {
   }
 }
 
+// The pure instructions of IR text (arithmetic, compares, selects, addresses, casts, lane moves),
+// by their right-hand side: how often each appears.
+std::map<std::string, int> pure_instructions(const std::string& ir) {
+  static const char* const kPure[] = {
+      "add ",           "sub ",          "mul ",   "shl ",     "and ",           "or ",
+      "xor ",           "icmp ",         "fcmp ",  "select ",  "fadd ",          "fmul ",
+      "sext ",          "zext ",         "trunc ", "bitcast ", "getelementptr ", "extractelement ",
+      "insertelement ", "shufflevector "};
+  std::map<std::string, int> count;
+  std::istringstream in(ir);
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find(" = ");
+    if (line.rfind("  %", 0) != 0 || eq == std::string::npos) continue;
+    std::string rhs = line.substr(eq + 3);
+    for (const char* p : kPure)
+      if (rhs.rfind(p, 0) == 0) count[rhs]++;
+  }
+  return count;
+}
+
+// Address math that several accesses share is emitted once where it dominates them: three loads
+// of a row at c, c + 1 and c + 2 and the store share the row's hoisted base, which the renderer
+// used to emit once per access (LLVM parsed and removed the copies). One loop nest: no
+// instruction text may appear twice.
+TEST(CpuBackend, SharedAddressMathIsEmittedOnce) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 6, C = 10;
+  auto *A = b.param(0, dtypes::float32, R * C + 2), *O = b.param(1, dtypes::float32, R * C);
+  auto *r = b.range(R, 0), *c = b.range(C, 1);
+  const UOp* at = b.flat({r, c}, {R, C});
+  auto* v = b.add(b.add(b.load(A, at), b.load(A, b.add(at, b.c(1)))), b.load(A, b.add(at, b.c(2))));
+  auto* sink = b.sink({b.store(O, at, v)}, "window");
+  LowerOptions no_opts;
+  no_opts.optimize = false;  // scalar loops, the accesses as written
+  auto ck = jit().compile(lower_kernel(g, sink, jit().target(), no_opts));
+  for (const auto& [rhs, n] : pure_instructions(ck->source)) EXPECT_EQ(n, 1) << rhs << "\n" << ck->source;
+  std::vector<float> a(R * C + 2), o(R * C);
+  for (size_t q = 0; q < a.size(); q++) a[q] = float(q % 7) - 2.5f;
+  void* bufs[2] = {a.data(), o.data()};
+  jit().run(*ck, bufs);
+  for (size_t q = 0; q < o.size(); q++) EXPECT_EQ(o[q], a[q] + a[q + 1] + a[q + 2]) << q;
+}
+
+// What a loop body emits is not reused after the loop: two reductions of a row, one loop after the
+// other, each address the row from a base built inside its loop (the same text twice). Reusing the
+// first loop's value in the second would not dominate it (LLVM's verifier refuses such IR).
+TEST(CpuBackend, ValuesOfALoopBodyAreNotReusedAfterIt) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 5, C = 12;
+  auto *A = b.param(0, dtypes::float32, R * C), *S = b.param(1, dtypes::float32, R),
+       *M = b.param(2, dtypes::float32, R);
+  auto *r = b.range(R, 0), *k1 = b.range(C, 1, AxisType::Reduce), *k2 = b.range(C, 2, AxisType::Reduce);
+  auto* sum = b.reduce(Op::Add, b.load(A, b.flat({r, k1}, {R, C})), {k1});
+  auto* max = b.reduce(Op::Max, b.load(A, b.flat({r, k2}, {R, C})), {k2});
+  auto* sink = b.sink({b.store(S, r, sum), b.store(M, r, max)}, "sum_and_max");
+  LowerOptions no_opts;
+  no_opts.optimize = false;
+  auto ck = jit().compile(lower_kernel(g, sink, jit().target(), no_opts));
+  int repeated = 0;  // texts both loops emit, each in its own body
+  for (const auto& [rhs, n] : pure_instructions(ck->source)) repeated += n > 1;
+  EXPECT_GT(repeated, 0) << ck->source;
+  std::vector<float> a(R * C), s(R), m(R);
+  for (size_t q = 0; q < a.size(); q++) a[q] = float((q * 5) % 11) - 4.0f;
+  void* bufs[3] = {a.data(), s.data(), m.data()};
+  jit().run(*ck, bufs);
+  for (int64_t y = 0; y < R; y++) {
+    float want_s = 0, want_m = -1e30f;
+    for (int64_t x = 0; x < C; x++) want_s += a[size_t(y * C + x)], want_m = std::max(want_m, a[size_t(y * C + x)]);
+    EXPECT_EQ(s[size_t(y)], want_s) << y;
+    EXPECT_EQ(m[size_t(y)], want_m) << y;
+  }
+}
+
 // A vector load whose gate is a row's validity (one bit splat across the lanes) and the columns'
 // (per lane): the row's bit selects the address, only the columns mask the load. out[r, c] =
 // pad(a)[r - 1, c + 1] with c as 8 vector lanes.
