@@ -230,6 +230,15 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
       !sym_rest && opt.type == AxisType::Thread && opt.amount >= 1 && n % opt.amount != 0 && n >= opt.amount;
   if (opt.amount < 1 || (!sym_rest && n % opt.amount != 0 && !ceil_split))
     fail(Code::InvalidArg, opt_str(opt), ": ", opt.amount, " does not divide the bound ", n);
+  // A store that runs inside a loop axis without its address moving with it (the sum of a reduce's
+  // blocks, accumulated in the output) reads what the step before stored: the steps must run one
+  // after another. As threads they would race; as lanes or copies (UPCAST) each would read the
+  // output before the one before it stored (BEAM found such candidates: wrong sums).
+  if (from != AxisType::Reduce && opt.type != AxisType::Loop)
+    for (const UOp* s : sink->src())
+      if (s->op == Op::Store && depends_on(s, r) && !depends_on(s->src(0), r))
+        fail(Code::InvalidArg, opt_str(opt), ": a store runs inside range ", opt.axis,
+             " at the same address for all of its steps (they must run one after another)");
   switch (opt.type) {
     case AxisType::Thread:
       if (!target.has_threads)
@@ -237,12 +246,6 @@ const UOp* apply_split(Graph& g, const OptState& k, const Opt& opt, const Target
       for (const UOp* x : k.ranges())
         if (x->as<RangeArg>().type == AxisType::Thread)
           fail(Code::InvalidArg, opt_str(opt), ": the kernel already has a THREAD axis");
-      // Threads must write apart: a store that runs inside the axis without its address moving with
-      // it (the sum of a reduce's blocks, accumulated in the output) would race.
-      for (const UOp* s : sink->src())
-        if (s->op == Op::Store && depends_on(s, r) && !depends_on(s->src(0), r))
-          fail(Code::InvalidArg, opt_str(opt), ": a store runs inside range ", opt.axis,
-               " at the same address for all of its steps (threads would race)");
       break;
     case AxisType::Local:
     case AxisType::GroupReduce: {

@@ -518,7 +518,7 @@ TEST_F(Avx2Tiles, FewRowsReadTheMatrixInBlocksOfRows) {
 // stores), vector lanes and threads in 8 blocks of K, and a convolution in blocks of its input
 // channels (its taps reduced inside each block) match the oracle. A max, a half sum (its
 // partial sums would round between blocks), a sum stored through relu, a split that keeps the blocks
-// inside, and threads over the blocks are refused by name.
+// inside, and threads or lanes over the blocks are refused by name.
 TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
   auto ids = [](const UOp* ast) {
     std::vector<const UOp*> loops, reduces;
@@ -584,8 +584,19 @@ TEST_F(Avx2Tiles, ReduceBlocksAccumulateInTheOutput) {
   EXPECT_NE(error_for(rm->ast, {Opt::split(2, 4, AxisType::Loop, true)}).find("not stored as it is"),
             std::string::npos);
   EXPECT_NE(error_for(mm_ast, {Opt::split(2, 4, AxisType::Loop)}).find("outer part"), std::string::npos);
-  EXPECT_NE(error_for(mm_ast, {Opt::split(2, 4, AxisType::Loop, true), Opt::thread(3, 2)}).find("race"),
-            std::string::npos);
+  // The blocks' loop runs its steps in order: each reads what the one before stored. Threads over
+  // it, or its steps as lanes or copies (UPCAST: BEAM reached such candidates, whose sums were
+  // wrong), are refused; a SWAP that moves it, and UPCAST of the other axes after that, are not.
+  for (const std::vector<Opt>& opts : {std::vector<Opt>{Opt::split(2, 4, AxisType::Loop, true), Opt::thread(3, 2)},
+                                       {Opt::split(2, 4, AxisType::Loop, true), Opt::upcast(3, 2)},
+                                       {Opt::split(2, 4, AxisType::Loop, true), Opt::upcast(3, 4)},
+                                       {Opt::split(2, 4, AxisType::Loop, true), Opt::swap(0, 3), Opt::upcast(0, 2)}})
+    EXPECT_NE(error_for(mm_ast, opts).find("must run one after another"), std::string::npos) << opts_str(opts);
+  const std::vector<Opt> moved{Opt::split(2, 4, AxisType::Loop, true), Opt::swap(0, 3), Opt::upcast(1, 8),
+                               Opt::upcast(3, 3)};
+  const ScheduledKernel* m2 = scheduled(mm, "r_");
+  ASSERT_NE(m2, nullptr);
+  expect_forced_match(mm, m2, moved, "matmul in 4 blocks of K, the blocks' loop outermost, " + opts_str(moved));
 }
 
 // A product with few output columns that no lane count divides (a classifier's 10 classes at batch
