@@ -727,6 +727,7 @@ class IrWriter {
     bool all_const = true;
     for (const UOp* s : u->src()) all_const = all_const && s->op == Op::Const;
     if (all_const) {
+      if (splat_source(u)) return splat(d, v(u->src(0)));
       std::string out = "<";
       for (size_t i = 0; i < u->nsrc(); i++) out += str(i ? ", " : "", st, " ", v(u->src(i)));
       return out + ">";

@@ -70,12 +70,11 @@ std::string ovl(DType d) {
   return d.lanes == 1 ? base : str("v", d.lanes, base);
 }
 
-// The literal `lit` (of d's scalar type) for every lane of d.
+// The literal `lit` (of d's scalar type) for every lane of d: LLVM's splat constant, which it
+// parses as one literal (a list of 16 took 16 lexings and float conversions).
 std::string splat(DType d, const std::string& lit) {
   if (d.lanes == 1) return lit;
-  std::string t = scalar_type(d.scalar), out = "<";
-  for (int i = 0; i < d.lanes; i++) out += str(i ? ", " : "", t, " ", lit);
-  return out + ">";
+  return str("splat (", scalar_type(d.scalar), " ", lit, ")");
 }
 
 namespace {
