@@ -352,8 +352,9 @@ class IrWriter {
         "fptosi ",        "uitofp ",        "sitofp ",        "bitcast ",
         "ptrtoint ",      "inttoptr ",      "getelementptr ", "extractelement ",
         "insertelement ", "shufflevector ", "extractvalue ",  "insertvalue "};
+    if (rhs.empty()) return false;
     for (std::string_view p : kPure)
-      if (rhs.starts_with(p)) return true;
+      if (p[0] == rhs[0] && rhs.starts_with(p)) return true;
     return false;
   }
   // A pure instruction just emitted: its text is body_[at, at + len), its value %t<name>.
