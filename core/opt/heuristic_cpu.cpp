@@ -60,6 +60,13 @@ std::optional<bool> beyond_caches(const UOp* load, const Target& target) {
   return bytes > target.all_cache_bytes();
 }
 
+// The LOOP range at position pos of the loop axes (loop_ids, outer to inner), or nullptr where that
+// axis is something else by now (an upcast, a thread).
+const UOp* loop_axis(const OptState& k, const std::vector<int64_t>& loop_ids, int64_t pos) {
+  const UOp* r = k.range(loop_ids[size_t(pos)]);
+  return r && r->as<RangeArg>().type == AxisType::Loop ? r : nullptr;
+}
+
 int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
   for (int64_t c : choices)
     if (c > 1 && n >= c && n % c == 0) return c;
@@ -178,10 +185,7 @@ void read_whole_lines(Graph& g, OptState& k, const Target& target, const std::ve
   constexpr int64_t kLine = 64, kPage = 4096, kRuns = 4;
   const int64_t nloops = int64_t(loop_ids.size());
   if (nloops < 3) return;
-  auto loop_at = [&](int64_t pos) -> const UOp* {
-    const UOp* r = k.range(loop_ids[size_t(pos)]);
-    return r && r->as<RangeArg>().type == AxisType::Loop ? r : nullptr;
-  };
+  auto loop_at = [&](int64_t pos) { return loop_axis(k, loop_ids, pos); };
   const UOp *inner = loop_at(nloops - 1), *middle = loop_at(nloops - 2);
   if (!inner || !middle) return;
   const int64_t run = const_bound(inner);
@@ -202,14 +206,12 @@ void read_whole_lines(Graph& g, OptState& k, const Target& target, const std::ve
   }
 }
 
-void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::vector<int64_t>& loop_ids,
+// Returns whether it blocked the rows.
+bool block_strided_rows(Graph& g, OptState& k, const Target& target, const std::vector<int64_t>& loop_ids,
                         const std::unordered_map<const UOp*, int64_t>& env) {
   constexpr int64_t kBlock = 16, kLine = 64, kPage = 4096;
   const int64_t nloops = int64_t(loop_ids.size());
-  auto loop_at = [&](int64_t pos) -> const UOp* {
-    const UOp* r = k.range(loop_ids[size_t(pos)]);
-    return r && r->as<RangeArg>().type == AxisType::Loop ? r : nullptr;
-  };
+  auto loop_at = [&](int64_t pos) { return loop_axis(k, loop_ids, pos); };
   for (const UOp* u : toposort(k.sink)) {
     const UOp* idx = u->op == Op::Load ? address_index(u->src(0)) : nullptr;
     if (!idx || beyond_caches(u, target) != true) continue;
@@ -226,10 +228,11 @@ void block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
         const int64_t outer_id = outer->as<RangeArg>().id, inner_id = inner->as<RangeArg>().id;
         apply_opt(g, k, Opt::split(inner_id, kBlock, AxisType::Loop), target);
         apply_opt(g, k, Opt::swap(outer_id, inner_id), target);
-        return;
+        return true;
       }
     }
   }
+  return false;
 }
 
 // 6. A sum whose load walks the innermost reduce axis from rows a page or more apart, reading a
@@ -866,9 +869,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       order.push_back(id_of(onward));
       reorder_ranges(g, k, order, target);
     }
-    const size_t before_4c = k.applied.size();
-    if (!transposed && large) block_strided_rows(g, k, target, loop_ids, env);
-    if (!transposed && large && k.applied.size() == before_4c) read_whole_lines(g, k, target, loop_ids, env);
+    if (!transposed && large && !block_strided_rows(g, k, target, loop_ids, env))
+      read_whole_lines(g, k, target, loop_ids, env);
   }
 
   // 5. THREAD: split the outermost loop axis every store uses across the cores.

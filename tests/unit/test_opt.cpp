@@ -332,6 +332,20 @@ class Avx2Tiles : public testrt::OracleFixture<20261128> {
     forced.kernel_opts[k->ast->content_hash()] = opts;
     testrt::expect_matches_oracle(g, outs, data, what, 1e-4, 1e-4, forced);
   }
+  // This machine's CPU target with `bytes` of cache per core (0: unknown) on 2 cores.
+  static Target with_caches(int64_t bytes) {
+    Target t = testrt::runtime().device()->target();
+    t.cache_bytes = bytes;
+    t.cores = 2;
+    return t;
+  }
+  // The copy that packs B of a 64x256 @ 256xn matmul into panels; the matmul in *outs.
+  const ScheduledKernel* packing_copy(int64_t n, std::vector<const UOp*>* outs) {
+    const UOp* a = in(dtypes::float32, {64, 256});
+    const UOp* b = in(dtypes::float32, {256, n});
+    *outs = {matmul(g, a, b)};
+    return scheduled(*outs, "E_");
+  }
 
  private:
   Schedule sched_;
@@ -415,13 +429,10 @@ TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
 // caches hold, or rows under a page apart (N = 256), keep their order. The program with the blocked
 // copy matches the oracle.
 TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
-  Target small_caches = testrt::runtime().device()->target();
-  small_caches.cache_bytes = int64_t(256) << 10;
-  small_caches.cores = 2;
+  const Target small_caches = with_caches(int64_t(256) << 10);
   for (const int64_t n : {2048, 256}) {
-    const UOp *a = in(dtypes::float32, {64, 256}), *b = in(dtypes::float32, {256, n});
-    std::vector<const UOp*> outs{matmul(g, a, b)};
-    const ScheduledKernel* pack = scheduled(outs, "E_");
+    std::vector<const UOp*> outs;
+    const ScheduledKernel* pack = packing_copy(n, &outs);
     ASSERT_NE(pack, nullptr);
     const LoweredKernel k = lower_kernel(g, pack->ast, small_caches);
     const bool blocked = n == 2048;
@@ -449,15 +460,10 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
 // whole lines. Rows under a page apart (N = 256) or unknown caches: no copies. The program with the
 // copies matches the oracle.
 TEST_F(Avx2Tiles, PackingCopyReadsWholeLinesFromTheCaches) {
-  Target large_caches = testrt::runtime().device()->target();
-  large_caches.cache_bytes = int64_t(16) << 20;
-  large_caches.cores = 2;
-  Target unknown = large_caches;
-  unknown.cache_bytes = 0;
+  const Target large_caches = with_caches(int64_t(16) << 20), unknown = with_caches(0);
   for (const int64_t n : {2048, 256}) {
-    const UOp *a = in(dtypes::float32, {64, 256}), *b = in(dtypes::float32, {256, n});
-    std::vector<const UOp*> outs{matmul(g, a, b)};
-    const ScheduledKernel* pack = scheduled(outs, "E_");
+    std::vector<const UOp*> outs;
+    const ScheduledKernel* pack = packing_copy(n, &outs);
     ASSERT_NE(pack, nullptr);
     const LoweredKernel k = lower_kernel(g, pack->ast, large_caches);
     const bool copies = n == 2048;
