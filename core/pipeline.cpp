@@ -466,19 +466,24 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   // on the other cores while this thread lowers the next (finish() joins in). Small kernels wait
   // to compile together, as one batch (the CPU: one LLVM module, whose fixed cost dominates an
   // elementwise kernel's compile), until the batch holds kBatchInstructions; a kernel of
-  // kAloneInstructions or more starts alone at once.
+  // kAloneInstructions or more starts alone at once. A free core takes the costliest compile
+  // waiting: its kernels' instructions and the module's fixed cost (kAloneInstructions' worth).
   TaskQueue compiles(/*hold=*/beam > 0);
   auto submit = [&](std::vector<size_t> ids) {
-    compiles.push([&, ids = std::move(ids)] {
-      std::vector<const LoweredKernel*> batch;
-      for (size_t k : ids) batch.push_back(&*pending[k]);
-      try {
-        std::vector<std::shared_ptr<const DeviceKernel>> got = device->compile_together(batch);
-        for (size_t j = 0; j < ids.size(); j++) kernels[ids[j]] = got[j];
-      } catch (...) {
-        errors[ids[0]] = std::current_exception();
-      }
-    });
+    double cost = double(kAloneInstructions);
+    for (size_t k : ids) cost += double(pending[k]->linear->nsrc());
+    compiles.push(
+        [&, ids = std::move(ids)] {
+          std::vector<const LoweredKernel*> batch;
+          for (size_t k : ids) batch.push_back(&*pending[k]);
+          try {
+            std::vector<std::shared_ptr<const DeviceKernel>> got = device->compile_together(batch);
+            for (size_t j = 0; j < ids.size(); j++) kernels[ids[j]] = got[j];
+          } catch (...) {
+            errors[ids[0]] = std::current_exception();
+          }
+        },
+        cost);
   };
   std::vector<size_t> batch;
   size_t batch_instructions = 0;

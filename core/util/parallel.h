@@ -34,6 +34,11 @@ void on_all_cores(size_t n, const Fn& fn) {
 // times kernels while the program lowers: compiles beside it would disturb the timing). Tasks
 // must not throw: they keep their own errors. The destructor (an error on the caller's side)
 // drops the tasks no thread took yet and waits for the others.
+//
+// A free thread takes the costliest task waiting (the first pushed among equals): when the
+// caller has handed over the last one, the long ones run first and the short ones fill in
+// beside them (a small CNN's batch of three small kernels, queued last, was the tail of its
+// compile while the other core idled).
 class TaskQueue {
  public:
   explicit TaskQueue(bool hold = false)
@@ -48,10 +53,11 @@ class TaskQueue {
   TaskQueue(const TaskQueue&) = delete;
   TaskQueue& operator=(const TaskQueue&) = delete;
 
-  void push(std::function<void()> task) {
+  // `cost`: the task's expected time in any unit the caller's tasks share.
+  void push(std::function<void()> task, double cost = 0) {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      tasks_.push_back(std::move(task));
+      tasks_.push_back(Task{std::move(task), cost});
     }
     if (!hold_ && threads_.size() < helpers_) threads_.emplace_back([this] { work(); });
     ready_.notify_one();
@@ -82,8 +88,10 @@ class TaskQueue {
         std::unique_lock<std::mutex> lk(mu_);
         ready_.wait(lk, [&] { return !tasks_.empty() || closed_; });
         if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
+        auto costliest = std::max_element(tasks_.begin(), tasks_.end(),
+                                          [](const Task& a, const Task& b) { return a.cost < b.cost; });
+        task = std::move(costliest->fn);
+        tasks_.erase(costliest);
       }
       task();
     }
@@ -93,7 +101,11 @@ class TaskQueue {
   const size_t helpers_;
   std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;
+  struct Task {
+    std::function<void()> fn;
+    double cost;
+  };
+  std::deque<Task> tasks_;  // in the order pushed
   bool closed_ = false;
   std::vector<std::thread> threads_;  // touched by the owning thread only
 };

@@ -327,6 +327,34 @@ TEST(TaskQueue, RunsEveryTaskOnceWhileTheCallerKeepsPushing) {
   }
 }
 
+TEST(TaskQueue, TheCostliestTaskWaitingRunsFirst) {
+  // Pushed cheapest first, as a program's last small batch is: the free threads take the
+  // costliest ones first and the cheapest runs last (each task runs long enough that the order
+  // the threads take them in is the order they start in).
+  std::mutex mu;
+  std::vector<double> started;
+  {
+    sn::TaskQueue q(/*hold=*/true);
+    for (double cost : {1.0, 5.0, 3.0, 5.0, 2.0, 4.0})
+      q.push(
+          [&, cost] {
+            {
+              std::lock_guard<std::mutex> lk(mu);
+              started.push_back(cost);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          },
+          cost);
+    q.finish();
+  }
+  ASSERT_EQ(started.size(), 6u);
+  EXPECT_EQ(started[0], 5.0);
+  EXPECT_EQ(started.back(), 1.0);
+  if (std::thread::hardware_concurrency() == 1) {
+    EXPECT_EQ(started, (std::vector<double>{5, 5, 4, 3, 2, 1}));
+  }
+}
+
 TEST(TaskQueue, HeldTasksWaitForFinishAndAreDroppedOnError) {
   std::atomic<int> ran{0};
   {
