@@ -53,6 +53,12 @@ double output_rtol(const UOp* out) {
   return rt;
 }
 
+// SN_FUZZ_FIRST_SEED=S starts at seed S instead of 1 (long local runs past the seeds already run).
+uint64_t first_seed() {
+  const char* e = std::getenv("SN_FUZZ_FIRST_SEED");
+  return e && std::strtoull(e, nullptr, 10) > 0 ? std::strtoull(e, nullptr, 10) : 1;
+}
+
 // Compiles, runs and compares `cases` random graphs on `device`. The same seeds give the same
 // graphs on every device (with the same `wide`).
 void fuzz(const std::string& device, int cases, bool wide) {
@@ -60,7 +66,8 @@ void fuzz(const std::string& device, int cases, bool wide) {
   auto dev = runtime().device(device);
   auto before = dev->stats();
   int checked = 0, skipped = 0, failures = 0, kernels = 0, local = 0, group = 0, barrier = 0;
-  for (uint64_t seed = 1; checked < cases && seed <= uint64_t(cases) * 2; seed++) {
+  const uint64_t first = first_seed();
+  for (uint64_t seed = first; checked < cases && seed < first + uint64_t(cases) * 2; seed++) {
     Graph g;
     Rng rng(seed * 0x9E3779B97F4A7C15ull);
     oracle::BufferData data;
