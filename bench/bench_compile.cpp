@@ -9,8 +9,12 @@
 //   llvm/kernel      our backend (render, parse, optimize, codegen, link) per kernel
 //   floor/kernel     the bare LLJIT per kernel
 //   total/floor      total_ms over the summed floor (the goal: at most 1.5)
+//   cpu_ms           CPU time of compile_program on all of the process's threads (user + system):
+//                    the work, where total_ms is the work spread over the cores
 // Then, per model, the slowest kernels of the median run.
 //   bench_compile [filter]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +37,14 @@ using namespace sn;
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The process's CPU time so far (all threads, user + system), in ms.
+double process_cpu_ms() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) / 1e3; };
+  return ms(ru.ru_utime) + ms(ru.ru_stime);
+}
 
 struct BenchCase {
   std::string name;
@@ -80,7 +92,7 @@ struct KernelTime {
 };
 
 struct Run {
-  double total = 0;
+  double total = 0, cpu = 0;
   std::vector<KernelTime> kernels;
   double sum(double KernelTime::*f) const {
     double s = 0;
@@ -95,10 +107,12 @@ Run compile_once(const BenchCase& c) {
   Runtime rt(RuntimeOptions{.debug = -1, .threads = 0});  // SN_DEBUG=2: per-stage times
   CompileOptions o;
   o.beam = 0;
+  const double c0 = process_cpu_ms();
   auto t0 = Clock::now();
   auto p = compile_program(rt, g, outs, nullptr, o);
   Run r;
   r.total = ms_since(t0);
+  r.cpu = process_cpu_ms() - c0;
   for (const Launch& l : p->launches) {
     KernelTime k;
     k.name = l.kernel->name;
@@ -122,8 +136,8 @@ int main(int argc, char** argv) {
   reset_disk_cache();
   const char* filter = argc > 1 ? argv[1] : "";
   std::printf("# cold compile vs the LLVM floor (bare LLJIT, stock O3, same level); median of 3 runs, per kernel\n");
-  std::printf("%-20s %7s %10s %12s %12s %13s %12s   %s\n", "case", "kernels", "total_ms", "ours/kernel", "llvm/kernel",
-              "floor/kernel", "total/floor", "runs total_ms");
+  std::printf("%-20s %7s %10s %12s %12s %13s %12s %9s   %s\n", "case", "kernels", "total_ms", "ours/kernel",
+              "llvm/kernel", "floor/kernel", "total/floor", "cpu_ms", "runs total_ms");
   std::vector<std::pair<std::string, Run>> models;
   for (const BenchCase& c : cases()) {
     if (!std::strstr(c.name.c_str(), filter)) continue;
@@ -134,9 +148,9 @@ int main(int argc, char** argv) {
     const Run& med = sorted[1];
     const double n = double(std::max<size_t>(1, med.kernels.size()));
     const double floor = med.sum(&KernelTime::floor);
-    std::printf("%-20s %7zu %10.1f %12.2f %12.2f %13.2f %12.2f   %.1f %.1f %.1f\n", c.name.c_str(), med.kernels.size(),
-                med.total, med.sum(&KernelTime::ours) / n, med.sum(&KernelTime::llvm) / n, floor / n,
-                floor > 0 ? med.total / floor : 0.0, runs[0].total, runs[1].total, runs[2].total);
+    std::printf("%-20s %7zu %10.1f %12.2f %12.2f %13.2f %12.2f %9.1f   %.1f %.1f %.1f\n", c.name.c_str(),
+                med.kernels.size(), med.total, med.sum(&KernelTime::ours) / n, med.sum(&KernelTime::llvm) / n,
+                floor / n, floor > 0 ? med.total / floor : 0.0, med.cpu, runs[0].total, runs[1].total, runs[2].total);
     if (c.model) models.emplace_back(c.name, med);
   }
   for (auto& [name, run] : models) {
