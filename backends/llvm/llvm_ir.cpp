@@ -1203,13 +1203,14 @@ class IrWriter {
       return emit(str("icmp ", sg ? s_ : u_, " ", t, " ", a(0), ", ", a(1)));
     };
     auto fcmp = [&](const char* c) { return emit(str("fcmp ", c, " ", t, " ", a(0), ", ", a(1))); };
-    auto fcall = [&](const char* name, size_t nargs) {
+    auto fcall = [&](const char* name, size_t nargs, std::string flags = "") {
       std::string types, args;
       for (size_t i = 0; i < nargs; i++) {
         types += str(i ? ", " : "", t);
         args += str(i ? ", " : "", t, " ", a(i));
       }
-      return call(t, str("llvm.", name, ".", ovl(d)), types, args, acc ? "reassoc" : "");
+      if (acc) flags = flags.empty() ? "reassoc" : "reassoc " + flags;
+      return call(t, str("llvm.", name, ".", ovl(d)), types, args, flags);
     };
     switch (op) {
       case Op::Add:
@@ -1235,7 +1236,10 @@ class IrWriter {
         return emit(str("add ", iflags, t, " ", m, ", ", a(2)));
       }
       case Op::Max:
-        if (fl) return fcall("maximum", 2);
+        // NaN in, NaN out, as in the C-style renderers; like them it does not order -0 below +0
+        // (nsz): that ordering made each maximum five instructions instead of one max (a pool's
+        // relu and window max) and a sixth of the pool kernels' instruction selection.
+        if (fl) return fcall("maximum", 2, "nsz");
         if (d.is_bool()) return emit(str("or ", t, " ", a(0), ", ", a(1)));
         return call(t, str(sg ? "llvm.smax." : "llvm.umax.", ovl(d)), str(t, ", ", t),
                     str(t, " ", a(0), ", ", t, " ", a(1)));

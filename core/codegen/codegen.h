@@ -121,6 +121,9 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access = {});
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access = {});
+// After simplify_indices: strided loads (expand's wide loads masked to every stride-th lane) whose
+// offsets from one base cover every lane of a row become one plain wide load that they share.
+const UOp* merge_strided_loads(Graph& g, const UOp* sink);
 // Symbolic simplification of index math; under_gates: also what each gated load's gate proves about
 // its address (a pad's i - 2 is non-negative where the load happens).
 const UOp* simplify_indices(Graph& g, const UOp* sink, bool under_gates = true);

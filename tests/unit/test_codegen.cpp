@@ -406,6 +406,42 @@ TEST(Codegen, VectorLanesWithPadAndStridedLoads) {
     }
 }
 
+TEST(Codegen, StridedLoadsThatCoverARowShareOnePlainLoad) {
+  // out[i, j] = max_k a[i, 2j + k] for k < 3 (a 3-wide, stride-2 pool row), j upcast to 8 lanes and
+  // k unrolled: three loads 16 lanes wide, each masked to its even lanes. Those at k = 0 and 1
+  // read every lane of the row from 2j between them, so they become one plain load, each
+  // keeping its lanes; k = 2's would read one lane past it and stays masked.
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t I = 2, J = 16, K = 3, W = 2 * J + 1;  // a row ends at the last lane's last element
+  auto *A = b.param(0, dtypes::float32, I * W), *O = b.param(1, dtypes::float32, I * J);
+  auto *i = b.range(I, 0), *j = b.range(J, 1), *k = b.range(K, 2, AxisType::Reduce);
+  auto* v = b.load(A, b.add(b.mul(i, b.c(W)), b.add(b.mul(j, b.c(2)), k)));
+  auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), b.reduce(Op::Max, v, {k}))});
+  LowerOptions o;
+  o.opts = std::vector<Opt>{Opt::upcast(1, 8), Opt::unroll(2, 3)};
+  LoweredKernel lk = lower_kernel(g, sink, test_target(), o);
+  size_t plain = 0, masked = 0, shuffles_of_plain = 0;
+  for (const UOp* u : lk.linear->src()) {
+    if (u->op == Op::Load && u->dtype.lanes == 16) (u->nsrc() == 3 ? masked : plain)++;
+    if (u->op == Op::Gep && u->src(0)->op == Op::Load && u->src(0)->nsrc() == 1 && u->dtype.lanes == 8)
+      shuffles_of_plain++;
+  }
+  EXPECT_EQ(plain, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(masked, 1u) << linear_str(lk.linear);
+  EXPECT_EQ(shuffles_of_plain, 2u) << linear_str(lk.linear);
+  // The interpreter fails an access out of bounds (a merged load that read past the row's end).
+  std::vector<double> a(static_cast<size_t>(I * W)), out(static_cast<size_t>(I * J));
+  for (size_t q = 0; q < a.size(); q++) a[q] = double((q * 37) % 11) - 5;
+  interpret(lk, {{0, &a}, {1, &out}});
+  for (int64_t y = 0; y < I; y++)
+    for (int64_t x = 0; x < J; x++) {
+      double m = -1e300;
+      for (int64_t z = 0; z < K; z++) m = std::max(m, a[size_t(y * W + 2 * x + z)]);
+      EXPECT_EQ(out[size_t(y * J + x)], m) << y << "," << x;
+    }
+}
+
 // A kernel of J outputs, split into 8 lanes: out[j] = A[j % a + a2 * (j / a)] + B[(j + c) % a + a * (j / a)].
 // Expects one 8-lane vector load (A walks the lanes contiguously) and one load lane by lane (B wraps
 // around inside a vector), and the values of the formula.
