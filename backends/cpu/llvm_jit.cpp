@@ -457,6 +457,33 @@ struct CodegenPasses : llvm::legacy::PassManager {
   }
 };
 
+// A target machine with its codegen pipeline, for one compile at a time (Impl pools them). Building
+// the pipeline (about a hundred passes, their analyses scheduled) took as many instructions as
+// running it on an elementwise kernel (2.2M each); the legacy pass manager starts its passes afresh
+// on each module it runs (the asm printer's streamer and the machine module info are reset at the
+// end of a module), so one pipeline serves every module its machine compiles: the object files
+// were the same bytes as with a pipeline per module (21 modules in a row, each in its own context).
+struct Codegen {
+  std::unique_ptr<llvm::TargetMachine> tm;
+  llvm::SmallVector<char, 0> buf;  // the object file being written
+  llvm::raw_svector_ostream os{buf};
+  CodegenPasses pm;
+
+  explicit Codegen(std::unique_ptr<llvm::TargetMachine> machine) : tm(std::move(machine)) {
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      fail(Code::Compile, "llvm: the target machine cannot emit object files");
+  }
+  Codegen(const Codegen&) = delete;
+  Codegen& operator=(const Codegen&) = delete;
+
+  // The object file of an optimized module.
+  std::string emit_object(llvm::Module& m) {
+    buf.clear();
+    pm.run(m);
+    return std::string(buf.data(), buf.size());
+  }
+};
+
 // The attribute of the functions of kernels that do not want SLP (wants_slp).
 constexpr const char* kNoSlp = "sn-no-slp";
 
@@ -517,9 +544,9 @@ struct CpuCompiler::Impl {
   mutable std::mutex mu;  // guards everything below; compiles are serialized
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
-  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;      // makes the target machines of concurrent compiles
-  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;  // idle ones
-  std::unordered_set<std::string> compiling;                   // symbols of compiles in flight
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;  // makes the target machines of concurrent compiles
+  std::vector<std::unique_ptr<Codegen>> machines;          // idle ones
+  std::unordered_set<std::string> compiling;               // symbols of compiles in flight
   std::unordered_map<uint64_t, std::shared_ptr<const CpuKernel>> by_key;
   std::unordered_map<std::string, std::shared_ptr<const CpuKernel>> by_source;
   CpuCompilerStats stats;
@@ -584,18 +611,6 @@ struct CpuCompiler::Impl {
     mpm.run(m, mam);
   }
 
-  // The object file of an optimized module.
-  std::string emit_object(llvm::Module& m) { return emit_object(m, *tm); }
-  std::string emit_object(llvm::Module& m, llvm::TargetMachine& machine) {
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    CodegenPasses pm;
-    if (machine.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      fail(Code::Compile, "llvm: the target machine cannot emit object files");
-    pm.run(m);
-    return std::string(buf.data(), buf.size());
-  }
-
   // Adds an object file to the JIT, once (kernels compiled together share one, and a kernel loaded
   // from disk brings the others of its object along), and returns its entry point `symbol`. An
   // object that would define a symbol the JIT has from elsewhere is refused. Throws Error(Compile).
@@ -648,8 +663,9 @@ struct CpuCompiler::Impl {
     return alias;
   }
 
-  // Target machines for compiles outside the lock (one per concurrent compile, reused).
-  std::unique_ptr<llvm::TargetMachine> acquire_machine() {
+  // Target machines and their codegen pipelines for compiles outside the lock (one per concurrent
+  // compile, reused).
+  std::unique_ptr<Codegen> acquire_machine() {
     {
       std::lock_guard<std::mutex> lk(mu);
       if (!machines.empty()) {
@@ -662,9 +678,9 @@ struct CpuCompiler::Impl {
       std::lock_guard<std::mutex> lk(mu);
       return *jtmb;
     }();
-    return unwrap(b.createTargetMachine(), "create target machine");
+    return std::make_unique<Codegen>(unwrap(b.createTargetMachine(), "create target machine"));
   }
-  void release_machine(std::unique_ptr<llvm::TargetMachine> m) {
+  void release_machine(std::unique_ptr<Codegen> m) {
     std::lock_guard<std::mutex> lk(mu);
     machines.push_back(std::move(m));
   }
@@ -810,8 +826,8 @@ std::vector<std::shared_ptr<const CpuKernel>> CpuCompiler::compile_together(std:
   {
     struct Release {
       Impl& I;
-      std::unique_ptr<llvm::TargetMachine> tm;
-      ~Release() { I.release_machine(std::move(tm)); }
+      std::unique_ptr<Codegen> cg;
+      ~Release() { I.release_machine(std::move(cg)); }
     } machine{I, I.acquire_machine()};
     auto ctx = std::make_unique<llvm::LLVMContext>();
     try {
@@ -820,9 +836,9 @@ std::vector<std::shared_ptr<const CpuKernel>> CpuCompiler::compile_together(std:
         if (llvm::Linker::linkModules(*m, I.parse(*fresh[j].ck, *ctx)))
           fail(Code::Internal, "llvm: cannot join kernel ", fresh[j].ck->symbol, " to ", fresh[0].ck->symbol);
       auto t1 = std::chrono::steady_clock::now();
-      I.optimize(*m, *machine.tm);
+      I.optimize(*m, *machine.cg->tm);
       opt_ms = ms_since(t1);
-      object = I.emit_object(*m, *machine.tm);
+      object = machine.cg->emit_object(*m);
     } catch (...) {
       unreserve();
       throw;
@@ -866,11 +882,11 @@ std::shared_ptr<const CpuKernel> CpuCompiler::compile_scratch(const LoweredKerne
   auto t0 = std::chrono::steady_clock::now();
   std::string object;
   {
-    std::unique_ptr<llvm::TargetMachine> machine = I.acquire_machine();
+    std::unique_ptr<Codegen> machine = I.acquire_machine();
     llvm::LLVMContext ctx;
     std::unique_ptr<llvm::Module> m = I.parse(*ck, ctx);
-    I.optimize(*m, *machine);
-    object = I.emit_object(*m, *machine);
+    I.optimize(*m, *machine->tm);
+    object = machine->emit_object(*m);
     I.release_machine(std::move(machine));
   }
   std::lock_guard<std::mutex> lk(I.mu);
