@@ -45,10 +45,10 @@ namespace {
 
 // A kernel of at least kAloneInstructions (linearized) compiles on its own: the LLVM fixed cost
 // per module (about 4M instructions, 1.3 ms: the small CNN's six kernels took 229M as one module,
-// 242M as four, 249M as six) is then a small part of its compile (a 142-instruction softmax's
-// codegen: 21M). Smaller ones (elementwise kernels, weight packing, pools: 24-67 instructions in
-// ResNet-18) are batched up to kBatchInstructions, about 25 ms of LLVM time, so that batches
-// still spread over the cores.
+// 242M as four, 249M as six; 2.2M of it was building the codegen pipeline, which each target
+// machine now keeps) is then a small part of its compile (a 142-instruction softmax's codegen: 21M). Smaller ones
+// (elementwise kernels, weight packing, pools: 24-67 instructions in ResNet-18) are batched up to kBatchInstructions,
+// about 25 ms of LLVM time, so that batches still spread over the cores.
 constexpr size_t kAloneInstructions = 128;
 constexpr size_t kBatchInstructions = 512;
 

@@ -12,7 +12,8 @@
 //              vector and masked loads; strided accesses lane by lane, or as one gather or
 //              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled
 //              copies (hash-consing shares what does not depend on them)
-//   simplify   index expressions, gates and loop bounds through the symbolic simplifier
+//   simplify   index expressions, gates and loop bounds through the symbolic simplifier; then
+//              strided loads that together read a whole row share one plain wide load
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
 //   parallel   LOCAL/GROUP_REDUCE -> lidx0..2, WARP -> lidx0: the work-group's indices, after
