@@ -353,7 +353,6 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
   stage("expanded", s);
   if (opts.simplify) {
     s = simplify_indices(g, s);
-    s = merge_strided_loads(g, s);
     stage("simplified", s);
   }
   s = lower_reduces(g, s);

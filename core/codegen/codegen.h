@@ -11,9 +11,9 @@
 //   expand     the contiguous UPCAST axis of a store becomes vector lanes (<k x T> values,
 //              vector and masked loads; strided accesses lane by lane, or as one gather or
 //              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled
-//              copies (hash-consing shares what does not depend on them)
-//   simplify   index expressions, gates and loop bounds through the symbolic simplifier; then
-//              strided loads that together read a whole row share one plain wide load
+//              copies (hash-consing shares what does not depend on them); strided loads that
+//              together read a whole row share one plain wide load
+//   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
 //   parallel   LOCAL/GROUP_REDUCE -> lidx0..2, WARP -> lidx0: the work-group's indices, after
@@ -122,9 +122,6 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access = {});
 // One kernel Store rebuilt with `range` (an UPCAST range of constant bound k) as k vector lanes,
 // or nullptr when the store's address is not contiguous along it.
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access = {});
-// After simplify_indices: strided loads (expand's wide loads masked to every stride-th lane) whose
-// offsets from one base cover every lane of a row become one plain wide load that they share.
-const UOp* merge_strided_loads(Graph& g, const UOp* sink);
 // Symbolic simplification of index math; under_gates: also what each gated load's gate proves about
 // its address (a pad's i - 2 is non-negative where the load happens).
 const UOp* simplify_indices(Graph& g, const UOp* sink, bool under_gates = true);

@@ -10,6 +10,8 @@
 //  - The other UPCAST ranges and the UNROLL ranges become copies: plain substitutions of the
 //    range by each constant. Hash-consing shares every node that does not depend on the range
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
+//  - Strided loads whose copies together read every lane of a row (a 2x2 pool's x and x + 1 at
+//    stride 2) then share one plain wide load.
 #include <functional>
 #include <map>
 #include <optional>
@@ -89,10 +91,14 @@ class Vectorizer {
   // access.gathers: the target loads and stores a vector's lanes at k addresses at once: an access
   // that walks the lanes with a constant stride is one gather or scatter (masked by its gate), not
   // k scalar accesses (whose k copies cost more to lower and compile than the rest).
-  Vectorizer(Graph& g, const UOp* u, int k, LaneAccess access = {})
-      : g_(g), u_(u), k_(k), access_(access), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
-          return rebuild(x, s);
-        }) {}
+  // strided: where the wide loads of strided_load are listed (expand_kernel merges them), or null.
+  Vectorizer(Graph& g, const UOp* u, int k, LaneAccess access = {}, std::vector<const UOp*>* strided = nullptr)
+      : g_(g),
+        u_(u),
+        k_(k),
+        access_(access),
+        strided_(strided),
+        rb_(g, [this](const UOp* x, std::span<const UOp* const> s) { return rebuild(x, s); }) {}
 
   // nullptr when the store cannot be vectorized along u (its address is not contiguous).
   const UOp* store(const UOp* s) {
@@ -294,6 +300,7 @@ class Vectorizer {
     if (x->nsrc() == 3) mask = g_.alu(Op::And, spread(s[2]), mask);
     const UOp* altw = spread(x->nsrc() == 3 ? s[1] : alt);
     const UOp* load = g_.make(Op::Load, x->dtype.vec(wide), {addr, altw, mask}, x->arg, x->tag);
+    if (strided_) strided_->push_back(load);
     std::vector<int64_t> pick;
     for (int64_t c = 0; c < k_; c++) pick.push_back(c * st);
     return g_.make(Op::Gep, x->dtype.vec(uint16_t(k_)), {load}, pick);
@@ -414,6 +421,7 @@ class Vectorizer {
   const UOp* u_;
   int k_;
   LaneAccess access_;
+  std::vector<const UOp*>* strided_;
   Rebuilder rb_;
   std::unordered_map<const UOp*, bool> depends_;  // whether a node depends on u
   std::unordered_set<const UOp*> varying_;        // original nodes
@@ -461,13 +469,20 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
   return reduce && contiguous_load;
 }
 
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access,
+                           std::vector<const UOp*>* strided) {
+  int64_t k = const_bound(range);
+  if (k < 2 || k > 64) return nullptr;
+  return Vectorizer(g, range, int(k), access, strided).store(store);
+}
+
 }  // namespace
 
 const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access) {
-  int64_t k = const_bound(range);
-  if (k < 2 || k > 64) return nullptr;
-  return Vectorizer(g, range, int(k), access).store(store);
+  return vectorize_store(g, store, range, access, nullptr);
 }
+
+namespace {
 
 // The strided loads of one row that together read all of it (a 2x2 pool's x and x + 1 at stride
 // 2): expand loads each as a wide load masked to every stride-th lane. Where the loads at offsets
@@ -532,7 +547,10 @@ const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
   return map.empty() ? sink : substitute_nodes(g, sink, map);
 }
 
+}  // namespace
+
 const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
+  std::vector<const UOp*> strided;  // the wide loads of strided accesses, for merge_strided_loads
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -556,7 +574,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     for (const UOp* v : substitute_copies(g, srcs[0], combos(g, unrolled)))
       vals.push_back(widen ? g.cast(v, dtypes::float32.vec(v->dtype.lanes)) : v);
     kept[0] = fold(g, op, vals);
-    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), access).value(kept[0]);
+    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), access, &strided).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
     if (lanes) red = fold_lanes(g, op, red);
     return widen ? g.cast(red, u->dtype) : red;
@@ -580,11 +598,11 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     // A tensor-core tile's values are fragments of a warp, not lanes: its upcasts are copies only.
     std::vector<const UOp*> parts;
     for (size_t i = 0; i < up.size() && !fragments; i++) {
-      if (const UOp* vs = vectorize_store(g, s, up[i], access)) {
+      if (const UOp* vs = vectorize_store(g, s, up[i], access, &strided)) {
         parts = {vs};
       } else if (i == 0 && reduces_along(g, s, up[i])) {
         int64_t k = const_bound(up[i]);
-        parts = Vectorizer(g, up[i], int(k), access).scatter(s);
+        parts = Vectorizer(g, up[i], int(k), access, &strided).scatter(s);
       } else {
         continue;
       }
@@ -605,7 +623,10 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
   }
   // (an UPCAST or UNROLL range left where it cannot be expanded is an error of linearize, whose
   // walk of the kernel finds it: a walk here for it alone was a tenth of this stage's time)
-  return g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
+  const UOp* out = g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
+  // The copies' addresses are folded as they are built (base + constant), so the loads of one row
+  // are found here; a walk of the kernel for them only where expand made strided loads.
+  return strided.empty() ? out : merge_strided_loads(g, out);
 }
 
 }  // namespace sn
