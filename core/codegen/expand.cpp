@@ -492,12 +492,9 @@ namespace {
 // shuffle; the pair is one plain load: the small CNN's pool kernels compiled in a fifth fewer
 // instructions.
 const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
-  struct Strided {
-    const UOp* gep;  // Gep(load, lanes that are multiples of the stride)
-    int64_t offset;  // the load's index is base + offset
-  };
-  // (buffer, wide dtype, stride, base) -> the strided loads read through a Gep
-  std::map<std::tuple<const UOp*, uint64_t, int64_t, const UOp*>, std::vector<Strided>> groups;
+  // (buffer, wide dtype, stride, base) -> offset from the base -> the Geps (of lanes that are
+  // multiples of the stride) of the strided loads there (copies may share a load)
+  std::map<std::tuple<const UOp*, uint64_t, int64_t, const UOp*>, std::map<int64_t, std::vector<const UOp*>>> groups;
   const std::vector<const UOp*> order = toposort(sink);
   for (const UOp* u : order) {
     if (u->op != Op::Gep || !u->holds<std::vector<int64_t>>()) continue;
@@ -521,14 +518,11 @@ const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
     int64_t offset = 0;
     if (idx->op == Op::Add && idx->src(1)->op == Op::Const)
       base = idx->src(0), offset = int64_t(idx->src(1)->const_int());
-    groups[{ld->src(0)->src(0), uint64_t(ld->dtype.scalar) << 16 | ld->dtype.lanes, stride, base}].push_back(
-        {u, offset});
+    groups[{ld->src(0)->src(0), uint64_t(ld->dtype.scalar) << 16 | ld->dtype.lanes, stride, base}][offset].push_back(u);
   }
   std::unordered_map<const UOp*, const UOp*> map;
-  for (auto& [key, loads] : groups) {
+  for (auto& [key, at] : groups) {
     const int64_t stride = std::get<2>(key);
-    std::map<int64_t, std::vector<const UOp*>> at;  // offset -> its Geps (copies may share a load)
-    for (const Strided& s : loads) at[s.offset].push_back(s.gep);
     for (auto it = at.begin(); it != at.end(); ++it) {
       const int64_t o = it->first;
       bool whole = true;
