@@ -72,16 +72,38 @@ class IrWriter {
     if (dialect_ == LlvmDialect::Cpu) find_strides();
     // The concatenations (concat), found once; the lanes of vectors that only they read are not
     // extracted one by one.
+    // The columns of square tiles (transposed), likewise.
     std::unordered_set<const UOp*> joined, read_alone;
+    std::unordered_map<const UOp*, size_t> position;
+    std::map<std::vector<const UOp*>, size_t> tile_of;  // a tile's rows -> its index in tiles_
     for (const UOp* u : k_.linear->src()) {
+      position[u] = position.size();
       std::vector<const UOp*> parts = u->op == Op::Vectorize ? concatenated_vectors(u) : std::vector<const UOp*>{};
+      const std::vector<const UOp*> rows =
+          parts.empty() && u->op == Op::Vectorize ? tile_rows(u) : std::vector<const UOp*>{};
       for (const UOp* x : u->src())
-        if (x->op == Op::Gep) (parts.empty() ? read_alone : joined).insert(x);
+        if (x->op == Op::Gep) (parts.empty() && rows.empty() ? read_alone : joined).insert(x);
       if (!parts.empty()) concats_[u] = std::move(parts);
+      if (!rows.empty()) {
+        auto [it, fresh] = tile_of.emplace(rows, tiles_.size());
+        if (fresh) tiles_.push_back({rows, {}});
+        columns_[u] = {it->second, u->src(0)->as<int64_t>()};
+      }
     }
     for (const UOp* x : joined)
       if (!read_alone.count(x)) unread_lanes_.insert(x);
-    for (const UOp* u : k_.linear->src()) instruction(u);
+    std::unordered_map<const UOp*, std::vector<size_t>> tiles_after;  // a row -> the tiles whose last row it is
+    for (size_t t = 0; t < tiles_.size(); t++) {
+      const UOp* last = tiles_[t].rows[0];
+      for (const UOp* r : tiles_[t].rows)
+        if (position.at(r) > position.at(last)) last = r;
+      tiles_after[last].push_back(t);
+    }
+    for (const UOp* u : k_.linear->src()) {
+      instruction(u);
+      if (auto it = tiles_after.find(u); it != tiles_after.end())
+        for (size_t t : it->second) transpose(t);
+    }
     if (gpu()) return render_gpu_kernel();
     std::ostringstream os;
     os << "; kernel " << k_.name << " (threads " << k_.threads << ")\n";
@@ -673,7 +695,10 @@ class IrWriter {
         deferred_.insert(u);
         return;
       case Op::Vectorize:
-        val_[u] = vectorize(u);
+        if (auto it = columns_.find(u); it != columns_.end())
+          val_[u] = tiles_[it->second.first].out.at(size_t(it->second.second));
+        else
+          val_[u] = vectorize(u);
         return;
       case Op::Gep: {  // one lane of a vector (an int64 arg), or several (a list: a shuffle)
         if (unread_lanes_.count(u)) return;
@@ -742,6 +767,49 @@ class IrWriter {
     for (size_t i = 0; i < u->nsrc(); i++)
       acc = emit(str("insertelement ", t, " ", acc, ", ", st, " ", v(u->src(i)), ", i64 ", i));
     return acc;
+  }
+
+  // The rows of the square tile whose column u is (a Vectorize of lane j of k distinct k-lane
+  // vectors, k a power of two of at least 4: expand's transposed tiles), or none.
+  static std::vector<const UOp*> tile_rows(const UOp* u) {
+    const size_t k = u->nsrc();
+    if (k < 4 || (k & (k - 1)) != 0) return {};
+    std::vector<const UOp*> rows;
+    std::unordered_set<const UOp*> seen;
+    for (const UOp* x : u->src()) {
+      if (x->op != Op::Gep || !x->holds<int64_t>() || x->as<int64_t>() != u->src(0)->as<int64_t>() ||
+          x->src(0)->dtype.lanes != k || !seen.insert(x->src(0)).second)
+        return {};
+      rows.push_back(x->src(0));
+    }
+    return rows;
+  }
+  // A tile transposed, right after its last row is rendered: log2(k) rounds of k two-input
+  // shuffles, round b pairing the vectors b apart and swapping their off-diagonal b x b blocks
+  // (a 16 x 16 tile of floats in 64 shuffles; one insertelement per lane took LLVM's backend ~480
+  // instructions for it). out[j] is column j.
+  void transpose(size_t tile) {
+    auto& t = tiles_[tile];
+    const int64_t k = int64_t(t.rows.size());
+    std::vector<std::string> cur;
+    for (const UOp* r : t.rows) cur.push_back(v(r));
+    const std::string vt = reg_type(t.rows[0]->dtype);
+    for (int64_t b = k / 2; b >= 1; b /= 2) {
+      std::string low = str("<", k, " x i32> <"), high = low;
+      for (int64_t l = 0; l < k; l++) {
+        low += str(l ? ", " : "", "i32 ", (l & b) == 0 ? l : k + l - b);
+        high += str(l ? ", " : "", "i32 ", (l & b) == 0 ? l + b : k + l);
+      }
+      std::vector<std::string> next = cur;
+      for (int64_t i = 0; i < k; i++) {
+        if (i & b) continue;
+        const std::string pair = str(vt, " ", cur[size_t(i)], ", ", vt, " ", cur[size_t(i + b)], ", ");
+        next[size_t(i)] = emit(str("shufflevector ", pair, low, ">"));
+        next[size_t(i + b)] = emit(str("shufflevector ", pair, high, ">"));
+      }
+      cur.swap(next);
+    }
+    t.out = std::move(cur);
   }
 
   // A Vectorize of every lane of equal vectors in order (expand's loads of contiguous runs) as
@@ -1468,6 +1536,12 @@ class IrWriter {
   bool uses_pure_ = false;                       // attribute group #2 is used
   std::unordered_set<const UOp*> unread_lanes_;  // Geps that only concatenations read (never rendered)
   std::unordered_map<const UOp*, std::vector<const UOp*>> concats_;  // a concatenation -> the vectors it joins
+  struct Tile {
+    std::vector<const UOp*> rows;
+    std::vector<std::string> out;  // its columns, once transposed
+  };
+  std::vector<Tile> tiles_;
+  std::unordered_map<const UOp*, std::pair<size_t, int64_t>> columns_;  // a tile's column -> (tile, column)
 };
 
 }  // namespace

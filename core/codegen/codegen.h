@@ -12,7 +12,8 @@
 //              vector and masked loads; strided accesses lane by lane, or as one gather or
 //              scatter on targets with those); other UPCAST / UNROLL ranges become unrolled
 //              copies (hash-consing shares what does not depend on them); strided loads that
-//              together read a whole row share one plain wide load
+//              together read a whole row share one plain wide load; copies whose lanes together
+//              read a square tile of rows load each row once, the copies taking its columns
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
 //              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier

@@ -12,6 +12,9 @@
 //    (a matmul's B row vector is shared by the copies that walk A's rows): a register tile.
 //  - Strided loads whose copies together read every lane of a row (a 2x2 pool's x and x + 1 at
 //    stride 2) then share one plain wide load.
+//  - Copies whose lanes are rows apart and that together read a square tile of those rows (a
+//    transposing copy's tile) load each row once as a vector; each copy is a column of the tile,
+//    which the LLVM renderer transposes with shuffles.
 #include <functional>
 #include <map>
 #include <optional>
@@ -85,20 +88,24 @@ const UOp* fold_lanes(Graph& g, Op op, const UOp* v) {
   return fold(g, op, each);
 }
 
+// What the Vectorizers of one kernel made that expand_kernel's passes after them look for: each
+// pass walks the kernel only where its kind of access was made.
+struct Made {
+  bool strided_loads = false;  // strided_load's wide loads (merge_strided_loads)
+  bool lanes = false;          // loads as gathers or lane by lane (transpose_tiles)
+};
+
 // Rebuilds a store with range u (bound k) as vector lanes.
 class Vectorizer {
  public:
   // access.gathers: the target loads and stores a vector's lanes at k addresses at once: an access
   // that walks the lanes with a constant stride is one gather or scatter (masked by its gate), not
   // k scalar accesses (whose k copies cost more to lower and compile than the rest).
-  // strided: where the wide loads of strided_load are listed (expand_kernel merges them), or null.
-  Vectorizer(Graph& g, const UOp* u, int k, LaneAccess access = {}, std::vector<const UOp*>* strided = nullptr)
-      : g_(g),
-        u_(u),
-        k_(k),
-        access_(access),
-        strided_(strided),
-        rb_(g, [this](const UOp* x, std::span<const UOp* const> s) { return rebuild(x, s); }) {}
+  // made: where what it made is noted (expand_kernel's later passes), or null.
+  Vectorizer(Graph& g, const UOp* u, int k, LaneAccess access = {}, Made* made = nullptr)
+      : g_(g), u_(u), k_(k), access_(access), made_(made), rb_(g, [this](const UOp* x, std::span<const UOp* const> s) {
+          return rebuild(x, s);
+        }) {}
 
   // nullptr when the store cannot be vectorized along u (its address is not contiguous).
   const UOp* store(const UOp* s) {
@@ -300,7 +307,7 @@ class Vectorizer {
     if (x->nsrc() == 3) mask = g_.alu(Op::And, spread(s[2]), mask);
     const UOp* altw = spread(x->nsrc() == 3 ? s[1] : alt);
     const UOp* load = g_.make(Op::Load, x->dtype.vec(wide), {addr, altw, mask}, x->arg, x->tag);
-    if (strided_) strided_->push_back(load);
+    if (made_) made_->strided_loads = true;
     std::vector<int64_t> pick;
     for (int64_t c = 0; c < k_; c++) pick.push_back(c * st);
     return g_.make(Op::Gep, x->dtype.vec(uint16_t(k_)), {load}, pick);
@@ -386,9 +393,13 @@ class Vectorizer {
           if (const UOp* a = lane_address(addr)) {  // one gather; a gate masks it as it would a vector load
             std::vector<const UOp*> src{a};
             if (x->nsrc() == 3) src.push_back(bcast(x->src(1), s[1])), src.push_back(s[2]);
+            if (made_) made_->lanes = true;
             return varies(x, g_.make(Op::Load, vdt, src, x->arg, x->tag));
           }
-        if (!contig) return per_lane(x);
+        if (!contig) {
+          if (made_) made_->lanes = true;
+          return per_lane(x);
+        }
         std::vector<const UOp*> src{vector_address(addr)};
         if (x->nsrc() == 3) {  // gated: a vector gate masks lanes, a scalar one the whole vector
           src.push_back(bcast(x->src(1), s[1]));
@@ -421,7 +432,7 @@ class Vectorizer {
   const UOp* u_;
   int k_;
   LaneAccess access_;
-  std::vector<const UOp*>* strided_;
+  Made* made_;
   Rebuilder rb_;
   std::unordered_map<const UOp*, bool> depends_;  // whether a node depends on u
   std::unordered_set<const UOp*> varying_;        // original nodes
@@ -469,11 +480,10 @@ bool reduces_along(Graph& g, const UOp* store, const UOp* r) {
   return reduce && contiguous_load;
 }
 
-const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access,
-                           std::vector<const UOp*>* strided) {
+const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAccess access, Made* made) {
   int64_t k = const_bound(range);
   if (k < 2 || k > 64) return nullptr;
-  return Vectorizer(g, range, int(k), access, strided).store(store);
+  return Vectorizer(g, range, int(k), access, made).store(store);
 }
 
 }  // namespace
@@ -541,10 +551,101 @@ const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
   return map.empty() ? sink : substitute_nodes(g, sink, map);
 }
 
+// A sum as its terms that are not constants (rebuilt in their order: sums that differ only in their
+// constants give the same node; nullptr for none) and the constants' total. The copies' addresses
+// carry their constant where the copied range was, inside the sum (((1 + i) + j) + k).
+std::pair<const UOp*, int64_t> split_constant(Graph& g, const UOp* e) {
+  if (e->op == Op::Const && e->holds<int64_t>()) return {nullptr, e->as<int64_t>()};
+  if (e->op != Op::Add) return {e, 0};
+  auto [a, ca] = split_constant(g, e->src(0));
+  auto [b, cb] = split_constant(g, e->src(1));
+  return {!a ? b : !b ? a : g.alu(Op::Add, a, b), ca + cb};
+}
+
+// The loads of a square tile of a row-major source (a transposing copy's, heuristic_cpu.cpp 4e): k
+// copies, at offsets o .. o + k - 1 from one base along an axis the source walks contiguously,
+// each reading k rows `stride` apart as its lanes: one gather (targets with gathers) or k scalar
+// loads put together (others); k a power of two. Together they read k contiguous elements of each
+// of the k rows: k vector loads, one per row, and each copy lane j of every row (a Vectorize of
+// Geps, a column of the tile). The LLVM renderer transposes such a tile in registers, log2(k)
+// rounds of k two-input shuffles: a 16 x 16 tile of floats is 16 loads and 64 shuffles, against
+// 16 gathers of 16 lanes.
+const UOp* transpose_tiles(Graph& g, const UOp* sink) {
+  // One copy's lanes: the node that stands for them (a gather, a Vectorize of scalar loads), the
+  // buffer, lane 0's address and the pointer type of a k-lane load from it.
+  struct Lanes {
+    const UOp* node;
+    const UOp* buffer;
+    const UOp* base;
+    DType pointer;
+  };
+  // (buffer, dtype, stride, base) -> offset from the base -> the copy there
+  std::map<std::tuple<const UOp*, uint64_t, int64_t, const UOp*>, std::map<int64_t, Lanes>> groups;
+  auto note = [&](const Lanes& l, int64_t stride) {
+    auto [root, offset] = split_constant(g, l.base);
+    const DType d = l.node->dtype;
+    groups[{l.buffer, uint64_t(d.scalar) << 16 | d.lanes, stride, root}].emplace(offset, l);
+  };
+  auto plain_load = [](const UOp* x) {
+    return x->op == Op::Load && x->nsrc() == 1 && x->src(0)->op == Op::Index && x->src(0)->nsrc() == 2;
+  };
+  for (const UOp* u : toposort(sink)) {
+    const int64_t k = u->dtype.lanes;
+    if (k < 4 || (k & (k - 1)) != 0) continue;
+    if (plain_load(u) && u->src(0)->src(1)->dtype.lanes == k) {  // a gather
+      const UOp* idx = u->src(0)->src(1);
+      const UOp* base = lane_index_base(idx);
+      if (!base) continue;
+      const UOp* offsets = idx->src(1);
+      const int64_t stride = int64_t(offsets->src(1)->const_int());
+      bool rows = stride != 0;  // lane r at base + r * stride
+      for (int64_t r = 0; r < k && rows; r++) rows = int64_t(offsets->src(size_t(r))->const_int()) == r * stride;
+      if (rows) note({u, u->src(0)->src(0), base, u->src(0)->dtype}, stride);
+    } else if (u->op == Op::Vectorize && plain_load(u->src(0)) && u->src(0)->dtype.lanes == 1) {  // lane by lane
+      const UOp* buffer = u->src(0)->src(0)->src(0);
+      std::vector<std::pair<const UOp*, int64_t>> at;
+      bool rows = true;
+      for (const UOp* x : u->src()) {
+        rows = rows && plain_load(x) && x->src(0)->src(0) == buffer;
+        if (rows) at.push_back(split_constant(g, x->src(0)->src(1)));
+      }
+      const int64_t stride = rows ? at[1].second - at[0].second : 0;
+      for (int64_t r = 0; r < k && rows; r++)
+        rows = at[size_t(r)].first == at[0].first && at[size_t(r)].second - at[0].second == r * stride;
+      const DType p = u->src(0)->src(0)->dtype;
+      if (rows && stride != 0)
+        note({u, buffer, u->src(0)->src(0)->src(1), p.base().vec(uint16_t(k)).as_ptr(p.addrspace)}, stride);
+    }
+  }
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (auto& [key, at] : groups) {
+    const int64_t stride = std::get<2>(key);
+    for (auto it = at.begin(); it != at.end(); ++it) {
+      const Lanes& first = it->second;
+      const int64_t o = it->first, k = first.node->dtype.lanes;
+      bool whole = !map.count(first.node);
+      for (int64_t j = 1; j < k && whole; j++) whole = at.count(o + j) && !map.count(at.at(o + j).node);
+      if (!whole) continue;
+      const DType row = first.node->dtype;
+      std::vector<const UOp*> cur;  // row r's k elements
+      for (int64_t r = 0; r < k; r++) {
+        const UOp* at_r = r == 0 ? first.base : g.alu(Op::Add, first.base, g.cint(r * stride, first.base->dtype));
+        cur.push_back(g.make(Op::Load, row, {g.make(Op::Index, first.pointer, {first.buffer, at_r})}));
+      }
+      for (int64_t j = 0; j < k; j++) {  // column j: lane j of every row
+        std::vector<const UOp*> lanes;
+        for (const UOp* v : cur) lanes.push_back(g.make(Op::Gep, row.base(), {v}, j));
+        map[at.at(o + j).node] = g.make(Op::Vectorize, row, lanes);
+      }
+    }
+  }
+  return map.empty() ? sink : substitute_nodes(g, sink, map);
+}
+
 }  // namespace
 
 const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
-  std::vector<const UOp*> strided;  // the wide loads of strided accesses, for merge_strided_loads
+  Made made;  // what later passes look for
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -568,7 +669,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     for (const UOp* v : substitute_copies(g, srcs[0], combos(g, unrolled)))
       vals.push_back(widen ? g.cast(v, dtypes::float32.vec(v->dtype.lanes)) : v);
     kept[0] = fold(g, op, vals);
-    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), access, &strided).value(kept[0]);
+    if (lanes) kept[0] = Vectorizer(g, lanes, int(const_bound(lanes)), access, &made).value(kept[0]);
     const UOp* red = kept.size() == 1 ? kept[0] : g.make(Op::Reduce, kept[0]->dtype, kept, u->arg, u->tag);
     if (lanes) red = fold_lanes(g, op, red);
     return widen ? g.cast(red, u->dtype) : red;
@@ -592,11 +693,11 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     // A tensor-core tile's values are fragments of a warp, not lanes: its upcasts are copies only.
     std::vector<const UOp*> parts;
     for (size_t i = 0; i < up.size() && !fragments; i++) {
-      if (const UOp* vs = vectorize_store(g, s, up[i], access, &strided)) {
+      if (const UOp* vs = vectorize_store(g, s, up[i], access, &made)) {
         parts = {vs};
       } else if (i == 0 && reduces_along(g, s, up[i])) {
         int64_t k = const_bound(up[i]);
-        parts = Vectorizer(g, up[i], int(k), access, &strided).scatter(s);
+        parts = Vectorizer(g, up[i], int(k), access, &made).scatter(s);
       } else {
         continue;
       }
@@ -619,8 +720,10 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
   // walk of the kernel finds it: a walk here for it alone was a tenth of this stage's time)
   const UOp* out = g.make(Op::Sink, dtypes::void_, stores, sink->arg, sink->tag);
   // The copies' addresses are folded as they are built (base + constant), so the loads of one row
-  // are found here; a walk of the kernel for them only where expand made strided loads.
-  return strided.empty() ? out : merge_strided_loads(g, out);
+  // or one tile are found here; a walk of the kernel for each only where expand made such loads.
+  if (made.strided_loads) out = merge_strided_loads(g, out);
+  if (made.lanes) out = transpose_tiles(g, out);
+  return out;
 }
 
 }  // namespace sn

@@ -820,15 +820,15 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     // The lanes of a transposing copy's strided load are one scalar load each without gather
     // instructions (AVX2), one gather with them (AVX-512), taken from a different source row for
     // every lane and every position of the rows' other axes. The axes the load walks contiguously,
-    // when they are short (a filter's taps), are unrolled whole instead: each source row's run (a
-    // 3x3 filter's 9 weights) is read at once (ResNet-18's 512x512x3x3 weight packing on a Zen 3,
-    // alternated: 1.11-1.76 -> 0.53-0.82 ms; 8 lanes beside the 9 copies: 1.03-1.13 ms).
+    // when they are short and separate axes of the copy (a 5-d permute's last two), are unrolled
+    // whole instead: each source row's run is read at once. The figures below are a 3x3 weight's
+    // packing, from before compose.cpp made its filters one axis (4e reads that in square tiles):
+    // ResNet-18's 512x512x3x3 weight on a Zen 3, alternated: 1.11-1.76 -> 0.53-0.82 ms; 8 lanes
+    // beside the 9 copies: 1.03-1.13 ms.
     //     With gathers the same order pays too: a 32-wide panel's two gathers per tap, innermost,
     //     read 32 rows 18 KiB apart, which share two of L1's 64 sets; the runs' loop order below
     //     reads 16 at a time. A Zen 4 (AVX-512), medians of 200 runs of each packing alone:
-    //     512x512x3x3 0.52-0.55 -> 0.30 ms, 256x256 0.086 -> 0.072, 128x128 0.023 -> 0.019,
-    //     64x64 0.0067 -> 0.0042 ms (the last two take the runs without lanes, below); bench_cpu's
-    //     conv2d_512x7x7 against oneDNN, alternated three times: 2.66-2.69 -> 2.01-2.11.
+    //     512x512x3x3 0.52-0.55 -> 0.30 ms, 256x256 0.086 -> 0.072, 128x128 0.023 -> 0.019.
     //     The loop along which the load's run goes on (its stride is the run's length: a weight's
     //     input channels after its taps) then becomes the innermost loop, and the stored axis takes
     //     vector lanes after all: each lane's source row is read as one stream, a run per step, and
@@ -837,11 +837,10 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     2.29-2.49 ms, the loop order without the lanes 3.26 ms); into 16-wide panels less,
     //     medians of the packing alone over 50 runs each: 256x256x3x3 0.325 -> 0.286 ms,
     //     512x512x3x3 0.626 -> 0.620 ms. Into AVX2's 8-wide panels (Target::packed_panel) the
-    //     stored axis is one register of lanes whole, and the input channels are then innermost. Not for a 1x1 filter's
-    //     weight (no run): its packing ran no faster. Not for a copy of fewer than 2^19 elements: its 72 scalar loads
-    //     per step cost our stages 0.3 -> 0.8 ms and LLVM about as much again, to save microseconds per run
-    //     (ResNet-18's 64x64x3x3 weight: 14 us; with every packing of ResNet-18 included, its cold
-    //     compile took 5% more instructions, 2.21G -> 2.33G).
+    //     stored axis is one register of lanes whole, and the input channels are then innermost. Not for a copy of
+    //     fewer than 2^19 elements: its 72 scalar loads per step cost our stages 0.3 -> 0.8 ms and LLVM about as much
+    //     again, to save microseconds per run (ResNet-18's 64x64x3x3 weight: 14 us; with every packing of ResNet-18
+    //     included, its cold compile took 5% more instructions, 2.21G -> 2.33G).
     const UOp* transposed = contiguous ? transposing_index() : nullptr;
     std::vector<const UOp*> run;  // whole loop axes the transposing load walks contiguously
     int64_t span = 1;             // the run's length
@@ -863,16 +862,39 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     }
     for (const UOp* r : run) apply(Opt::upcast(id_of(r), const_bound(r)));
     int64_t vw = std::max<int64_t>(4, target.vector_bits / bits);
+    // 4e. A transposing copy whose load walks another loop axis contiguously for whole vectors, with
+    //     no short run (a matrix's transpose; a convolution's weight packed into panels, whose
+    //     filters compose.cpp presents as one axis): square tiles, vw copies of that axis beside the
+    //     stored axis's vw lanes. Expand reads a tile as vw row vectors and transposes them in
+    //     registers (transpose_tiles), where each copy was a gather of vw rows or vw scalar loads;
+    //     the copies' loop goes innermost, so that a tile's rows are read on along themselves.
+    //     A Zen 4 (AVX-512, 16 x 16 tiles), each weight packing alone (medians of 200 runs), against
+    //     the runs above: 512x512x3x3 0.30 -> 0.10 ms, 256x256 0.072 -> 0.023, 128x128 0.019 ->
+    //     0.006, 64x64 0.0042 -> 0.0027; bench_cpu, alternated three times, ours / oneDNN:
+    //     conv2d_512x7x7 1.96-2.47 -> 1.41-1.48, ResNet-18 at batch 1 1.37-1.53 -> 1.17-1.20.
+    //     Not in tiny kernels (under 2^14 elements, as for the register tiles of step 2): a tile's
+    //     shuffles cost LLVM a few milliseconds per kernel (ResNet-18's cold compile, its 3x3
+    //     weights' packings tiled: 102-123 -> 130-134 ms).
+    const UOp* across = nullptr;
+    const int64_t stored = const_bound(inner);
+    const bool tiny = total_iters < double(1 << 14);
+    if (transposed && run.empty() && !tiny && target.vector_bits >= 128 && stored >= vw && stored % vw == 0)
+      for (int64_t pos = nloops - 2; pos >= 0 && !across; pos--) {
+        const UOp* r = loop_at(pos);
+        auto sa = r ? stride_of(transposed, r, env) : std::nullopt;
+        if (sa && *sa == 1 && const_bound(r) >= vw && const_bound(r) % vw == 0) across = r;
+      }
+    if (across) apply(Opt::upcast(id_of(across), vw));
     int64_t lanes = !contiguous || (!run.empty() && !onward) ? 0
-                    : transposed                             ? div_amount(const_bound(inner), {vw, vw / 2, 4})
-                    : streams()                              ? div_amount(const_bound(inner), {vw})
+                    : transposed                             ? div_amount(stored, {vw, vw / 2, 4})
+                    : streams()                              ? div_amount(stored, {vw})
                                                              : 0;
     if (lanes) apply(Opt::upcast(id_of(inner), lanes));
-    if (onward) {
+    if (const int64_t last = onward ? id_of(onward) : across ? id_of(across) : -1; last >= 0) {
       std::vector<int64_t> order;
       for (int64_t pos = 0; pos < nloops; pos++)
-        if (loop_at(pos) && loop_at(pos) != onward) order.push_back(loop_ids[size_t(pos)]);
-      order.push_back(id_of(onward));
+        if (loop_at(pos) && loop_ids[size_t(pos)] != last) order.push_back(loop_ids[size_t(pos)]);
+      order.push_back(last);
       reorder_ranges(g, k, order, target);
     }
     if (!transposed && large && !block_strided_rows(g, k, target, loop_ids, env))

@@ -801,7 +801,9 @@ const UOp* conv2d(Graph& g, const UOp* x, const UOp* w, const UOp* bias, std::ar
     // (40, 100) the last panel is padded with zeros: a tile's lanes padded past the channels then
     // read inside the panels (on a Zen 3: conv 80->40 at 28x28 0.59 -> 0.30 ms, 64->100 at 56x56
     // 2.9-3.4 -> 2.3 ms, against the weight read unpacked).
-    wk = reshape(g, panel_copy(g, reshape(g, w, {groups, og, cg, kh, kw}), 1, og % 32 == 0 ? 32 : 16, 1), sw);
+    // Each output channel's filters are one run of Cg*KH*KW weights in both layouts: the copy sees
+    // them as one axis, which it reads in square tiles (a transposing copy, heuristic_cpu.cpp 4e).
+    wk = reshape(g, panel_copy(g, reshape(g, w, {groups, og, cg * kh * kw}), 1, og % 32 == 0 ? 32 : 16, 1), sw);
   }
   const UOp* wv = reshape(g, wk, {1, groups, og, cg, 1, 1, kh, kw});
   const UOp* out = reshape_sym(g, sum(g, mul(g, win, wv), {3, 6, 7}), after_n({cout, oh, ow}));

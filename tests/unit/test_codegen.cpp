@@ -98,11 +98,13 @@ struct Interp {
     return val_.at(u);
   }
   double s(const UOp* u) { return val(u).at(0); }
-  // Element `lane` of the (vector) address `index`.
+  // Element `lane` of the (vector) address `index`: lane 0's plus the lane, or the lane's own where
+  // the index is a vector (a gather or scatter).
   double* elem(const UOp* index, size_t lane) {
     const UOp* base = index->src(0);
     while (base->op == Op::After) base = base->src(0);
-    int64_t i0 = int64_t(s(index->src(1))), i = i0 + int64_t(lane);
+    const std::vector<double> at = val(index->src(1));
+    int64_t i0 = int64_t(at.at(0)), i = at.size() > 1 ? int64_t(at.at(lane)) : i0 + int64_t(lane);
     if (base->op == Op::Param) {
       std::vector<double>& b = *bufs.at(base->as<ParamArg>().slot);
       if (i < 0 || size_t(i) >= b.size()) ADD_FAILURE() << "access " << i << " is out of bounds";
@@ -440,6 +442,47 @@ TEST(Codegen, StridedLoadsThatCoverARowShareOnePlainLoad) {
       for (int64_t z = 0; z < K; z++) m = std::max(m, a[size_t(y * W + 2 * x + z)]);
       EXPECT_EQ(out[size_t(y * J + x)], m) << y << "," << x;
     }
+}
+
+// A transpose, out[i, j] = A[j * S + i], its stored axis j as k lanes and i as k copies (a square
+// tile): each copy's load walks the lanes S apart, a gather on a target with gathers, else k scalar
+// loads put together. Together the k copies read k contiguous elements of k rows, so expand loads
+// each row once as a vector and transposes the tile with shuffles: k row loads per tile and no
+// lanes loaded apart. Where the copies read every other element (A[j * S + 2i]) the rows' elements
+// are not all read and the lanes stay as they were. All match the formula in the interpreter, which
+// fails an access out of bounds.
+TEST(Codegen, TilesOfATransposeAreRowLoadsTransposedInRegisters) {
+  for (const bool gathers : {true, false})
+    for (const int64_t k : {4, 8, 16})
+      for (const int64_t step : {1, 2}) {
+        Graph g;
+        KernelBuilder b{g};
+        const int64_t I = 2 * k, J = 2 * k, S = step * I + 3;  // rows of A longer than the tile's part
+        auto *A = b.param(0, dtypes::float32, J * S), *O = b.param(1, dtypes::float32, I * J);
+        auto *i = b.range(I, 0), *j = b.range(J, 1);
+        auto* v = b.load(A, b.add(b.mul(j, b.c(S)), b.mul(i, b.c(step))));
+        auto* sink = b.sink({b.store(O, b.flat({i, j}, {I, J}), v)});
+        LowerOptions o;
+        o.opts = std::vector<Opt>{Opt::upcast(0, k), Opt::upcast(1, k)};
+        Target t = test_target();
+        t.has_gather_scatter = gathers;
+        LoweredKernel lk = lower_kernel(g, sink, t, o);
+        size_t apart = 0, rows = 0;  // copies whose lanes are loaded apart (gathered, lane by lane); row loads
+        for (const UOp* u : lk.linear->src()) {
+          if (u->op == Op::Load && u->dtype.lanes == k) (u->src(0)->src(1)->dtype.lanes == k ? apart : rows)++;
+          if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) apart++;
+        }
+        const bool tile = step == 1;
+        const std::string what = cat(gathers ? "gathers, " : "no gathers, ", k, " lanes, step ", step);
+        EXPECT_EQ(apart, tile ? 0u : size_t(k)) << what << "\n" << linear_str(lk.linear);
+        EXPECT_EQ(rows, tile ? size_t(k) : 0u) << what << "\n" << linear_str(lk.linear);
+        std::vector<double> a(static_cast<size_t>(J * S)), out(static_cast<size_t>(I * J));
+        for (size_t q = 0; q < a.size(); q++) a[q] = double((q * 37) % 101) - 50;
+        interpret(lk, {{0, &a}, {1, &out}});
+        for (int64_t y = 0; y < I; y++)
+          for (int64_t x = 0; x < J; x++)
+            ASSERT_EQ(out[size_t(y * J + x)], a[size_t(x * S + step * y)]) << what << ": " << y << "," << x;
+      }
 }
 
 // A kernel of J outputs, split into 8 lanes: out[j] = A[j % a + a2 * (j / a)] + B[(j + c) % a + a * (j / a)].

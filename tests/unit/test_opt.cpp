@@ -388,49 +388,75 @@ TEST_F(Avx2Tiles, ConvolutionTilesFitSixteenRegisters) {
   }
 }
 
-// The copy that packs a 3x3 convolution's weight (output channels innermost) reads each source
-// row's filter whole, its 3x3 taps as copies. In a copy of 2^19 elements or more, its loop over the
-// input channels, along which each row's filters follow one another, also goes innermost, and the
-// stored channels take vector lanes: each lane then reads its source row as one stream. A smaller
-// copy keeps its loops and scalar stores (the lanes' loads cost more compile time than they save).
-// The same with gathers (AVX-512), whose lanes would otherwise read a whole panel's rows at every
-// tap. The programs with these choices match the oracle.
-TEST_F(Avx2Tiles, WeightPackingReadsEachFilterWhole) {
+// The copy that packs a 3x3 convolution's weight (output channels innermost) reads each output
+// channel's filters, Cin x 3 x 3 contiguous weights in both layouts and one axis of the copy, in
+// square tiles when it copies 2^19 elements or more: 8 lanes of stored channels (AVX2's vector) by
+// 8 copies along the filters, the copies' loop innermost. Expand loads each tile's 8 rows as
+// vectors, whose columns the renderer transposes in registers, with or without gathers: no load of
+// the kernel reads its lanes apart. A smaller copy keeps its lanes only (a tile costs more compile
+// time than it saves). The programs with these choices match the oracle.
+TEST_F(Avx2Tiles, WeightPackingTransposesSquareTiles) {
   auto swaps = [](const std::vector<Opt>& os) {
     return std::count_if(os.begin(), os.end(), [](const Opt& o) { return o.op == OptOp::Swap; });
   };
   for (const int64_t in_channels : {8, 128}) {  // 64x8x3x3: 4608 elements; 512x128x3x3: 589824
     const int64_t out_channels = in_channels == 8 ? 64 : 512;
-    const bool large = in_channels == 128;
     const UOp *x = in(dtypes::float32, {1, in_channels, 4, 4}),
               *w = in(dtypes::float32, {out_channels, in_channels, 3, 3});
     std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
     const ScheduledKernel* pack = scheduled(outs, "E_");
     ASSERT_NE(pack, nullptr);
-    auto lowered = [&](bool gathers) {
+    const int64_t panel = machine_panel(), run = in_channels * 9;
+    EXPECT_EQ(kernel_name(pack->ast), cat("E_", out_channels / panel, "_", run, "_", panel));
+    for (const bool gathers : {false, true}) {
       Target t = cpu_like();
       t.vector_registers = 16;
       t.has_gather_scatter = gathers;
-      return lower_kernel(g, pack->ast, t);
-    };
-    const LoweredKernel k = lowered(false);
-    const std::vector<Opt>&opts = k.opts, gathered = lowered(true).opts;
-    const std::vector<int64_t> want = large ? std::vector<int64_t>{3, 3, 8} : std::vector<int64_t>{3, 3};
-    EXPECT_EQ(split_amounts(opts, AxisType::Upcast), want) << opts_str(opts);
-    EXPECT_EQ(gathered, opts) << opts_str(gathered) << " with gathers, " << opts_str(opts) << " without";
-    // the input channels go innermost: by a swap where the panel is wider than the lanes, else
-    // they are innermost once the panel's channels are all lanes
-    const int64_t panel = testrt::runtime().device()->target().packed_panel;
-    EXPECT_EQ(swaps(opts), large && panel > 8 ? 1 : 0) << opts_str(opts);
-    // The innermost loop: the input channels when large, else the channels of a panel (as wide as
-    // this machine's tiles).
-    const UOp* innermost = nullptr;
-    for (const UOp* u : k.linear->src())
-      if (u->op == Op::Range) innermost = u;
-    ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
-    EXPECT_EQ(const_bound(innermost), large ? in_channels : panel) << linear_str(k.linear);
-    expect_forced_match(outs, pack, opts, "conv with its weight packed filter by filter, " + opts_str(opts));
+      const LoweredKernel k = lower_kernel(g, pack->ast, t);
+      const bool large = in_channels == 128;
+      const std::vector<int64_t> want = large ? std::vector<int64_t>{8, 8} : std::vector<int64_t>{8};
+      EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want) << opts_str(k.opts);
+      // the filters' loop goes innermost: by a swap where the panel is wider than the lanes, else
+      // it is innermost once the panel's channels are all lanes
+      EXPECT_EQ(swaps(k.opts), large && panel > 8 ? 1 : 0) << opts_str(k.opts);
+      const UOp* innermost = nullptr;
+      size_t apart = 0;  // loads of lanes apart: gathers, scalar loads put together
+      for (const UOp* u : k.linear->src()) {
+        if (u->op == Op::Range) innermost = u;
+        if (u->op == Op::Load && u->src(0)->src(1)->dtype.lanes > 1) apart++;
+        if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) apart++;
+      }
+      ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
+      EXPECT_EQ(const_bound(innermost), large ? run / 8 : panel / 8) << linear_str(k.linear);
+      EXPECT_EQ(apart == 0, large) << linear_str(k.linear);
+      expect_forced_match(outs, pack, k.opts, "conv with its weight packed in square tiles, " + opts_str(k.opts));
+    }
   }
+}
+
+// A transpose of 2^19 elements (512x1024 -> 1024x512) is copied in square tiles, 8 x 8 with AVX2's
+// vectors, with or without gathers: no load reads its lanes apart. With those opts forced, and
+// with this machine's own choice, the program matches the oracle exactly.
+TEST_F(Avx2Tiles, TransposesReadSquareTiles) {
+  std::vector<const UOp*> outs{permute(g, in(dtypes::float32, {512, 1024}), {1, 0})};
+  const ScheduledKernel* copy = scheduled(outs, "E_");
+  ASSERT_NE(copy, nullptr);
+  for (const bool gathers : {false, true}) {
+    Target t = cpu_like();
+    t.vector_registers = 16;
+    t.has_gather_scatter = gathers;
+    const LoweredKernel k = lower_kernel(g, copy->ast, t);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), (std::vector<int64_t>{8, 8})) << opts_str(k.opts);
+    size_t apart = 0, rows = 0;
+    for (const UOp* u : k.linear->src()) {
+      if (u->op == Op::Load) (u->src(0)->src(1)->dtype.lanes > 1 ? apart : rows) += u->dtype.lanes == 8;
+      if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) apart++;
+    }
+    EXPECT_EQ(apart, 0u) << linear_str(k.linear);
+    EXPECT_EQ(rows, 8u) << linear_str(k.linear);
+    expect_forced_match(outs, copy, k.opts, "transpose in square tiles, " + opts_str(k.opts));
+  }
+  testrt::expect_matches_oracle(g, outs, data, "transpose", 0, 0);
 }
 
 // The copy that packs a matmul's B into panels reads, per panel, a few columns of every row of B:

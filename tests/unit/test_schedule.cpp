@@ -891,11 +891,12 @@ TEST_F(ScheduleTest, PackedPanelsAreAsWideAsTheTargetsTile) {
   // fewer than 64 columns: not packed, whatever the panel
   EXPECT_EQ(check({matmul(g, a, in(dtypes::float32, {96, 40}))}, 1e-5, 1e-4, avx2).kernels.size(), 1u);
   // A convolution's weight, packed by conv2d in 32-wide panels (its 14-wide rows fill no vector), is
-  // packed in the target's panels instead: 64 output channels in 4 panels of 16.
+  // packed in the target's panels instead: 64 output channels in 4 panels of 16 (each channel's
+  // filters one run of 8 x 3 x 3).
   const UOp* x = in(dtypes::float32, {1, 8, 14, 14});
   const UOp* conv = conv2d(g, x, in(dtypes::float32, {64, 8, 3, 3}), nullptr, {1, 1}, {1, 1});
-  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4)), (std::vector<std::string>{"E_2_8_3_3_32", "r_64_14_14_8_3_3"}));
-  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4, avx2)), (std::vector<std::string>{"E_4_8_3_3_16", "r_64_14_14_8_3_3"}));
+  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4)), (std::vector<std::string>{"E_2_72_32", "r_64_14_14_8_3_3"}));
+  EXPECT_EQ(names(check({conv}, 1e-5, 1e-4, avx2)), (std::vector<std::string>{"E_4_72_16", "r_64_14_14_8_3_3"}));
   const Target& cpu = testrt::runtime().device("CPU")->target();
   const int64_t registers_per_tile = cpu.vector_registers < 32 ? 1 : 2;
   EXPECT_EQ(cpu.packed_panel, cpu.vector_bits >= 256 ? registers_per_tile * cpu.vector_bits / 32 : 32)
