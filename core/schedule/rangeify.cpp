@@ -463,7 +463,12 @@ class Lowerer {
       if (f.ranges.empty()) return v;  // only size-1 axes: nothing to combine
       std::vector<const UOp*> src{v};
       src.insert(src.end(), f.ranges.begin(), f.ranges.end());
-      if (v->op == Op::Reduce && v->as<ReduceArg>().op == rop) {  // reduce of a reduce: one reduce over both
+      // A reduce of a reduce is one reduce over both, except a sum or product of floats narrower than
+      // float32: those accumulate in float32 (codegen's reduce), and the inner one's result rounded to
+      // its dtype is part of the value (fp8 rows [9, 0.5] sum to 10, three of them to 30; one sum of
+      // all six gives 28.5, which rounds to 28).
+      const bool rounds_between = u->dtype.is_float() && u->dtype.bits() < 32 && (rop == Op::Add || rop == Op::Mul);
+      if (v->op == Op::Reduce && v->as<ReduceArg>().op == rop && !rounds_between) {
         src = {v->src(0)};
         src.insert(src.end(), f.ranges.begin(), f.ranges.end());
         src.insert(src.end(), v->src().begin() + 1, v->src().end());

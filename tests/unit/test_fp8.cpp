@@ -353,6 +353,17 @@ TEST_F(Fp8Test, ReductionsAndMatmul) {
   }
 }
 
+// A sum of sums rounds the inner sums to fp8 first: rows [9, 0.5] sum to 9.5, which rounds to 10
+// (to even), and three rows to 30 (e4m3); one sum over both axes would give 28.5, rounded to 28.
+// Max of maxes has no rounding between them. Both match the oracle bit for bit.
+TEST_F(Fp8Test, SumsOfSumsRoundBetweenThem) {
+  const UOp* x = in_values(dtypes::fp8e4m3, {3, 2}, {9, 0.5, 9, 0.5, 9, 0.5});
+  const UOp* total = reduce(g, reduce(g, x, Op::Add, {1}), Op::Add, {0});
+  check({total}, "sum of row sums");
+  EXPECT_EQ(testrt::compile_and_run(g, {total}, data)[0].f.at(0), 30.0);
+  check({reduce(g, reduce(g, x, Op::Max, {1}), Op::Max, {0})}, "max of row maxes");
+}
+
 TEST_F(Fp8Test, CastsToAndFromOtherDtypes) {
   for (DType dt : kFp8) {
     for (DType other : {dtypes::int8, dtypes::uint8, dtypes::int32, dtypes::int64, dtypes::uint64, dtypes::float16,
