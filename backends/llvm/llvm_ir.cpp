@@ -74,10 +74,8 @@ class IrWriter {
     // extracted one by one.
     // The columns of square tiles (transposed), likewise.
     std::unordered_set<const UOp*> joined, read_alone;
-    std::unordered_map<const UOp*, size_t> position;
     std::map<std::vector<const UOp*>, size_t> tile_of;  // a tile's rows -> its index in tiles_
     for (const UOp* u : k_.linear->src()) {
-      position[u] = position.size();
       std::vector<const UOp*> parts = u->op == Op::Vectorize ? concatenated_vectors(u) : std::vector<const UOp*>{};
       const std::vector<const UOp*> rows =
           parts.empty() && u->op == Op::Vectorize ? tile_rows(u) : std::vector<const UOp*>{};
@@ -92,12 +90,15 @@ class IrWriter {
     }
     for (const UOp* x : joined)
       if (!read_alone.count(x)) unread_lanes_.insert(x);
+    // Each tile is transposed right after the last of its rows in the kernel's order.
     std::unordered_map<const UOp*, std::vector<size_t>> tiles_after;  // a row -> the tiles whose last row it is
-    for (size_t t = 0; t < tiles_.size(); t++) {
-      const UOp* last = tiles_[t].rows[0];
-      for (const UOp* r : tiles_[t].rows)
-        if (position.at(r) > position.at(last)) last = r;
-      tiles_after[last].push_back(t);
+    if (!tiles_.empty()) {
+      std::unordered_map<const UOp*, size_t> position;
+      for (const UOp* u : k_.linear->src()) position.emplace(u, position.size());
+      for (size_t t = 0; t < tiles_.size(); t++)
+        tiles_after[*std::max_element(tiles_[t].rows.begin(), tiles_[t].rows.end(), [&](const UOp* a, const UOp* b) {
+          return position.at(a) < position.at(b);
+        })].push_back(t);
     }
     for (const UOp* u : k_.linear->src()) {
       instruction(u);

@@ -494,6 +494,32 @@ const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAcc
 
 namespace {
 
+// An address as base + offset: the terms of its sum that are not constants, in order (addresses that
+// differ only in their constants have the same terms), and the constants' total. The copies'
+// addresses carry their constant where the copied range was, inside the sum (((1 + i) + j) + k).
+struct Offset {
+  std::vector<const UOp*> base;
+  int64_t offset = 0;
+};
+void split_constant(const UOp* e, Offset* out) {
+  if (e->op == Op::Const && e->holds<int64_t>()) {
+    out->offset += e->as<int64_t>();
+  } else if (e->op == Op::Add) {
+    split_constant(e->src(0), out);
+    split_constant(e->src(1), out);
+  } else {
+    out->base.push_back(e);
+  }
+}
+Offset split_constant(const UOp* e) {
+  Offset out;
+  split_constant(e, &out);
+  return out;
+}
+// Groups of accesses by (buffer, value dtype, stride between lanes, base).
+using AccessKey = std::tuple<const UOp*, uint64_t, int64_t, std::vector<const UOp*>>;
+uint64_t dtype_key(DType d) { return uint64_t(d.scalar) << 16 | d.lanes; }
+
 // The strided loads of one row that together read all of it (a 2x2 pool's x and x + 1 at stride
 // 2): expand loads each as a wide load masked to every stride-th lane. Where the loads at offsets
 // o, o + 1, .., o + stride - 1 from one base are all there, every lane of the wide load at o is
@@ -504,7 +530,7 @@ namespace {
 const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
   // (buffer, wide dtype, stride, base) -> offset from the base -> the Geps (of lanes that are
   // multiples of the stride) of the strided loads there (copies may share a load)
-  std::map<std::tuple<const UOp*, uint64_t, int64_t, const UOp*>, std::map<int64_t, std::vector<const UOp*>>> groups;
+  std::map<AccessKey, std::map<int64_t, std::vector<const UOp*>>> groups;
   const std::vector<const UOp*> order = toposort(sink);
   for (const UOp* u : order) {
     if (u->op != Op::Gep || !u->holds<std::vector<int64_t>>()) continue;
@@ -524,11 +550,8 @@ const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
       pattern = mask->src(size_t(j))->op == Op::Const && (mask->src(size_t(j))->const_int() != 0) == (j % stride == 0);
     for (int64_t lane : u->as<std::vector<int64_t>>()) pattern = pattern && lane % stride == 0;
     if (!pattern) continue;
-    const UOp* base = idx;
-    int64_t offset = 0;
-    if (idx->op == Op::Add && idx->src(1)->op == Op::Const)
-      base = idx->src(0), offset = int64_t(idx->src(1)->const_int());
-    groups[{ld->src(0)->src(0), uint64_t(ld->dtype.scalar) << 16 | ld->dtype.lanes, stride, base}][offset].push_back(u);
+    Offset at = split_constant(idx);
+    groups[{ld->src(0)->src(0), dtype_key(ld->dtype), stride, std::move(at.base)}][at.offset].push_back(u);
   }
   std::unordered_map<const UOp*, const UOp*> map;
   for (auto& [key, at] : groups) {
@@ -551,17 +574,6 @@ const UOp* merge_strided_loads(Graph& g, const UOp* sink) {
   return map.empty() ? sink : substitute_nodes(g, sink, map);
 }
 
-// A sum as its terms that are not constants (rebuilt in their order: sums that differ only in their
-// constants give the same node; nullptr for none) and the constants' total. The copies' addresses
-// carry their constant where the copied range was, inside the sum (((1 + i) + j) + k).
-std::pair<const UOp*, int64_t> split_constant(Graph& g, const UOp* e) {
-  if (e->op == Op::Const && e->holds<int64_t>()) return {nullptr, e->as<int64_t>()};
-  if (e->op != Op::Add) return {e, 0};
-  auto [a, ca] = split_constant(g, e->src(0));
-  auto [b, cb] = split_constant(g, e->src(1));
-  return {!a ? b : !b ? a : g.alu(Op::Add, a, b), ca + cb};
-}
-
 // The loads of a square tile of a row-major source (a transposing copy's, heuristic_cpu.cpp 4e): k
 // copies, at offsets o .. o + k - 1 from one base along an axis the source walks contiguously,
 // each reading k rows `stride` apart as its lanes: one gather (targets with gathers) or k scalar
@@ -580,11 +592,10 @@ const UOp* transpose_tiles(Graph& g, const UOp* sink) {
     DType pointer;
   };
   // (buffer, dtype, stride, base) -> offset from the base -> the copy there
-  std::map<std::tuple<const UOp*, uint64_t, int64_t, const UOp*>, std::map<int64_t, Lanes>> groups;
+  std::map<AccessKey, std::map<int64_t, Lanes>> groups;
   auto note = [&](const Lanes& l, int64_t stride) {
-    auto [root, offset] = split_constant(g, l.base);
-    const DType d = l.node->dtype;
-    groups[{l.buffer, uint64_t(d.scalar) << 16 | d.lanes, stride, root}].emplace(offset, l);
+    Offset at = split_constant(l.base);
+    groups[{l.buffer, dtype_key(l.node->dtype), stride, std::move(at.base)}].emplace(at.offset, l);
   };
   auto plain_load = [](const UOp* x) {
     return x->op == Op::Load && x->nsrc() == 1 && x->src(0)->op == Op::Index && x->src(0)->nsrc() == 2;
@@ -603,15 +614,15 @@ const UOp* transpose_tiles(Graph& g, const UOp* sink) {
       if (rows) note({u, u->src(0)->src(0), base, u->src(0)->dtype}, stride);
     } else if (u->op == Op::Vectorize && plain_load(u->src(0)) && u->src(0)->dtype.lanes == 1) {  // lane by lane
       const UOp* buffer = u->src(0)->src(0)->src(0);
-      std::vector<std::pair<const UOp*, int64_t>> at;
+      std::vector<Offset> at;
       bool rows = true;
       for (const UOp* x : u->src()) {
         rows = rows && plain_load(x) && x->src(0)->src(0) == buffer;
-        if (rows) at.push_back(split_constant(g, x->src(0)->src(1)));
+        if (rows) at.push_back(split_constant(x->src(0)->src(1)));
       }
-      const int64_t stride = rows ? at[1].second - at[0].second : 0;
+      const int64_t stride = rows ? at[1].offset - at[0].offset : 0;
       for (int64_t r = 0; r < k && rows; r++)
-        rows = at[size_t(r)].first == at[0].first && at[size_t(r)].second - at[0].second == r * stride;
+        rows = at[size_t(r)].base == at[0].base && at[size_t(r)].offset - at[0].offset == r * stride;
       const DType p = u->src(0)->src(0)->dtype;
       if (rows && stride != 0)
         note({u, buffer, u->src(0)->src(0)->src(1), p.base().vec(uint16_t(k)).as_ptr(p.addrspace)}, stride);
