@@ -457,7 +457,9 @@ const UOp* reduce_identity(Graph& g, Op op, DType dt) {
   dt = dt.base();
   switch (op) {
     case Op::Add:
-      return g.cint(0, dt);
+      // -0.0 for floats: -0.0 + x is x for every x, where +0.0 + -0.0 is +0.0, so a sum that starts
+      // there is the same whether its first add is folded away (an unrolled sum) or not
+      return dt.is_float() ? g.cfloat(-0.0, dt) : g.cint(0, dt);
     case Op::Mul:
       return dt.is_float() ? g.cfloat(1.0, dt) : g.cint(1, dt);
     case Op::Max:

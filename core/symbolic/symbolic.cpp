@@ -3,6 +3,7 @@
 #include "core/symbolic/symbolic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -343,9 +344,9 @@ const UOp* fold_float_identity(Graph& g, const UOp* u) {
   if (!u->dtype.is_float() || u->dtype.lanes != 1) return nullptr;
   const UOp *a = u->src(0), *b = u->nsrc() > 1 ? u->src(1) : nullptr;
   switch (u->op) {
-    case Op::Add:
-      if (b->is_const() && b->const_float() == 0) return a;
-      if (a->is_const() && a->const_float() == 0) return b;
+    case Op::Add:  // only -0.0 is the identity: -0.0 + +0.0 is +0.0
+      if (b->is_const() && b->const_float() == 0 && std::signbit(b->const_float())) return a;
+      if (a->is_const() && a->const_float() == 0 && std::signbit(a->const_float())) return b;
       break;
     case Op::Mul:
       if (b->is_const() && b->const_float() == 1) return a;

@@ -413,7 +413,9 @@ class Evaluator {
       return size_t(o);
     };
     if (dt.is_float()) {
-      double init = r.op == Op::Add ? 0.0 : r.op == Op::Mul ? 1.0 : -kInf;
+      // A sum starts from -0.0, the identity of IEEE addition: a sum of -0.0s is -0.0, as the sum of
+      // the values themselves is; a sum of no values is +0.0 (below).
+      double init = r.op == Op::Add ? -0.0 : r.op == Op::Mul ? 1.0 : -kInf;
       std::vector<double> acc(n, init);
       for_each_index(x.shape, [&](const std::vector<int64_t>& idx, size_t k) {
         double& a = acc[out_index(idx)];
@@ -425,7 +427,8 @@ class Evaluator {
         else
           a = std::isnan(a) || std::isnan(v) ? kNaN : std::max(a, v);
       });
-      for (size_t o = 0; o < n; o++) out.f[o] = round_float(dt, acc[o]);
+      const bool none = count(x.shape) == 0;
+      for (size_t o = 0; o < n; o++) out.f[o] = round_float(dt, none && r.op == Op::Add ? 0.0 : acc[o]);
     } else {
       i128 init = r.op == Op::Add ? 0 : r.op == Op::Mul ? 1 : dt.int_min();
       std::vector<i128> acc(n, init);

@@ -221,6 +221,26 @@ TEST_F(PipelineTest, ReductionsOverAxesAndDtypes) {
   check({reduce(g, in(dtypes::float64, {4097}), Op::Add, {0})}, "sum of 4097", 1e-12, 1e-10);
 }
 
+// A float sum starts from -0.0, the identity of IEEE addition, so a sum of -0.0s is -0.0 whether it is
+// unrolled (4 terms, its first add folded away) or a loop (1000), as it is in the oracle; one +0.0
+// term makes it +0.0, and a sum of nothing is +0.0. The signs show through 1/x as -inf and +inf.
+// (Fuzz seed 609229: an unrolled sum of padded zeros times -0.25 came out -0.0 where the oracle,
+// which started from +0.0, had +0.0.)
+TEST_F(PipelineTest, SumsOfNegativeZerosAreNegativeZero) {
+  const UOp* rows = in_values(dtypes::float32, {2, 4}, {-0.0, -0.0, -0.0, -0.0, -0.0, 0.0, -0.0, -0.0});
+  const UOp* longer = in_values(dtypes::float32, {1000}, std::vector<double>(1000, -0.0));
+  const UOp* none = in(dtypes::float32, {3, 0});
+  std::vector<const UOp*> outs{unary(g, Op::Recip, reduce(g, rows, Op::Add, {1})),
+                               unary(g, Op::Recip, reduce(g, longer, Op::Add, {0})),
+                               unary(g, Op::Recip, reduce(g, none, Op::Add, {1}))};
+  check(outs, "reciprocals of sums of zeros");
+  const std::vector<Array> got = compile_and_run(g, outs, data);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(got[0].f, (std::vector<double>{-inf, inf}));
+  EXPECT_EQ(got[1].f, std::vector<double>{-inf});
+  EXPECT_EQ(got[2].f, (std::vector<double>{inf, inf, inf}));
+}
+
 TEST_F(PipelineTest, ReductionsFusedWithElementwise) {
   const UOp* x = in(dtypes::float32, {9, 11});
   const UOp* y = in(dtypes::float32, {9, 11});

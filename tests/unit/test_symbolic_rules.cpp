@@ -94,9 +94,13 @@ TEST_F(SymbolicRules, Identities) {
   EXPECT_NODE(s(lt(x, x)), g.cbool(false));
   EXPECT_NODE(s(ne(x, x)), g.cbool(false));
   EXPECT_NODE(s(g.alu(Op::Trunc, x)), x);
-  // floats: x + 0 and x * 1 fold, x * 0 does not (NaN and inf stay visible)
+  // floats: x + -0.0 and x * 1 fold; x + +0.0 does not (it is +0.0 where x is -0.0), nor x * 0 (NaN
+  // and inf stay visible)
   const UOp* fx = g.cast(x, dtypes::float32);
-  EXPECT_NODE(s(add(fx, g.cfloat(0, dtypes::float32))), fx);
+  EXPECT_NODE(s(add(fx, g.cfloat(-0.0, dtypes::float32))), fx);
+  EXPECT_NODE(s(add(g.cfloat(-0.0, dtypes::float32), fx)), fx);
+  const UOp* plus_zero = add(fx, g.cfloat(0, dtypes::float32));
+  EXPECT_NODE(s(plus_zero), plus_zero);
   EXPECT_NODE(s(mul(fx, g.cfloat(1, dtypes::float32))), fx);
   const UOp* f0 = mul(fx, g.cfloat(0, dtypes::float32));
   EXPECT_NODE(s(f0), f0);
