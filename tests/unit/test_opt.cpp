@@ -494,6 +494,34 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
   }
 }
 
+// Where the panels do not divide B's columns (1020 = 31 x 32 + 28), the copy's load is gated along the
+// stored axis (the last panel is padded with zeros), which LLVM's loop vectorizer leaves as scalar
+// loads and stores. The stored axis becomes vector lanes (up to two vectors: a 32-wide panel's whole
+// row per step on AVX-512, 8 lanes on AVX2), read by masked vector loads: no scalar load is left.
+// The programs with those opts, AVX2's forced where this machine's panels are AVX2's, match the oracle.
+TEST_F(Avx2Tiles, PaddedPanelsAreCopiedInVectors) {
+  const Target here = with_caches(testrt::runtime().device()->target().cache_bytes),
+               avx2 = with_caches(here.cache_bytes, /*avx2=*/true);
+  for (const bool on_avx2 : {false, true}) {
+    const Target& t = on_avx2 ? avx2 : here;
+    const int64_t panel = t.packed_panel, vw = t.vector_bits / 32;
+    const UOp* a = in(dtypes::float32, {64, 256});
+    std::vector<const UOp*> outs{matmul(g, a, in(dtypes::float32, {256, 1020}))};
+    const ScheduledKernel* pack = scheduled(outs, "E_", panel);
+    ASSERT_NE(pack, nullptr);
+    const LoweredKernel k = lower_kernel(g, pack->ast, t);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), std::vector<int64_t>{std::min(panel, 2 * vw)})
+        << t.vector_bits << "-bit vectors: " << opts_str(k.opts);
+    size_t masked = 0, scalar = 0;
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Load) (u->dtype.lanes == 1 ? scalar : masked) += u->nsrc() == 3;
+    EXPECT_GT(masked, 0u) << linear_str(k.linear);
+    EXPECT_EQ(scalar, 0u) << linear_str(k.linear);
+    if (!on_avx2 || runs_avx2_panels_here())
+      expect_forced_match(outs, pack, k.opts, "matmul 64x256 @ 256x1020, B's copy " + opts_str(k.opts));
+  }
+}
+
 // From a B the caches hold (2 MiB against 16 MiB per core), the packing copy reads 4 panels per step
 // of the panels' loop (UPCAST by 4 of the axis whose step is the next panel): 128 bytes of each row,
 // whole lines. Rows under a page apart (N = 256) or unknown caches: no copies. The program with the
