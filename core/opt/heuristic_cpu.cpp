@@ -166,7 +166,7 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
   reorder_ranges(g, k, order, target);
 }
 
-// 4c. A copy whose load takes less than a cache line per step of an outer loop axis and walks an
+// 4c. A copy whose load takes less than a page per step of an outer loop axis and walks an
 //     inner one (not the innermost) with a stride of a page or more, from a source larger than the
 //     caches of all cores: a matmul's B packed into panels, (N/8, K, 8) from (K, N), reads 32 bytes
 //     of each of K rows 16 KiB apart per panel, so every line of B comes from memory once per panel
@@ -176,6 +176,10 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
 //     each: 9.5-11.4 -> 3.6-4.8 ms). From a source the caches hold the lines come back from them
 //     anyway, and the blocks' writes, a panel apart, cost more: B of 1024x1024 packed in 0.3-1.1 ms
 //     before, 1.6-3.4 blocked; 2048x2048 (16 MiB) ran slower blocked too.
+//     A step of whole lines (AVX-512's 32-wide panels: 128 bytes of each row) still reads each row
+//     in pieces a page apart, each from a page of its own, which no prefetcher follows: its rows are
+//     blocked by 8 (a Zen 4, B of 4096x4096 into 32-wide panels, medians of 40 runs: 3.96-3.98 ->
+//     2.34-2.37 ms; blocks of 4 2.41-2.53, 16 2.53-2.58, 32 2.63-2.67).
 // 4d. The same copy from a source the caches hold (4c's case otherwise): its load takes a run of under
 //     a cache line along the innermost axis, from rows a page or more apart along the next one, and an
 //     outer axis steps to the adjacent run (a matmul's B packed into 8-wide panels: 32 bytes of each of
@@ -213,7 +217,7 @@ void read_whole_lines(Graph& g, OptState& k, const Target& target, const std::ve
 // Returns whether it blocked the rows.
 bool block_strided_rows(Graph& g, OptState& k, const Target& target, const std::vector<int64_t>& loop_ids,
                         const std::unordered_map<const UOp*, int64_t>& env) {
-  constexpr int64_t kBlock = 16, kLine = 64, kPage = 4096;
+  constexpr int64_t kLine = 64, kPage = 4096;
   const int64_t nloops = int64_t(loop_ids.size());
   auto loop_at = [&](int64_t pos) { return loop_axis(k, loop_ids, pos); };
   for (const UOp* u : toposort(k.sink)) {
@@ -224,13 +228,15 @@ bool block_strided_rows(Graph& g, OptState& k, const Target& target, const std::
       const UOp* inner = loop_at(m);
       auto sm = inner ? stride_of(idx, inner, env) : std::nullopt;
       const int64_t n = inner ? const_bound(inner) : 0;
-      if (!sm || std::abs(*sm) * item < kPage || n < 4 * kBlock || n % kBlock != 0) continue;
+      if (!sm || std::abs(*sm) * item < kPage) continue;
       for (int64_t o = 0; o < m; o++) {
         const UOp* outer = loop_at(o);
         auto so = outer ? stride_of(idx, outer, env) : std::nullopt;
-        if (!so || *so == 0 || std::abs(*so) * item >= kLine) continue;
+        if (!so || *so == 0 || std::abs(*so) * item >= kPage) continue;
+        const int64_t block = std::abs(*so) * item < kLine ? 16 : 8;
+        if (n < 4 * block || n % block != 0) continue;
         const int64_t outer_id = outer->as<RangeArg>().id, inner_id = inner->as<RangeArg>().id;
-        apply_opt(g, k, Opt::split(inner_id, kBlock, AxisType::Loop), target);
+        apply_opt(g, k, Opt::split(inner_id, block, AxisType::Loop), target);
         apply_opt(g, k, Opt::swap(outer_id, inner_id), target);
         return true;
       }

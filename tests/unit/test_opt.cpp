@@ -494,6 +494,35 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
   }
 }
 
+// Into AVX-512's 32-wide panels the copy reads 128 bytes, whole lines, of each row per panel, but still
+// from a page of its own per row: from a B larger than the caches its rows are blocked by 8 (8 streams).
+// Rows under a page apart (N = 256) keep their order. The program with the blocked copy matches the
+// oracle where this machine's panels are 32 wide.
+TEST_F(Avx2Tiles, PackingCopyOfWholeLinesReadsRowsInBlocksOfEight) {
+  Target t = with_caches(int64_t(256) << 10);
+  t.vector_bits = 512;
+  t.vector_registers = 32;
+  t.packed_panel = 32;
+  for (const int64_t n : {2048, 256}) {
+    const UOp* a = in(dtypes::float32, {64, 256});
+    std::vector<const UOp*> outs{matmul(g, a, in(dtypes::float32, {256, n}))};
+    const ScheduledKernel* pack = scheduled(outs, "E_", t.packed_panel);
+    ASSERT_NE(pack, nullptr);
+    const LoweredKernel k = lower_kernel(g, pack->ast, t);
+    const bool blocked = n == 2048;
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Loop), blocked ? std::vector<int64_t>{8} : std::vector<int64_t>{})
+        << n << ": " << opts_str(k.opts);
+    const UOp* innermost = nullptr;
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Range) innermost = u;
+    ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
+    if (!blocked) continue;
+    EXPECT_EQ(const_bound(innermost), 8) << linear_str(k.linear);
+    if (machine_panel() == t.packed_panel)
+      expect_forced_match(outs, pack, k.opts, "matmul with B packed in blocks of 8 rows, " + opts_str(k.opts));
+  }
+}
+
 // Where the panels do not divide B's columns (1020 = 31 x 32 + 28), the copy's load is gated along the
 // stored axis (the last panel is padded with zeros), which LLVM's loop vectorizer leaves as scalar
 // loads and stores. The stored axis becomes vector lanes (up to two vectors: a 32-wide panel's whole
