@@ -207,6 +207,10 @@ class IrWriter {
   }
 
   bool gpu() const { return dialect_ != LlvmDialect::Cpu; }
+  bool x86() const {
+    const std::string& t = k_.target.triple;
+    return !gpu() && (t.rfind("x86_64", 0) == 0 || (t.size() > 3 && t[0] == 'i' && t.compare(2, 2, "86") == 0));
+  }
   bool amd() const { return dialect_ == LlvmDialect::Amdgpu; }
 
   // A GPU kernel: the buffers and variables are its parameters; no wrapper.
@@ -789,6 +793,11 @@ class IrWriter {
   // shuffles, round b pairing the vectors b apart and swapping their off-diagonal b x b blocks
   // (a 16 x 16 tile of floats in 64 shuffles; one insertelement per lane took LLVM's backend ~480
   // instructions for it). out[j] is column j.
+  //   On x86 each round's vectors pass through an empty inline asm, which the instruction selector
+  // cannot look through: its shuffle combiner otherwise analyses every shuffle through all the
+  // rounds before it, and found nothing to merge (the same instructions come out). A 16 x 16 tile
+  // took 4.6-5.1 ms of X86 instruction selection, 1.0 ms with the barriers (llc -time-passes, a Zen
+  // 5); 8 x 8 (AVX2) 0.65 ms. The asm emits no instruction.
   void transpose(size_t tile) {
     auto& t = tiles_[tile];
     const int64_t k = int64_t(t.rows.size());
@@ -808,6 +817,8 @@ class IrWriter {
         next[size_t(i)] = emit(str("shufflevector ", pair, low, ">"));
         next[size_t(i + b)] = emit(str("shufflevector ", pair, high, ">"));
       }
+      if (b > 1 && x86())
+        for (std::string& x : next) x = emit(str("call ", vt, " asm \"\", \"=v,0\"(", vt, " ", x, ")"));
       cur.swap(next);
     }
     t.out = std::move(cur);
