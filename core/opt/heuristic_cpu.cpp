@@ -178,7 +178,7 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
 //     before, 1.6-3.4 blocked; 2048x2048 (16 MiB) ran slower blocked too.
 //     A step of whole lines (AVX-512's 32-wide panels: 128 bytes of each row) still reads each row
 //     in pieces a page apart, each from a page of its own, which no prefetcher follows: its rows are
-//     blocked by 8 (a Zen 4, B of 4096x4096 into 32-wide panels, medians of 40 runs: 3.96-3.98 ->
+//     blocked by 8 (a Zen 5, B of 4096x4096 into 32-wide panels, medians of 40 runs: 3.96-3.98 ->
 //     2.34-2.37 ms; blocks of 4 2.41-2.53, 16 2.53-2.58, 32 2.63-2.67).
 // 4d. The same copy from a source the caches hold (4c's case otherwise): its load takes a run of under
 //     a cache line along the innermost axis, from rows a page or more apart along the next one, and an
@@ -806,7 +806,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //     - a load that walks the axis contiguously under a gate that depends on it (B copied into
   //       panels that do not divide its columns, the last one padded): masked vector loads, up to
   //       two vectors per step, where the loop vectorizer left one scalar load and store per
-  //       element. A Zen 4, B of 1020x1020 into 32-wide panels (medians of 400 runs): 0.97 -> 0.15
+  //       element. A Zen 5, B of 1020x1020 into 32-wide panels (medians of 400 runs): 0.97 -> 0.15
   //       ms, 0.24 with 16 lanes; 1024x1024, ungated, 0.11; bench_cpu matmul_1020 against oneDNN
   //       1.23-1.28 -> 0.97-0.98.
   if (reduces.empty() && nloops > 0) {
@@ -855,7 +855,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     // beside the 9 copies: 1.03-1.13 ms.
     //     With gathers the same order pays too: a 32-wide panel's two gathers per tap, innermost,
     //     read 32 rows 18 KiB apart, which share two of L1's 64 sets; the runs' loop order below
-    //     reads 16 at a time. A Zen 4 (AVX-512), medians of 200 runs of each packing alone:
+    //     reads 16 at a time. A Zen 5 (AVX-512), medians of 200 runs of each packing alone:
     //     512x512x3x3 0.52-0.55 -> 0.30 ms, 256x256 0.086 -> 0.072, 128x128 0.023 -> 0.019.
     //     The loop along which the load's run goes on (its stride is the run's length: a weight's
     //     input channels after its taps) then becomes the innermost loop, and the stored axis takes
@@ -896,7 +896,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     stored axis's vw lanes. Expand reads a tile as vw row vectors and transposes them in
     //     registers (transpose_tiles), where each copy was a gather of vw rows or vw scalar loads;
     //     the copies' loop goes innermost, so that a tile's rows are read on along themselves.
-    //     A Zen 4 (AVX-512, 16 x 16 tiles), each weight packing alone (medians of 200 runs), against
+    //     A Zen 5 (AVX-512, 16 x 16 tiles), each weight packing alone (medians of 200 runs), against
     //     the runs above: 512x512x3x3 0.30 -> 0.10 ms, 256x256 0.072 -> 0.023, 128x128 0.019 ->
     //     0.006, 64x64 0.0042 -> 0.0027; bench_cpu, alternated three times, ours / oneDNN:
     //     conv2d_512x7x7 1.96-2.47 -> 1.41-1.48, ResNet-18 at batch 1 1.37-1.53 -> 1.17-1.20.
