@@ -158,6 +158,15 @@ class Lowering {
              ": make the input on one device and shard it (sn_tensor_shard)");
       return Placed{{u}, {d.null() ? home_ : canonical_device_name(d.names[0])}, false, -1};
     }
+    // Other nodes that name their own device (a kernel's Param, a Load or Stage of memory) do not
+    // belong in a tensor graph on an n-tuple device: lowered as they are, every step would still
+    // span the devices (and compile_multi recurse on it without end: libFuzzer, a Param on
+    // (CPU:0,CPU:1) passed to sn_compile).
+    if ((u->op == Op::Param || u->op == Op::Load || u->op == Op::Stage) && u->device().tuple)
+      fail(Code::InvalidArg, "multi-device: ", op_name(u->op), " %", u->id, " names the n-tuple device ",
+           u->device().str(),
+           "; only inputs are placed on devices (make the input on one device and shard it with "
+           "sn_tensor_shard)");
     std::vector<const Placed*> ps;
     for (const UOp* s : u->src()) ps.push_back(&lower(s));
 
@@ -540,6 +549,8 @@ std::shared_ptr<const Program> compile_multi(Runtime& rt, Graph& g, std::span<co
     sub.inputs = fresh_inputs;
     std::shared_ptr<const Program> sp;
     if (fresh_inputs.empty()) sub.inputs.clear();
+    if (spans_devices(outs))  // compile_program would come back here with the same graph
+      fail(Code::Internal, "multi-device: the part of the program on ", st.device, " still spans devices");
     sp = compile_program(rt, g, outs, open(st.device), sub);
     if (!sp->vars.empty())
       fail(Code::Unsupported, "compile: launch-time variables in a program that spans devices are not supported");

@@ -41,6 +41,14 @@ set +e
   "$BUILD/corpus" "$ROOT/tests/fuzz/corpus" "$ROOT/tests/fuzz/regressions"
 rc=$?
 set -e
+if ((rc > 128)) && [[ -z "$(ls -A "$BUILD/artifacts")" ]]; then
+  # Killed by a signal before libFuzzer could save the input: with use_sigaltstack=0 a stack overflow has no
+  # stack to report on. The same run replays with its seed (the "INFO: Seed:" line above) from the same
+  # starting corpus (move build-fuzz/corpus aside), where ASan can report it and libFuzzer save it.
+  echo "fuzz.sh: the fuzzer died from signal $((rc - 128)) without saving the input; replay the run with" \
+    "ASAN_OPTIONS=${ASAN_OPTIONS/use_sigaltstack=0/use_sigaltstack=1} and -seed=<its seed> -runs=<its last #>," \
+    "starting from an empty build-fuzz/corpus" >&2
+fi
 if [[ "${SN_FUZZ_MERGE:-0}" == 1 && $rc == 0 ]]; then
   mkdir -p "$BUILD/merged"
   "$BUILD/tests/sn_fuzz_capi" -merge=1 -max_len=4096 "$BUILD/merged" "$ROOT/tests/fuzz/corpus" "$BUILD/corpus"

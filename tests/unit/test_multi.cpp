@@ -232,6 +232,15 @@ TEST_F(MultiTest, BadArguments) {
         compile_program(testrt::runtime(), g, outs);
       },
       {"Add", "operands are on", "CPU:1"});
+  // A node other than an input that names an n-tuple device of its own (a kernel's Param through the
+  // C API; libFuzzer found compile recursing on it until the stack overflowed).
+  const UOp* param = g.make(Op::Param, dtypes::float32, {g.make(Op::Stack, dtypes::index, {})}, ParamArg{0, kTwo});
+  expect_invalid(
+      [&] {
+        std::vector<const UOp*> outs{param};
+        compile_program(testrt::runtime(), g, outs);
+      },
+      {"Param", "n-tuple device", "(CPU,CPU:1)"});
 }
 
 }  // namespace
