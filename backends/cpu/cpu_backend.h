@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/llvm/llvm_ir.h"
@@ -32,8 +33,24 @@ inline constexpr int kCpuDevices = 8;
 // level, lookup), in milliseconds; making the LLJIT is not counted. Throws Error(Compile).
 double llvm_floor_ms(const std::string& ir, const std::string& symbol);
 
-// The host CPU as LLVM sees it (name, features, vector width), THREAD axes over all cores, the
-// math it renders natively (SN_CPU_NATIVE_MATH=0: none).
+// A CPU model code is generated for: an LLVM CPU name and its instruction-set features.
+struct CpuModel {
+  std::string name;
+  std::vector<std::pair<std::string, bool>> features;
+};
+
+// The model named `name` (an LLVM CPU name: "x86-64-v3", "znver3", "haswell"), "" or "native" for
+// the host's: tuned for that CPU, with the instruction sets it and this host both have (its code
+// always runs here). Throws Error(InvalidArg) for a name LLVM does not know.
+CpuModel cpu_model(const std::string& name);
+
+// The target of a CPU model (name, features, vector width), THREAD axes over all cores, the math
+// it renders natively (SN_CPU_NATIVE_MATH=0: none).
+Target cpu_target(const CpuModel& model);
+
+// The target the CPU backend compiles for: the host CPU, or the model SN_CPU names (read once),
+// e.g. SN_CPU=x86-64-v3 for AVX2 code on an AVX-512 host: kernels that run on every machine of that
+// level (their disk-cache entries shared), and the AVX2 code paths tested where AVX-512 is.
 Target host_cpu_target();
 
 // A kernel in the JIT. DeviceKernel::source is the LLVM IR as rendered (before optimization),

@@ -47,6 +47,8 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -345,13 +347,63 @@ int64_t core_cache_bytes() {
 
 }  // namespace
 
-Target host_cpu_target() {
+CpuModel cpu_model(const std::string& name) {
+  init_llvm();
+  CpuModel host{llvm::sys::getHostCPUName().str(), {}};
+  const llvm::StringMap<bool> host_features = llvm::sys::getHostCPUFeatures();
+  for (const auto& f : host_features) host.features.emplace_back(f.first().str(), f.second);
+  if (name.empty() || name == "native" || name == host.name) return host;
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (target == nullptr) fail(Code::Device, "cpu: LLVM has no target for ", triple, ": ", err);
+  // (asked of a generic subtarget first: one made for an unknown name complains on stderr)
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(target->createMCSubtargetInfo(triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(name))
+    fail(Code::InvalidArg, "cpu: LLVM knows no CPU named '", name, "' for ", triple,
+         " (an LLVM CPU name such as x86-64-v3, znver3 or haswell)");
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, name, ""));
+  // Its instruction sets that the host has too: the host reports those (the rest of the model's
+  // features are tuning), and a guest may hide a few system ones (a Zen 5 guest: mwaitx, pku,
+  // rdpru, wbnoinvd, which znver3 has) that kernels never use. Code for the model then runs here.
+  CpuModel m{name, {}};
+  for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures()) {
+    auto h = host_features.find(kv.Key);
+    if (h != host_features.end()) m.features.emplace_back(kv.Key, h->second && sti->getFeatureBits().test(kv.Value));
+  }
+  return m;
+}
+
+namespace {
+
+// The model the CPU backend compiles for: SN_CPU's, else the host's. Read once; a bad SN_CPU throws
+// at every device open.
+const CpuModel& chosen_cpu_model() {
+  static const CpuModel m = [] {
+    const char* e = std::getenv("SN_CPU");
+    try {
+      return cpu_model(e != nullptr ? e : "");
+    } catch (const Error& err) {
+      if (e == nullptr) throw;
+      // a setting, not a missing device: the registry does not fall back to another backend
+      fail(Code::InvalidArg, "SN_CPU=", e, ": ", err.message());
+    }
+  }();
+  return m;
+}
+
+}  // namespace
+
+Target host_cpu_target() { return cpu_target(chosen_cpu_model()); }
+
+Target cpu_target(const CpuModel& model) {
   init_llvm();
   Target t;
   t.renderer = "CPU";
   t.triple = llvm::sys::getProcessTriple();
-  t.arch = llvm::sys::getHostCPUName().str();
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  t.arch = model.name;
+  llvm::StringMap<bool> features;
+  for (const auto& [f, on] : model.features) features[f] = on;
   std::vector<std::string> names;
   for (const auto& f : features) names.push_back((f.second ? "+" : "-") + f.first().str());
   std::sort(names.begin(), names.end());  // the map's order is not stable; cache keys must be
@@ -405,6 +457,12 @@ namespace {
 llvm::orc::JITTargetMachineBuilder host_machine_builder() {
   auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detect host");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  const CpuModel& m = chosen_cpu_model();
+  if (m.name != jtmb.getCPU()) {  // SN_CPU: that CPU and exactly its instruction sets
+    jtmb.setCPU(m.name);
+    jtmb.getFeatures() = llvm::SubtargetFeatures();
+    for (const auto& [f, on] : m.features) jtmb.getFeatures().AddFeature(f, on);
+  }
   return jtmb;
 }
 

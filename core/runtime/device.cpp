@@ -259,6 +259,8 @@ std::shared_ptr<ComputeDevice> DeviceRegistry::open(std::string_view name) {
     dev = backend->open(canon, index, options_);
   } catch (const Error& e) {
     if (e.code() == Code::Device) throw;
+    if (e.code() == Code::InvalidArg)  // a bad setting (SN_CPU=...), kept as what it is
+      fail(Code::InvalidArg, "device ", canon, " failed to open: ", e.message());
     fail(Code::Device, "device ", canon, " failed to open: ", e.message());
   }
   if (!dev) fail(Code::Device, "device ", canon, " failed to open");
@@ -292,6 +294,7 @@ std::shared_ptr<ComputeDevice> DeviceRegistry::default_device() {
       auto dev = open(n);
       if (dev->cannot_run().empty()) return dev;
     } catch (const Error& e) {
+      if (e.code() == Code::InvalidArg) throw;  // a bad setting (SN_CPU=...): said, not passed over
       reasons += cat("; ", n, ": ", e.message());
     }
   }

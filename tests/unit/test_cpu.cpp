@@ -1319,6 +1319,48 @@ TEST(CpuBackend, EachBufferIsItsOwnAliasScope) {
   for (int q = 0; q < 8; q++) EXPECT_EQ(out[size_t(q)], float(11 * q)) << q;
 }
 
+// A CPU model by name (SN_CPU): tuned for that CPU with the instruction sets it and the host both
+// have, so its code runs here. On an x86 host with AVX2, x86-64-v3 is AVX2 code: 256-bit vectors,
+// 16 registers, 8-wide panels, no gathers, every instruction set on in it on in the host too, and
+// cache keys of its own. "" is the host. An unknown name is refused by name.
+TEST(CpuModel, NamedModelsKeepToTheHostsInstructionSets) {
+  const CpuModel host = cpu_model("");
+  const Target here = cpu_target(host);
+  EXPECT_EQ(cpu_target(cpu_model("native")).key(), here.key());
+  std::map<std::string, bool> on_host(host.features.begin(), host.features.end());
+  try {
+    cpu_model("no-such-cpu");
+    ADD_FAILURE() << "an unknown CPU name was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArg);
+    EXPECT_NE(e.message().find("no-such-cpu"), std::string::npos) << e.message();
+  }
+  if (here.triple.rfind("x86_64", 0) != 0 || !on_host["avx2"]) GTEST_SKIP() << "not an x86 host with AVX2";
+  const CpuModel v3 = cpu_model("x86-64-v3");
+  const Target t = cpu_target(v3);
+  EXPECT_EQ(t.arch, "x86-64-v3");
+  EXPECT_EQ(t.vector_bits, 256);
+  EXPECT_EQ(t.vector_registers, 16);
+  EXPECT_EQ(t.packed_panel, 8);
+  EXPECT_FALSE(t.has_gather_scatter);
+  for (const auto& [f, on] : v3.features) EXPECT_TRUE(!on || on_host[f]) << f;
+  std::map<std::string, bool> in_v3(v3.features.begin(), v3.features.end());
+  EXPECT_TRUE(in_v3["avx2"] && in_v3["fma"] && !in_v3["avx512f"]);
+  if (on_host["avx512f"]) {
+    EXPECT_NE(t.key(), here.key());
+  }
+}
+
+// Under SN_CPU (ctest's unit.avx2_model runs this binary's CPU tests with SN_CPU=x86-64-v3), the
+// CPU device compiles for that model; without it, for the host.
+TEST(CpuModel, TheEnvironmentPicksTheModel) {
+  const char* e = std::getenv("SN_CPU");
+  const Target want = cpu_target(cpu_model(e != nullptr ? e : ""));
+  EXPECT_EQ(jit().target().arch, want.arch);
+  EXPECT_EQ(jit().target().features, want.features);
+  EXPECT_EQ(jit().target().vector_bits, want.vector_bits);
+}
+
 }  // namespace
 }  // namespace sn
 #endif
