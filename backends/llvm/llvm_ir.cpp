@@ -207,10 +207,7 @@ class IrWriter {
   }
 
   bool gpu() const { return dialect_ != LlvmDialect::Cpu; }
-  bool x86() const {
-    const std::string& t = k_.target.triple;
-    return !gpu() && (t.rfind("x86_64", 0) == 0 || (t.size() > 3 && t[0] == 'i' && t.compare(2, 2, "86") == 0));
-  }
+  bool x86() const { return !gpu() && k_.target.triple.rfind("x86_64", 0) == 0; }
   bool amd() const { return dialect_ == LlvmDialect::Amdgpu; }
 
   // A GPU kernel: the buffers and variables are its parameters; no wrapper.

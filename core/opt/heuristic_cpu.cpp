@@ -141,20 +141,18 @@ void block_rows_for_cache(Graph& g, OptState& k, const Target& target, int64_t r
   }
   const int64_t budget = target.cache_bytes / 4;
   if (step_bytes <= 0 || n * step_bytes <= budget) return;
-  // The most steps that fit, as a divisor of the loop from half of that up; else the loop padded
-  // to a multiple of the block from there that pads it least, when that wastes at most an eighth
-  // (rows padded to 6-row steps: 4096 rows are 683 steps, a prime). Padded steps are computed and
-  // thrown away: 683 steps in blocks of 45 computed 720 (AVX2's matmul 4096 on a Zen 5, as
-  // SN_CPU=znver3, ran 5-7% behind oneDNN's AVX2 gemm); in blocks of 38, 684.
+  // Of the block sizes from half the steps that fit up to all of them, the one that pads the loop
+  // least, the largest of those: a divisor where one is there (no padding); else the loop is padded
+  // to a multiple of it when that wastes at most an eighth (rows padded to 6-row steps: 4096 rows
+  // are 683 steps, a prime). Padded steps are computed and thrown away: 683 steps in blocks of 45
+  // computed 720 (AVX2's matmul 4096 on a Zen 5, as SN_CPU=znver3, ran 5-7% behind oneDNN's AVX2
+  // gemm); in blocks of 38, 684.
   const int64_t cap = std::min(n / 2, budget / step_bytes);
   if (cap < 2) return;
-  int64_t block = 0;
-  for (int64_t d = cap; d >= std::max<int64_t>(2, cap / 2) && !block; d--)
-    if (n % d == 0) block = d;
-  if (!block) {
-    for (int64_t d = cap; d >= std::max<int64_t>(2, cap / 2); d--)
-      if (!block || round_up(n, d) < round_up(n, block)) block = d;
-    const int64_t padded = round_up(n, block);
+  int64_t block = cap;
+  for (int64_t d = cap - 1; d >= std::max<int64_t>(2, cap / 2); d--)
+    if (round_up(n, d) < round_up(n, block)) block = d;
+  if (const int64_t padded = round_up(n, block); padded != n) {
     if (8 * (padded - n) > padded) return;
     apply_opt(g, k, Opt::padto(rows_id, block), target);
   }

@@ -348,14 +348,21 @@ class Avx2Tiles : public testrt::OracleFixture<20261128> {
     }
     return t;
   }
-  // The copy that packs B of a 64x256 @ 256xn matmul into AVX2's 8-wide panels, as an AVX2 machine
-  // schedules it; the matmul in *outs.
+  // The copy that packs B of a 64x256 @ 256xn matmul into `panel`-wide panels (AVX2's 8 unless
+  // said), as a machine with those panels schedules it; the matmul in *outs.
   static constexpr int64_t kAvx2Panel = 8;
-  const ScheduledKernel* packing_copy(int64_t n, std::vector<const UOp*>* outs) {
+  const ScheduledKernel* packing_copy(int64_t n, std::vector<const UOp*>* outs, int64_t panel = kAvx2Panel) {
     const UOp* a = in(dtypes::float32, {64, 256});
     const UOp* b = in(dtypes::float32, {256, n});
     *outs = {matmul(g, a, b)};
-    return scheduled(*outs, "E_", kAvx2Panel);
+    return scheduled(*outs, "E_", panel);
+  }
+  // The innermost loop of a lowered kernel, or nullptr.
+  static const UOp* innermost_range(const LoweredKernel& k) {
+    const UOp* innermost = nullptr;
+    for (const UOp* u : k.linear->src())
+      if (u->op == Op::Range) innermost = u;
+    return innermost;
   }
   // Whether this machine schedules outs as packing_copy does (its panels are AVX2's), so that opts
   // chosen for that copy can be forced on a program compiled here.
@@ -419,10 +426,9 @@ TEST_F(Avx2Tiles, WeightPackingTransposesSquareTiles) {
       // the filters' loop goes innermost: by a swap where the panel is wider than the lanes, else
       // it is innermost once the panel's channels are all lanes
       EXPECT_EQ(swaps(k.opts), large && panel > 8 ? 1 : 0) << opts_str(k.opts);
-      const UOp* innermost = nullptr;
+      const UOp* innermost = innermost_range(k);
       size_t apart = 0;  // loads of lanes apart: gathers, scalar loads put together
       for (const UOp* u : k.linear->src()) {
-        if (u->op == Op::Range) innermost = u;
         if (u->op == Op::Load && u->src(0)->src(1)->dtype.lanes > 1) apart++;
         if (u->op == Op::Vectorize && u->src(0)->op == Op::Load) apart++;
       }
@@ -477,9 +483,7 @@ TEST_F(Avx2Tiles, PackingCopyReadsRowsInBlocks) {
     const bool blocked = n == 2048;
     EXPECT_EQ(split_amounts(k.opts, AxisType::Loop), blocked ? std::vector<int64_t>{16} : std::vector<int64_t>{})
         << opts_str(k.opts);
-    const UOp* innermost = nullptr;
-    for (const UOp* u : k.linear->src())
-      if (u->op == Op::Range) innermost = u;
+    const UOp* innermost = innermost_range(k);
     ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
     if (!blocked) continue;
     EXPECT_EQ(const_bound(innermost), 16) << linear_str(k.linear);
@@ -505,17 +509,14 @@ TEST_F(Avx2Tiles, PackingCopyOfWholeLinesReadsRowsInBlocksOfEight) {
   t.vector_registers = 32;
   t.packed_panel = 32;
   for (const int64_t n : {2048, 256}) {
-    const UOp* a = in(dtypes::float32, {64, 256});
-    std::vector<const UOp*> outs{matmul(g, a, in(dtypes::float32, {256, n}))};
-    const ScheduledKernel* pack = scheduled(outs, "E_", t.packed_panel);
+    std::vector<const UOp*> outs;
+    const ScheduledKernel* pack = packing_copy(n, &outs, t.packed_panel);
     ASSERT_NE(pack, nullptr);
     const LoweredKernel k = lower_kernel(g, pack->ast, t);
     const bool blocked = n == 2048;
     EXPECT_EQ(split_amounts(k.opts, AxisType::Loop), blocked ? std::vector<int64_t>{8} : std::vector<int64_t>{})
         << n << ": " << opts_str(k.opts);
-    const UOp* innermost = nullptr;
-    for (const UOp* u : k.linear->src())
-      if (u->op == Op::Range) innermost = u;
+    const UOp* innermost = innermost_range(k);
     ASSERT_NE(innermost, nullptr) << linear_str(k.linear);
     if (!blocked) continue;
     EXPECT_EQ(const_bound(innermost), 8) << linear_str(k.linear);
