@@ -424,8 +424,10 @@ class Evaluator {
           a += v;
         else if (r.op == Op::Mul)
           a *= v;
-        else
-          a = std::isnan(a) || std::isnan(v) ? kNaN : std::max(a, v);
+        else {
+          const double pair[2] = {a, v};
+          a = float_op(Op::Max, pair);  // (a max of -0 and +0 is undefined there)
+        }
       });
       const bool none = count(x.shape) == 0;
       for (size_t o = 0; o < n; o++) out.f[o] = round_float(dt, none && r.op == Op::Add ? 0.0 : acc[o]);

@@ -50,6 +50,10 @@ inline double float_op(Op op, const double* x) {
     case Op::Div:
       return x[0] / x[1];
     case Op::Max:
+      // Which zero max(-0, +0) gives is not specified (sinter.h, SN_OP_MAX): the CPU's maximum does
+      // not order -0 below +0, and either may be returned. A value that depends on it is undefined.
+      if (x[0] == 0 && x[1] == 0 && std::signbit(x[0]) != std::signbit(x[1]))
+        fail(Code::InvalidArg, "oracle: max(", x[0], ", ", x[1], ") is either zero: undefined");
       return std::isnan(x[0]) || std::isnan(x[1]) ? kNaN : std::max(x[0], x[1]);
     case Op::Neg:
       return -x[0];

@@ -218,7 +218,7 @@ typedef enum sn_op {
   SN_OP_CAST = 33,
   SN_OP_ADD = 34,
   SN_OP_MUL = 35,
-  SN_OP_MAX = 36,
+  SN_OP_MAX = 36,  /* floats: NaN if either is; max(-0.0, +0.0) may be either zero */
   SN_OP_MOD = 37,  /* floor modulo */
   SN_OP_IDIV = 38, /* floor division */
   SN_OP_CMPLT = 39,
