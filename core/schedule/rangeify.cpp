@@ -204,8 +204,9 @@ class Lowerer {
   // kernel's loops nest in store order, so an unused loop outside a used one (a column sum
   // broadcast along rows) would recompute the whole reduction at every point of it; and a
   // reduce that uses an enclosing reduce's range runs inside that reduce's loop, inside every
-  // kernel loop (a product read inside a second matmul's reduce). Those are stored instead.
-  void check_reduce_scope(const UOp* u, int ctx) {
+  // kernel loop (a product read inside a second matmul's reduce). Those are stored instead:
+  // `stack` holds the frames being lowered, the reduce's on top (see stored_for).
+  void check_reduce_scope(const UOp* u, int ctx, const std::vector<Frame>& stack) {
     std::unordered_set<const UOp*> used;
     for (const UOp* e : ctxs_[size_t(ctx)].idx) collect_ranges(e, used);
     collect_ranges(ctxs_[size_t(ctx)].valid, used);
@@ -214,7 +215,8 @@ class Lowerer {
     bool unused_outside = false;
     for (const UOp* r : loops_) {
       if (!used.count(r)) unused_outside = true;
-      if (unused_outside && (in_outer_reduce || used.count(r))) return findings_.flag(u, Why::Broadcast);
+      if (unused_outside && (in_outer_reduce || used.count(r)))
+        return findings_.flag(stored_for(u, stack), Why::Broadcast);
     }
     // Read inside an enclosing reduce's window, it is stored when:
     // - the windows overlap (a 3x3 stride-2 max pool over a convolution, ResNet's stem): inlined it
@@ -251,8 +253,34 @@ class Lowerer {
         for (const UOp* r : rs) (in_window(r) ? tap : loop) = true;
         slides = slides || (loop && tap);
       }
-      if (slides || taps > 1.5 * values || window > kMaxFusedWindow) findings_.flag(u, Why::Broadcast);
+      if (slides || taps > 1.5 * values || window > kMaxFusedWindow)
+        findings_.flag(stored_for(u, stack), Why::Broadcast);
     }
+  }
+
+  // What to store when a reduce must be: the outermost value computed from it point for point, up
+  // to the first op that moves its indices (a pad, a window's view, a broadcast). The reduce's own
+  // kernel then finishes those elementwise ops once per value in its epilogue, where the readers
+  // would repeat them at every read: ResNet's stem convolution is read by a 3x3 max pool, which
+  // applied the convolution's bias and relu at each of its 9 taps. Reshapes (the reduce's size-1
+  // axes dropped) are looked through; a value with more elements (a broadcast) or wider elements
+  // (a cast up) than the reduce is not taken. The frames on `stack` that were expanded already
+  // are the reduce's ancestors, outermost first.
+  const UOp* stored_for(const UOp* reduce, const std::vector<Frame>& stack) const {
+    const std::optional<int64_t> n = shape_numel(*reduce->shape());
+    const UOp* pick = reduce;
+    for (size_t i = stack.size() - 1; i-- > 0;) {
+      const Frame& a = stack[i];
+      if (!a.expanded) continue;  // a sibling waiting its turn
+      const UOp* v = a.node;
+      if (v == spec_.root || plan_.stored_in.count(v)) break;
+      if (v->op == Op::Reshape || is_pass_through(v->op)) continue;
+      if (!is_elementwise(v->op) || v->dtype.itemsize() > reduce->dtype.itemsize() || !n ||
+          shape_numel(*v->shape()) != n)
+        break;
+      pick = v;
+    }
+    return pick;
   }
 
   // Records that (u, ctx) is lowered in this kernel for the first time.
@@ -488,7 +516,7 @@ class Lowerer {
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (!f.expanded) {
-        if (f.node->op == Op::Reduce && !is_leaf(f.node)) check_reduce_scope(f.node, f.ctx);
+        if (f.node->op == Op::Reduce && !is_leaf(f.node)) check_reduce_scope(f.node, f.ctx, stack);
         if (memo_.count(key(f.node, f.ctx))) {
           stack.pop_back();
           continue;

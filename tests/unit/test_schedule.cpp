@@ -280,6 +280,33 @@ TEST_F(ScheduleTest, ReduceUnderASlidingWindowIsStored) {
   EXPECT_EQ(s3.kernels.size(), 2u);
 }
 
+TEST_F(ScheduleTest, AStoredReduceTakesItsElementwiseOpsAlong) {
+  // relu(conv + bias) under ResNet's stem pool (3x3, stride 2, pad 1): what is stored is the
+  // relu, so the convolution's kernel adds the bias and applies the relu once per value, and the
+  // pool reads finished values, where it applied both at each of its 9 taps.
+  const UOp* x = in(dtypes::float32, {1, 2, 9, 9});
+  const UOp* w = in(dtypes::float32, {3, 2, 3, 3});
+  const UOp* b = in(dtypes::float32, {3});
+  const UOp* act = relu(g, conv2d(g, x, w, b, {1, 1}, {1, 1}));
+  Schedule s = check({max_pool2d(g, act, {3, 3}, {2, 2}, {1, 1})}, 1e-5, 1e-5);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  const ScheduleBuffer& stored = s.buffers[size_t(s.kernels[0].buffers[0])];
+  EXPECT_EQ(stored.kind, ScheduleBuffer::Kind::Intermediate);
+  EXPECT_EQ(stored.source, act);
+  EXPECT_EQ(s.kernels[0].buffers.size(), 4u);  // stores the relu; loads x, w and the bias
+  EXPECT_EQ(s.kernels[1].buffers.size(), 2u);  // stores the pool; loads only the relu
+
+  // A cast down to f16 on the way is taken along (the f16 values are stored); a cast up to f64
+  // stops the walk (twice the bytes): the f32 relu under it is stored.
+  for (DType to : {dtypes::float16, dtypes::float64}) {
+    Schedule s2 = check({max_pool2d(g, cast(g, act, to), {3, 3}, {2, 2}, {1, 1})}, 2e-3, 2e-3);
+    ASSERT_EQ(s2.kernels.size(), 2u);
+    const UOp* src = s2.buffers[size_t(s2.kernels[0].buffers[0])].source;
+    EXPECT_EQ(src->dtype, to == dtypes::float16 ? to : dtypes::float32) << to.name();
+    EXPECT_EQ(s2.kernels[1].buffers.size(), 2u) << to.name();
+  }
+}
+
 TEST_F(ScheduleTest, SoftmaxOverRowsIsOneKernel) {
   const UOp* x = in(dtypes::float32, {4, 7});
   const UOp* m = rmax(x, {1});
