@@ -83,7 +83,14 @@ class Dumper {
                    kernel >= 0 ? cat(" of kernel ", kernel).c_str() : "", text.c_str(),
                    text.empty() || text.back() != '\n' ? "\n" : "");
     }
-    if (opts_.keep_stages) dumps_.push_back(StageDump{std::string(stage), kernel, std::move(text)});
+    if (opts_.keep_stages) dumps_.push_back(StageDump{std::string(stage), kernel, std::move(text), ""});
+  }
+
+  // Names each kernel's dumps: kernels[k] is the schedule's kernel k. (Stage texts look names up
+  // here, not in the launches: precompute drops the launches of what it runs at compile time.)
+  void name_kernels(const std::vector<std::shared_ptr<const DeviceKernel>>& kernels) {
+    for (StageDump& d : dumps_)
+      if (d.kernel >= 0 && size_t(d.kernel) < kernels.size()) d.kernel_name = kernels[size_t(d.kernel)]->name;
   }
 
   std::shared_ptr<const std::vector<StageDump>> take() {
@@ -577,6 +584,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
            ", which this program does not have (its kernels: ", ids.empty() ? "none" : ids, ")");
     }
 
+  dump.name_kernels(kernels);
   // The launches' kernels in schedule order, for the per-stage times (precompute drops launches).
   std::vector<std::shared_ptr<const DeviceKernel>> lowered;
   for (const Launch& l : p->launches) lowered.push_back(l.kernel);

@@ -28,10 +28,7 @@ std::string Program::stage_text(std::string_view stage) const {
   if (!stages) return out;
   for (const StageDump& d : *stages) {
     if (d.stage != stage) continue;
-    if (d.kernel >= 0) {
-      const auto& k = *launches.at(size_t(d.kernel)).kernel;
-      out += cat("# kernel ", d.kernel, ": ", k.name, "\n");
-    }
+    if (d.kernel >= 0) out += cat("# kernel ", d.kernel, ": ", d.kernel_name, "\n");
     out += d.text;
     if (!d.text.empty() && d.text.back() != '\n') out += '\n';
   }

@@ -74,8 +74,9 @@ struct ArenaCache {
 // Text of the graph after one stage, for one kernel (kernel = -1: the whole program).
 struct StageDump {
   std::string stage;  // "tensor", "schedule", "ast", "optimized", ..., "linear", "source", "plan"
-  int kernel = -1;
+  int kernel = -1;    // the schedule's kernel (-1: the whole program); a precomputed one has no launch
   std::string text;
+  std::string kernel_name;  // that kernel's name
 };
 
 // How a program that spans several devices runs (core/multi.cpp makes it): single-device programs

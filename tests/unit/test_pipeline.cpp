@@ -579,6 +579,26 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
   EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
 }
 
+// A kernel computed from constants alone runs once, at compile time, and has no launch; its stage
+// dumps still name it (stage_text looked each dump's kernel up among the launches and threw out of
+// range: sn_program_stage, found by tests/fuzz, regression input stage-text-of-a-precomputed-kernel).
+TEST_F(PipelineTest, StageDumpsNamePrecomputedKernels) {
+  const UOp* x = in(dtypes::float32, {4});
+  std::string bytes;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) bytes.append(reinterpret_cast<const char*>(&v), 4);
+  const UOp* c = bitcast(g, binary_data(g, bytes), dtypes::float32);
+  const UOp* squares = g.make(Op::Contiguous, dtypes::float32, {mul(g, c, c)});
+  CompileOptions o;
+  o.keep_stages = true;
+  auto p = compile_program(runtime(), g, std::vector<const UOp*>{add(g, x, squares)}, nullptr, o);
+  ASSERT_EQ(p->launches.size(), 1u);  // the squares were precomputed
+  for (const char* stage : {"optimized", "linear", "source"}) {
+    const std::string text = p->stage_text(stage);
+    EXPECT_NE(text.find("# kernel 0: E_4"), std::string::npos) << stage << ":\n" << text;
+    EXPECT_NE(text.find("# kernel 1: E_4"), std::string::npos) << stage << ":\n" << text;
+  }
+}
+
 // Constant bytes read only as whole float32 elements (aligned Slices) are a float32 buffer: its
 // kernels load floats, not four bytes each joined with shifts.
 TEST_F(PipelineTest, AlignedFloatSlicesOfConstantsAreFloatBuffers) {
