@@ -115,7 +115,11 @@ struct LaneAccess {
   bool gathers = false;  // one gather or scatter (an Index with a k-lane index): Target::has_gather_scatter
   bool strided = false;  // a load with stride 2 to 4 as one contiguous load that many times wider, masked to
                          // the lanes it keeps, and a shuffle: targets with vector registers (Target::vector_bits)
-  static LaneAccess of(const Target& t) { return {t.has_gather_scatter, t.vector_bits >= 128}; }
+  bool tiles = false;    // the renderer transposes square tiles of vectors in registers (the CPU's LLVM renderer):
+                         // lane-by-lane stores of copies along a contiguous axis become vector stores
+  static LaneAccess of(const Target& t) {
+    return {t.has_gather_scatter, t.vector_bits >= 128, t.renderer == "CPU" && t.vector_bits >= 128};
+  }
 };
 // UPCAST/UNROLL copies and vector lanes; an access that walks the lanes with a constant stride as
 // `access` allows, else one scalar access per lane.

@@ -195,7 +195,33 @@ const UOp* channels_as_lanes_kernel(Graph& g, int64_t CO, int64_t X, int64_t K, 
   return b.sink({b.store(O, b.flat({co, x}, {CO, X}), out)});
 }
 
-TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
+// Inputs of channels_as_lanes_kernel and its reference outputs.
+struct ChannelsData {
+  int64_t CO, X, K;
+  std::vector<float> w, in, res;
+  ChannelsData(int64_t co, int64_t x, int64_t k) : CO(co), X(x), K(k), w(k * co), in(k * x), res(co * x) {
+    for (int64_t q = 0; q < K * CO; q++) w[q] = float((q * 37) % 19) / 8.0f - 1;
+    for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
+    for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
+  }
+  double ref(int64_t c, int64_t y, bool residual) const {
+    double r = residual ? res[c * X + y] : 0.0;
+    for (int64_t z = 0; z < K; z++) r += double(w[z * CO + c]) * double(in[z * X + y]);
+    return r;
+  }
+};
+
+// channels_as_lanes_kernel lowered with `opts` for the JIT's CPU, with or without gathers and scatters.
+LoweredKernel lower_channels_kernel(Graph& g, const ChannelsData& d, bool residual, bool scatter,
+                                    std::vector<Opt> opts) {
+  Target t = jit().target();
+  t.has_gather_scatter = scatter;
+  LowerOptions o;
+  o.opts = std::move(opts);
+  return lower_kernel(g, channels_as_lanes_kernel(g, d.CO, d.X, d.K, residual), t, o);
+}
+
+TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatterOrTiles) {
   // out[co, x] = sum_k w[k, co] * in[k, x] + res[co, x] with co as 16 vector lanes (the weight
   // loads walk it contiguously) and x as 4 copies: each copy's lanes are stored, and its residual
   // loaded, X elements apart: lane by lane or, with has_gather_scatter, as one scatter and one gather.
@@ -204,18 +230,11 @@ TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
   const int64_t CO = 16, K = 8;
   for (int64_t X : {12, 10})
     for (bool scatter : {false, true}) {
-      std::vector<float> w(K * CO), in(K * X), res(CO * X);
-      for (int64_t q = 0; q < K * CO; q++) w[q] = float((q * 37) % 19) / 8.0f - 1;
-      for (int64_t q = 0; q < K * X; q++) in[q] = float((q * 53) % 23) / 11.0f - 1;
-      for (int64_t q = 0; q < CO * X; q++) res[q] = float((q * 29) % 31) / 4.0f - 3;
+      ChannelsData d(CO, X, K);
       Graph g;
-      const UOp* sink = channels_as_lanes_kernel(g, CO, X, K, true);
-      Target t = jit().target();
-      t.has_gather_scatter = scatter;
-      LowerOptions o;
-      o.opts = std::vector<Opt>{Opt::upcast(0, 16), Opt::upcast(1, 4)};
-      if (X % 4) o.opts->insert(o.opts->begin() + 1, Opt::padto(1, 4));
-      LoweredKernel lk = lower_kernel(g, sink, t, o);
+      std::vector<Opt> opts{Opt::upcast(0, 16), Opt::upcast(1, 4)};
+      if (X % 4) opts.insert(opts.begin() + 1, Opt::padto(1, 4));
+      LoweredKernel lk = lower_channels_kernel(g, d, true, scatter, opts);
       size_t stores = 0, scatters = 0, gathers = 0;  // of the output and the residual (not accumulators)
       for (const UOp* u : lk.linear->src())
         if ((u->op == Op::Store || u->op == Op::Load) && u->src(0)->op == Op::Index &&
@@ -229,21 +248,49 @@ TEST(CpuBackend, StridedLanesBecomeOneGatherAndOneScatter) {
           }
         }
       SCOPED_TRACE(cat("X ", X, ", has_gather_scatter ", scatter));
-      EXPECT_EQ(stores, scatter ? 4u : 64u) << linear_str(lk.linear);
-      EXPECT_EQ(scatters, scatter ? 4u : 0u);
+      // Ungated (X = 12), the four copies' lanes, as scatters or lane by lane, are stored as four
+      // 4 x 4 tiles transposed in registers: 16 stores of 4 contiguous elements
+      // (transpose_scatters). Gated (X = 10), they stay scatters or scalar stores.
+      const bool tiles = X % 4 == 0;
+      EXPECT_EQ(stores, tiles ? 16u : scatter ? 4u : 64u) << linear_str(lk.linear);
+      EXPECT_EQ(scatters, scatter && !tiles ? 4u : 0u);
       EXPECT_EQ(gathers, scatter ? 4u : 0u) << linear_str(lk.linear);
       auto ck = jit().compile(lk);
-      EXPECT_EQ(ck->source.find("llvm.masked.scatter") != std::string::npos, scatter) << ck->source;
+      EXPECT_EQ(ck->source.find("llvm.masked.scatter") != std::string::npos, scatter && !tiles) << ck->source;
       EXPECT_EQ(ck->source.find("llvm.masked.gather") != std::string::npos, scatter) << ck->source;
       std::vector<float> got(CO * X + 1, -1);  // one past the end: a padded copy must not write it
-      void* bufs[] = {w.data(), in.data(), res.data(), got.data()};
+      void* bufs[] = {d.w.data(), d.in.data(), d.res.data(), got.data()};
       jit().run(*ck, bufs, nullptr);
       for (int64_t c = 0; c < CO; c++)
-        for (int64_t y = 0; y < X; y++) {
-          double ref = res[c * X + y];
-          for (int64_t z = 0; z < K; z++) ref += double(w[z * CO + c]) * double(in[z * X + y]);
-          ASSERT_NEAR(got[c * X + y], ref, 1e-5) << "at " << c << "," << y;
-        }
+        for (int64_t y = 0; y < X; y++) ASSERT_NEAR(got[c * X + y], d.ref(c, y, true), 1e-5) << "at " << c << "," << y;
+      EXPECT_EQ(got[CO * X], -1);
+    }
+}
+
+// Copies along a contiguous output axis in runs of 7 (a 28-, 14- or 7-wide output row) are stored
+// as 8 x 8 tiles whose eighth row is padding: 8 stores of 8 elements masked to 7 per tile, never the
+// eighth element (the next copy's, or past the end: the sentinel). With and without scatters, for
+// 16 and 32 lanes (two and four tiles per run).
+TEST(CpuBackend, RunsOfSevenCopiesAreStoredAsMaskedTiles) {
+  const int64_t X = 14, K = 8;
+  for (int64_t CO : {16, 32})
+    for (bool scatter : {false, true}) {
+      ChannelsData d(CO, X, K);
+      Graph g;
+      LoweredKernel lk = lower_channels_kernel(g, d, false, scatter, {Opt::upcast(0, CO), Opt::upcast(1, 7)});
+      size_t masked = 0, other = 0;
+      for (const UOp* u : lk.linear->src())
+        if (u->op == Op::Store && u->src(0)->op == Op::Index && u->src(0)->src(0)->op == Op::Param)
+          (u->nsrc() == 3 && u->src(0)->dtype.lanes == 8 && u->src(2)->dtype.lanes == 8 ? masked : other)++;
+      SCOPED_TRACE(cat("CO ", CO, ", has_gather_scatter ", scatter));
+      EXPECT_EQ(masked, size_t(CO)) << linear_str(lk.linear);  // CO / 8 tiles of 8 columns
+      EXPECT_EQ(other, 0u) << linear_str(lk.linear);
+      auto ck = jit().compile(lk);
+      std::vector<float> got(CO * X + 1, -1);
+      void* bufs[] = {d.w.data(), d.in.data(), got.data()};
+      jit().run(*ck, bufs, nullptr);
+      for (int64_t c = 0; c < CO; c++)
+        for (int64_t y = 0; y < X; y++) ASSERT_NEAR(got[c * X + y], d.ref(c, y, false), 1e-5) << "at " << c << "," << y;
       EXPECT_EQ(got[CO * X], -1);
     }
 }
