@@ -260,8 +260,10 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->address();
     if (pb.role == ProgramBuffer::Role::Constant) addr[b] = DevicePtr{pb.storage ? pb.storage->ptr() : nullptr, 0};
     if (pb.role == ProgramBuffer::Role::Intermediate) {
-      if (!arena) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
-      addr[b] = DevicePtr{arena->ptr(), pb.arena_offset};
+      // (no arena where every intermediate is empty: a value with a zero-size axis, which no
+      // kernel writes or reads)
+      if (!arena && pb.nbytes() != 0) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
+      addr[b] = arena ? DevicePtr{arena->ptr(), pb.arena_offset} : DevicePtr{nullptr, 0};
     }
   }
 

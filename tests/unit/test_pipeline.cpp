@@ -579,6 +579,18 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
   EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
 }
 
+// A program whose intermediates are all empty (a stored value with a zero-size axis) has no arena;
+// running it binds them to nothing (it failed as Internal, "no arena for intermediate": found by
+// tests/fuzz, regression input empty-intermediates-and-no-arena).
+TEST_F(PipelineTest, EmptyIntermediatesNeedNoArena) {
+  const UOp* x = in(dtypes::float32, {0, 7});
+  const UOp* y = g.make(Op::Contiguous, dtypes::float32, {mul(g, x, x)});
+  std::vector<const UOp*> outs{reduce(g, y, Op::Add, {0}), reduce(g, y, Op::Max, {0}), add(g, y, y)};
+  auto p = compile_program(runtime(), g, outs);
+  EXPECT_EQ(p->arena_bytes, 0u);
+  check(outs, "sum, max and double of an empty stored value");
+}
+
 // A kernel computed from constants alone runs once, at compile time, and has no launch; its stage
 // dumps still name it (stage_text looked each dump's kernel up among the launches and threw out of
 // range: sn_program_stage, found by tests/fuzz, regression input stage-text-of-a-precomputed-kernel).
