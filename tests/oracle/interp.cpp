@@ -11,6 +11,61 @@ namespace sn::oracle {
 
 namespace {
 
+thread_local int t_nudge = 0;  // RoundingNudge's direction
+
+int precision_bits(DType dt) {
+  switch (dt.scalar) {
+    case Scalar::Float64:
+      return 53;
+    case Scalar::Float16:
+      return 11;
+    case Scalar::BFloat16:
+      return 8;
+    case Scalar::Fp8E4M3:
+      return 4;
+    case Scalar::Fp8E5M2:
+      return 3;
+    default:
+      return 24;
+  }
+}
+
+// v moved by 4 units in the last place of dt, relative to `scale` (t_nudge's direction).
+double nudged(DType dt, double v, double scale) {
+  if (t_nudge == 0 || !std::isfinite(v) || !std::isfinite(scale) || scale == 0) return v;
+  return v + t_nudge * std::fabs(scale) * std::ldexp(4.0, -precision_bits(dt));
+}
+
+// The result of elementwise op (exact in double for the arithmetic of narrower floats), nudged where
+// compiled code may round it otherwise.
+double nudged_op(Op op, DType dt, double r) {
+  if (t_nudge == 0) return r;
+  switch (op) {
+    case Op::Exp2:
+    case Op::Log2:
+    case Op::Sin:
+    case Op::Pow:
+      return nudged(dt, r, r);  // approximations: a few ulps either way
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Recip:
+    case Op::Sqrt:
+    case Op::Mulacc:
+      return round_float(dt, r) == r ? r : nudged(dt, r, r);  // correctly rounded: only inexact results
+    default:
+      return r;
+  }
+}
+
+}  // namespace
+
+RoundingNudge::RoundingNudge(int direction) : before_(t_nudge) { t_nudge = direction; }
+RoundingNudge::~RoundingNudge() { t_nudge = before_; }
+
+namespace {
+
 using namespace scalar;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -416,10 +471,17 @@ class Evaluator {
       // A sum starts from -0.0, the identity of IEEE addition: a sum of -0.0s is -0.0, as the sum of
       // the values themselves is; a sum of no values is +0.0 (below).
       double init = r.op == Op::Add ? -0.0 : r.op == Op::Mul ? 1.0 : -kInf;
-      std::vector<double> acc(n, init);
+      std::vector<double> acc(n, init), largest(n, 0.0), magnitude(n, 0.0);
+      std::vector<int64_t> terms(n, 0);
+      std::vector<bool> integers(n, true);
       for_each_index(x.shape, [&](const std::vector<int64_t>& idx, size_t k) {
-        double& a = acc[out_index(idx)];
+        const size_t o = out_index(idx);
+        double& a = acc[o];
         double v = x.f[k];
+        largest[o] = std::max(largest[o], std::fabs(v));
+        magnitude[o] += std::fabs(v);
+        integers[o] = integers[o] && v == std::trunc(v);
+        terms[o]++;
         if (r.op == Op::Add)
           a += v;
         else if (r.op == Op::Mul)
@@ -430,7 +492,15 @@ class Evaluator {
         }
       });
       const bool none = count(x.shape) == 0;
-      for (size_t o = 0; o < n; o++) out.f[o] = round_float(dt, none && r.op == Op::Add ? 0.0 : acc[o]);
+      for (size_t o = 0; o < n; o++) {
+        // A sum of several terms another order of adding may round otherwise (by its largest term's
+        // ulps), unless they are integers whose partial sums the dtype holds in any order.
+        const bool exact = r.op == Op::Add ? integers[o] && magnitude[o] < std::ldexp(1.0, precision_bits(dt))
+                                           : round_float(dt, acc[o]) == acc[o] && integers[o];
+        if (terms[o] > 1 && r.op != Op::Max && !exact)
+          acc[o] = nudged(dt, acc[o], r.op == Op::Add ? largest[o] : acc[o]);
+        out.f[o] = round_float(dt, none && r.op == Op::Add ? 0.0 : acc[o]);
+      }
     } else {
       i128 init = r.op == Op::Add ? 0 : r.op == Op::Mul ? 1 : dt.int_min();
       std::vector<i128> acc(n, init);
@@ -608,7 +678,7 @@ class Evaluator {
       } else if (vt.is_float()) {
         double v[3];
         for (size_t j = 0; j < n_in; j++) v[j] = xs[j]->f[at[j]];
-        out.f[k] = round_float(vt, float_op(op, v));
+        out.f[k] = round_float(vt, nudged_op(op, vt, float_op(op, v)));
       } else {
         i128 v[3];
         for (size_t j = 0; j < n_in; j++) v[j] = xs[j]->int_at(at[j]);

@@ -71,4 +71,21 @@ Array evaluate(const UOp* root, const BufferData& buffers);
 // Several roots at once; shared subgraphs are evaluated once.
 std::vector<Array> evaluate(std::span<const UOp* const> roots, const BufferData& buffers);
 
+// While one is alive (on this thread), evaluate moves every float result that compiled code may
+// round differently by 4 units in the last place of its dtype, up (+1) or down (-1): arithmetic
+// whose exact result the dtype cannot hold, transcendentals, and sums and products of several
+// elements (a sum by 4 ulps of its largest term, which another order of adding may lose). Outputs
+// that change under either are decided by rounding (a comparison of nearly equal values, a
+// cancellation cast to an integer): a differential test cannot judge them.
+class RoundingNudge {
+ public:
+  explicit RoundingNudge(int direction);
+  ~RoundingNudge();
+  RoundingNudge(const RoundingNudge&) = delete;
+  RoundingNudge& operator=(const RoundingNudge&) = delete;
+
+ private:
+  int before_;
+};
+
 }  // namespace sn::oracle

@@ -68,6 +68,37 @@ void expect_error(const std::function<void()>& fn, Code code, const std::string&
   ADD_FAILURE() << "no sn::Error thrown (expected '" << part << "')";
 }
 
+// ---- rounding nudges ----
+
+// RoundingNudge moves what compiled code may round otherwise, and only that: an inexact product,
+// a transcendental and a sum of non-integers move by a few float32 ulps (so a comparison of
+// exp2(log2(x)) with x can flip); exact arithmetic, max and sums of small integers stay.
+TEST_F(Oracle, RoundingNudgeMovesOnlyWhatRounds) {
+  const UOp* x = in(dtypes::float32, {3}, {0.1f, 3.0f, 5.0f});
+  const UOp* ints = in(dtypes::float32, {3}, {1.0f, 2.0f, 3.0f});
+  const UOp* inexact = mul(g, x, x);      // 0.1^2 is not a float32
+  const UOp* exact = add(g, ints, ints);  // 2, 4, 6
+  const UOp* round_trip = unary(g, Op::Exp2, unary(g, Op::Log2, ints));
+  const UOp* int_sum = reduce(g, ints, Op::Add, {0});  // 6 in any order
+  const UOp* sum = reduce(g, x, Op::Add, {0});         // 8.1: float32 order matters
+  const UOp* largest = reduce(g, x, Op::Max, {0});
+  std::vector<const UOp*> roots{inexact, exact, round_trip, int_sum, sum, largest};
+  const std::vector<Array> plain = evaluate(roots, data);
+  for (int direction : {1, -1}) {
+    RoundingNudge nudge(direction);
+    const std::vector<Array> moved = evaluate(roots, data);
+    auto delta = [&](size_t r, size_t k) { return (moved[r].value_at(k) - plain[r].value_at(k)) * direction; };
+    EXPECT_GT(delta(0, 0), 0);  // 0.1^2, moved a few ulps the nudge's way
+    EXPECT_LT(delta(0, 0), 1e-7);
+    for (size_t k = 0; k < 3; k++) EXPECT_EQ(delta(1, k), 0) << k;
+    EXPECT_GT(delta(2, 0) + delta(2, 1) + delta(2, 2), 0);
+    EXPECT_EQ(delta(3, 0), 0);
+    EXPECT_GT(delta(4, 0), 0);
+    EXPECT_EQ(delta(5, 0), 0);
+  }
+  EXPECT_EQ(values(inexact), plain[0].f);  // the nudge ends with its scope
+}
+
 // ---- movement ----
 
 TEST_F(Oracle, Movement) {
