@@ -581,7 +581,16 @@ bool slp_may_pack(const UOp* v) {
 // scalars that it may pack (expand's per-lane fallback). Register tiles, whose vectors are loads,
 // splats, vector math and whole vectors put together (loads of contiguous runs), have neither: a
 // 64-channel convolution's tile over 8-wide weight panels cost SLP 30M instructions for nothing.
+//   Never where a bool or an integer narrower than 32 bits is widened to a wider integer: LLVM 19's
+// SLP narrows such values to their source's width and loses their signedness. It made the signed
+// max of four int64 bools (zext i1) an i1 smax reduction, where true is -1 (fuzz seed 1129927, a
+// max-reduce of comparisons: an argmax's shape), and a uint8 negation of a bool converted to float
+// (sext i1 to i8, then uitofp) a conversion of the i1 (255 became 1: seed 1127766).
 bool wants_slp(const LoweredKernel& k) {
+  for (const UOp* u : k.linear->src())
+    if (u->op == Op::Cast && !u->dtype.is_float() && !u->src(0)->dtype.is_float() &&
+        (u->src(0)->dtype.is_bool() || u->src(0)->dtype.bits() < 32) && u->dtype.bits() > u->src(0)->dtype.bits())
+      return false;
   int scalar_float_ops = 0;
   for (const UOp* u : k.linear->src()) {
     if (is_elementwise(u->op) && u->dtype.lanes == 1 && u->dtype.is_float() && ++scalar_float_ops >= 2) return true;

@@ -258,6 +258,24 @@ TEST_F(PipelineTest, MaxOfZerosOfBothSignsIsAZero) {
   EXPECT_TRUE(std::signbit(got[2].f[0]));
 }
 
+// Narrow integers widened inside scalar kernels, which LLVM 19's SLP vectorizer narrowed back with
+// the wrong signedness (fuzz seeds 1127766 and 1129927): a uint8 negation of a bool (255) read as
+// a float, and int64 bools (comparisons) max-reduced, an argmax's shape, where an i1 signed max
+// takes true for -1. The CPU backend keeps SLP off such kernels and converts narrow integers to
+// float through int32.
+TEST_F(PipelineTest, WidenedBoolsKeepTheirValues) {
+  const UOp* x = in(dtypes::float32, {4, 4});
+  const UOp* y = in(dtypes::float32, {1, 4});
+  const UOp* below = g.make(Op::Not, dtypes::bool_, {cmpge(g, x, expand(g, y, {4, 4}))});
+  const UOp* negated = neg(g, reshape(g, cast(g, below, dtypes::uint8), {16}));
+  check({reduce(g, cast(g, negated, dtypes::float32), Op::Max, {0})}, "max of float(-uint8(x < y))");
+  const UOp* a = in(dtypes::float32, {3, 3, 2, 4});
+  const UOp* b = in(dtypes::float32, {3, 3, 2, 4});
+  const UOp* c = in(dtypes::float32, {3, 3, 1, 4});
+  const UOp* lt = cmplt(g, maximum(g, a, b), expand(g, c, {3, 3, 2, 4}));
+  check({reduce(g, cast(g, lt, dtypes::int64), Op::Max, {1, 2})}, "max of int64(max(a, b) < c)");
+}
+
 TEST_F(PipelineTest, ReductionsFusedWithElementwise) {
   const UOp* x = in(dtypes::float32, {9, 11});
   const UOp* y = in(dtypes::float32, {9, 11});
