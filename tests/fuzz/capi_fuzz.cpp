@@ -697,9 +697,12 @@ sn_buffer* make_buffer(Bytes& in, State& st, sn_program* p, bool output, size_t 
                      : sn_program_input_info(p, i, &dt, shape, 8, &nd, &e);
   if (status(c, e, in, "program_io_info") != SN_OK) return nullptr;
   for (size_t k = 0; k < nd; k++)
-    if (shape[k] < 0) shape[k] = int64_t(in.pick(5));      // a symbolic dim: some value
-  if (in.pick(5) == 0 && nd > 0) shape[in.pick(nd)] += 1;  // a wrong shape
-  if (in.pick(5) == 0) dt = dtype(in);                     // a wrong dtype
+    if (shape[k] < 0) shape[k] = int64_t(in.pick(5));  // a symbolic dim: some value
+  if (in.pick(5) == 0 && nd > 0) {  // a wrong shape (a dim of INT64_MAX, an empty tensor's, one less)
+    int64_t& dim = shape[in.pick(nd)];
+    dim = dim == INT64_MAX ? dim - 1 : dim + 1;
+  }
+  if (in.pick(5) == 0) dt = dtype(in);  // a wrong dtype
   sn_device* d = st.devices.empty() ? nullptr : st.devices[in.pick(st.devices.size())];
   if (nd <= 8 && costly(shape, nd)) return nullptr;
   return got(sn_buffer_alloc(d, dt, shape, nd, &e), e, in, "buffer_alloc");
