@@ -587,20 +587,20 @@ bool slp_may_pack(const UOp* v) {
 // max-reduce of comparisons: an argmax's shape), and a uint8 negation of a bool converted to float
 // (sext i1 to i8, then uitofp) a conversion of the i1 (255 became 1: seed 1127766).
 bool wants_slp(const LoweredKernel& k) {
-  for (const UOp* u : k.linear->src())
-    if (u->op == Op::Cast && !u->dtype.is_float() && !u->src(0)->dtype.is_float() &&
-        (u->src(0)->dtype.is_bool() || u->src(0)->dtype.bits() < 32) && u->dtype.bits() > u->src(0)->dtype.bits())
-      return false;
+  bool wants = false;
   int scalar_float_ops = 0;
   for (const UOp* u : k.linear->src()) {
-    if (is_elementwise(u->op) && u->dtype.lanes == 1 && u->dtype.is_float() && ++scalar_float_ops >= 2) return true;
-    if (u->op == Op::Vectorize && u->src(0)->op != Op::Const && concatenated_vectors(u).empty() &&
-        std::any_of(u->src().begin(), u->src().end(),
-                    [&](const UOp* x) { return x != u->src(0) && x->op != Op::Const; }) &&
-        slp_may_pack(u))
-      return true;
+    const DType from = u->op == Op::Cast ? u->src(0)->dtype : u->dtype;
+    if (u->op == Op::Cast && !u->dtype.is_float() && !u->dtype.is_bool() && !from.is_float() &&
+        (from.is_bool() || (from.bits() < 32 && u->dtype.bits() > from.bits())))
+      return false;
+    wants = wants || (is_elementwise(u->op) && u->dtype.lanes == 1 && u->dtype.is_float() && ++scalar_float_ops >= 2) ||
+            (u->op == Op::Vectorize && u->src(0)->op != Op::Const && concatenated_vectors(u).empty() &&
+             std::any_of(u->src().begin(), u->src().end(),
+                         [&](const UOp* x) { return x != u->src(0) && x->op != Op::Const; }) &&
+             slp_may_pack(u));
   }
-  return false;
+  return wants;
 }
 
 }  // namespace

@@ -607,18 +607,8 @@ class IrWriter {
       if (fb == tb) return x;
       return emit(str(fb < tb ? "fpext " : "fptrunc ", ft, " ", x, " to ", tt));
     }
-    if (!from.is_float() && to.is_float()) {
-      // Integers narrower than 32 bits are widened to i32 first and converted as signed (every
-      // value fits), the conversion x86 has. LLVM 19's vectorizers narrow integers by their
-      // significant bits and lost the signedness of a narrow one converted directly: SLP made
-      // `uitofp (sext i1 to i8)`, a uint8 negation of a bool, `uitofp i1` (255 became 1: CPU fuzz
-      // seed 1127766; the CPU backend also keeps SLP off kernels that widen narrow integers).
-      if (int_bits(from) < 32) {
-        const DType i32 = dtypes::int32.vec(uint16_t(n));
-        return emit(str("sitofp ", reg_type(i32), " ", cast(x, from, i32), " to ", tt));
-      }
+    if (!from.is_float() && to.is_float())
       return emit(str(signed_int(from) ? "sitofp " : "uitofp ", ft, " ", x, " to ", tt));
-    }
     if (from.is_float()) {  // float -> int: truncate toward zero, then wrap (saturating beyond int64)
       DType i64 = dtypes::int64.vec(uint16_t(n));
       std::string lt = reg_type(i64);

@@ -1,6 +1,7 @@
 #include "tests/oracle/interp.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,21 +14,14 @@ namespace {
 
 thread_local int t_nudge = 0;  // RoundingNudge's direction
 
+// The bits of dt's significand (the implicit one included): the first k at which 1 + 2^-k rounds
+// back to 1 (round_float, ties to even), so the formats are known in one place.
 int precision_bits(DType dt) {
-  switch (dt.scalar) {
-    case Scalar::Float64:
-      return 53;
-    case Scalar::Float16:
-      return 11;
-    case Scalar::BFloat16:
-      return 8;
-    case Scalar::Fp8E4M3:
-      return 4;
-    case Scalar::Fp8E5M2:
-      return 3;
-    default:
-      return 24;
-  }
+  static thread_local std::array<int, size_t(Scalar::Count_)> known{};
+  int& p = known[size_t(dt.scalar)];
+  if (p == 0)
+    for (p = 1; p < 64 && round_float(dt, 1.0 + std::ldexp(1.0, -p)) != 1.0;) p++;
+  return p;
 }
 
 // v moved by 4 units in the last place of dt, relative to `scale` (t_nudge's direction).
