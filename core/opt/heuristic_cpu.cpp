@@ -453,13 +453,19 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       // with a larger stride: that load would become one scalar load per lane per step (ResNet's
       // global average pool, 49 elements apart along its channels, as 32 lanes x 4 copies: 256
       // scalar loads per step, 45 ms of LLVM time for a kernel that runs in microseconds).
-      bool lanes_ok = false, gathers = false;
+      // Also whether a load walks it with stride 2 and a filter tap (a reduce axis) moves that load
+      // by one element: then each tap's lanes are two vector loads and a permute of their own.
+      bool lanes_ok = false, gathers = false, tap_strided = false;
       for (const UOp* l : rloads_in(inner)) {
         const UOp* idx = address_index(l->src(0));
         if (!idx || !open.contains(l, inner)) continue;
         auto st = stride_of(idx, inner, env);
         if (st && (*st == 1 || *st == 2)) lanes_ok = true;
         if (st && (*st < 0 || *st > 2) && per_step(idx)) gathers = true;
+        if (st && *st == 2 && per_step(idx))
+          for (const UOp* x : toposort(idx))
+            if (x->op == Op::Range && x->as<RangeArg>().type == AxisType::Reduce)
+              if (auto tap = stride_of(idx, x, env); tap && std::abs(*tap) == 1) tap_strided = true;
       }
       lanes_ok = lanes_ok && !gathers;
       int64_t n = const_bound(inner);
@@ -490,10 +496,18 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //      8 columns x 8 output-channel copies loads a broadcast weight per copy and filter tap, where
       //      16 channel lanes x 4 columns share each input value across the channels and the taps
       //      (conv2d 64x56x56 on a Zen 3, constant weights: 3.1 -> 2.1 ms). AVX-512's one-register
-      //      tiles (the small CNN's 16-wide map, the stem) were measured on a Xeon and stay as they were.
+      //      tiles (the small CNN's 16-wide map) were measured on a Xeon and stay as they were.
+      //      Also where the axis's lanes come from stride-2 loads that a filter tap moves (a stride-2
+      //      convolution's columns): every tap then deinterleaves two vector loads with a permute on
+      //      the ports the FMAs need, and its padded columns mask each load, where the channels' lanes
+      //      are one weight load per tap against broadcast inputs (the output tile is stored
+      //      transposed, transpose_scatters in expand.cpp). A Zen 5, 2 cores, medians of 100 runs:
+      //      ResNet-18's 7x7 stem 0.58-0.60 -> 0.45 ms (16 channels x 16 columns); 3x3 stride 2,
+      //      32 -> 64 channels at 224x224, 1.05 -> 0.89 ms; 16 -> 32 at 128x128 0.108 -> 0.077 ms. (A
+      //      1x1 stride-2 convolution has no taps: its columns as lanes stay, 0.022 against 0.025 ms.)
       const int64_t padded = round_up(std::max<int64_t>(n, 0), vw);
       const bool pad_ok = !amt && lanes_ok && n > 1 && n >= vw / 2 && 4 * (padded - n) <= padded;
-      if (amt < vw || (amt == vw && target.vector_registers < 32)) {
+      if (amt < vw || (amt == vw && target.vector_registers < 32) || tap_strided) {
         for (int64_t pos = nloops - 2; pos >= 0; pos--) {
           const UOp* r = loop_at(pos);
           int64_t m = r ? const_bound(r) : 0;
@@ -510,7 +524,10 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           // or more copies for any other output axis (AVX2's 4 copies against a 7- or 14-wide map),
           // one register of lanes with 7 copies of a column instead (ResNet-18's 512x7x7 convolution
           // on a Zen 3, constant weights: 16 channels x 1 column 9.4-10.2 ms, 8 x 7 1.9-2.1 ms).
+          // A wide filter's tile with 32 registers: one register of lanes, so that its copies (2b)
+          // can be 16 (the stem, a Zen 5: 16 channels x 16 columns 0.45-0.46 ms, 32 x 8 0.47-0.49).
           int64_t lanes = div_amount(m_padded, {2 * vw, vw});
+          if (lanes == 2 * vw && wide_filter && target.vector_registers >= 32) lanes = vw;
           if (lanes == 2 * vw) {
             const int64_t budget = std::min<int64_t>(8, target.vector_registers / 2 / 2);
             bool copies = false;

@@ -905,11 +905,11 @@ TEST(Opts, PaddedLoadsInsideTheirBufferGoUngatedUnlessAnAddressIsLoaded) {
   EXPECT_FALSE(addresses_depend_on_loads(toposort(plain)));
 }
 
-// A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies of the input
-// vector take the registers a second tile axis would: the tile is the lanes and one axis of copies.
-// Its stride-2 rows fill no vector (a gather, or a scalar load per lane without gathers), so its
-// weight is packed with the output channels innermost: without gathers (AVX2) the channels are the
-// lanes, with them (AVX-512) the columns stay lanes, a gather each.
+// A 7-wide filter (a ResNet stem's 7x7, stride 2) is unrolled whole, and its copies take the
+// registers a second tile axis would: the tile is the lanes and one axis of copies. Its columns are
+// read with stride 2 and each filter tap moves them (two vector loads and a permute per tap), so the
+// output channels, walked by the packed weight, are the lanes: with 32 registers one register of
+// them (8 channels) and 16 columns of copies, with 16 registers two (16 channels) and 4 columns.
 TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {
   Graph g;
   const UOp *x = input(g, dtypes::float32, {1, 3, 64, 64}), *w = input(g, dtypes::float32, {64, 3, 7, 7});
@@ -925,10 +925,34 @@ TEST(Opts, AWideFilterIsUnrolledWithOneAxisOfCopies) {
     LoweredKernel k = lower_kernel(g, conv->ast, t);
     EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), std::vector<int64_t>{7})
         << registers << ": " << opts_str(k.opts);
-    const std::vector<int64_t> want = registers == 16 ? std::vector<int64_t>{16, 4} : std::vector<int64_t>{16, 8};
+    const std::vector<int64_t> want = registers == 16 ? std::vector<int64_t>{16, 4} : std::vector<int64_t>{8, 16};
     EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want) << registers << ": " << opts_str(k.opts);
   }
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "7x7 stem"), 2);
+}
+
+// A stride-2 convolution's columns as lanes cost every filter tap two vector loads and a permute
+// (the tap moves the stride-2 load by one element): its output channels, walked by the packed weight,
+// take the lanes instead. A 1x1 stride-2 convolution has no taps: its columns keep the lanes.
+TEST(Opts, AStrideTwoFilterTakesItsChannelsAsLanes) {
+  for (int64_t k : {3, 1}) {
+    Graph g;
+    const UOp *x = input(g, dtypes::float32, {1, 16, 128, 128}), *w = input(g, dtypes::float32, {32, 16, k, k});
+    std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {2, 2}, {k / 2, k / 2})};
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* conv = kernel_named(s, "r_");
+    ASSERT_NE(conv, nullptr);
+    Target t = cpu_like();
+    t.vector_registers = 32;
+    t.has_gather_scatter = true;
+    LoweredKernel lk = lower_kernel(g, conv->ast, t);
+    auto first = std::find_if(lk.opts.begin(), lk.opts.end(),
+                              [](const Opt& o) { return o.op == OptOp::Split && o.type == AxisType::Upcast; });
+    ASSERT_NE(first, lk.opts.end()) << opts_str(lk.opts);
+    // the kernel's axes: output channels (0), rows (1), columns (2), then the reduce's
+    EXPECT_EQ(first->axis, k == 3 ? 0 : 2) << k << "x" << k << ": " << opts_str(lk.opts);
+    EXPECT_EQ(expect_replays(g, outs, cpu_like(), k == 3 ? "3x3 stride 2" : "1x1 stride 2"), 2);
+  }
 }
 
 // A 2x2 max pool over relu(x + bias) reads the bias inside its window but not per window tap:
