@@ -260,8 +260,7 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
     if (pb.role == ProgramBuffer::Role::Output) addr[b] = outputs[size_t(pb.index)]->address();
     if (pb.role == ProgramBuffer::Role::Constant) addr[b] = DevicePtr{pb.storage ? pb.storage->ptr() : nullptr, 0};
     if (pb.role == ProgramBuffer::Role::Intermediate) {
-      // (no arena where every intermediate is empty: a value with a zero-size axis, which no
-      // kernel writes or reads)
+      // (no arena where no launch takes an intermediate: see new_arena)
       if (!arena && pb.nbytes() != 0) fail(Code::Internal, "program: no arena for intermediate ", pb.index);
       addr[b] = arena ? DevicePtr{arena->ptr(), pb.arena_offset} : DevicePtr{nullptr, 0};
     }
@@ -309,8 +308,14 @@ void execute(const Program& p, const std::vector<const Buffer*>& inputs, const s
                  total_ms);
 }
 
+// Intermediates that are all empty (a value with a zero-size axis) take no bytes, but a kernel
+// may still take one as a parameter that it never reads (a pad of it, whose gate never holds):
+// such a program gets an arena of one aligned block, so that every parameter has an address.
 std::shared_ptr<Storage> new_arena(const Program& p) {
-  return p.arena_bytes ? p.device->allocate(p.arena_bytes) : nullptr;
+  bool used = p.arena_bytes != 0;
+  for (const ProgramBuffer& b : p.buffers)
+    used = used || (b.role == ProgramBuffer::Role::Intermediate && b.first_use >= 0);
+  return used ? p.device->allocate(std::max(p.arena_bytes, kBufferAlignment)) : nullptr;
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ class GraphGen {
  public:
   // wide: some inputs get one long axis (32-80), so GPU kernels split reductions across work-groups.
   GraphGen(Graph& g, Rng& rng, oracle::BufferData& data, std::string device, bool wide)
-      : g_(g), rng_(rng), data_(data), device_(std::move(device)), wide_(wide) {}
+      : g_(g), rng_(rng), data_(data), device_(std::move(device)), wide_(wide), side_(rng.s ^ 0x5bd1e995u) {}
 
   // A random graph; returns its outputs.
   std::vector<const UOp*> build() {
@@ -27,6 +27,10 @@ class GraphGen {
     for (int s = 0; s < steps; s++) {
       x = step(x);
       pool_.push_back(x);
+      // Some values are made Contiguous: later steps read it, and their partners from the pool may
+      // be its source (the scheduler stores the source for both). Drawn from a second generator, so
+      // each seed's graph is the one it was, with some values made Contiguous.
+      if (side_.coin(0.15)) x = g_.make(Op::Contiguous, x->dtype, {x});
     }
     std::vector<const UOp*> outs{x};
     if (rng_.coin(0.2)) outs.push_back(pool_[size_t(rng_.integer(0, int64_t(pool_.size()) - 1))]);
@@ -39,6 +43,7 @@ class GraphGen {
   oracle::BufferData& data_;
   std::string device_;
   bool wide_;
+  Rng side_;
   std::vector<const UOp*> pool_;
 
   DType pick_dtype() {

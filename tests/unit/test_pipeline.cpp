@@ -597,9 +597,9 @@ TEST_F(PipelineTest, StageDumpsNameConstantBuffers) {
   EXPECT_NE(p->stage_text("plan").find(": constant "), std::string::npos) << p->stage_text("plan");
 }
 
-// A program whose intermediates are all empty (a stored value with a zero-size axis) has no arena;
-// running it binds them to nothing (it failed as Internal, "no arena for intermediate": found by
-// tests/fuzz, regression input empty-intermediates-and-no-arena).
+// A program whose intermediates are all empty (a stored value with a zero-size axis) has an arena
+// of no bytes; running it failed as Internal, "no arena for intermediate" (found by tests/fuzz,
+// regression input empty-intermediates-and-no-arena).
 TEST_F(PipelineTest, EmptyIntermediatesNeedNoArena) {
   const UOp* x = in(dtypes::float32, {0, 7});
   const UOp* y = g.make(Op::Contiguous, dtypes::float32, {mul(g, x, x)});
@@ -607,6 +607,21 @@ TEST_F(PipelineTest, EmptyIntermediatesNeedNoArena) {
   auto p = compile_program(runtime(), g, outs);
   EXPECT_EQ(p->arena_bytes, 0u);
   check(outs, "sum, max and double of an empty stored value");
+}
+
+// A pad of an empty stored value is all padding, but its kernel keeps the value as a parameter (its
+// gate never holds): the empty intermediate needs an address, and the run failed as Internal
+// ("launch 0 slot 1 has no buffer"). Found by the differential fuzz once it made values
+// Contiguous (CPU seed 303).
+TEST_F(PipelineTest, APadOfAnEmptyStoredValueRuns) {
+  const UOp* x = in(dtypes::int32, {4, 3});
+  const UOp* empty = shrink(g, reduce(g, x, Op::Max, {0}), {0, 0}, {0, 2});  // (0, 2)
+  const UOp* y = g.make(Op::Contiguous, dtypes::int32, {sub(g, empty, expand(g, in(dtypes::int32, {1, 2}), {0, 2}))});
+  const UOp* padded = pad(g, y, {2, 1}, {4, 5});
+  const UOp* limit = expand(g, in(dtypes::int32, {1, 5}), {4, 5});
+  const UOp* other = expand(g, in(dtypes::int32, {1, 1}), {4, 5});
+  std::vector<const UOp*> outs{reshape(g, where(g, cmplt(g, padded, limit), padded, other), {1, 5, 2, 2})};
+  check(outs, "a pad of an empty stored value");
 }
 
 // A kernel computed from constants alone runs once, at compile time, and has no launch; its stage
