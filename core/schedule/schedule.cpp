@@ -4,7 +4,8 @@
 // Fusion rules (what becomes its own kernel, and why):
 //  1. Every output is stored into its own fresh buffer (the caller owns it). An output listed
 //     twice is computed once; the second buffer gets a copy kernel.
-//  2. Contiguous is stored: the user asked for a materialized value.
+//  2. Contiguous is stored: the user asked for a materialized value. What is stored is its source,
+//     where that is computed from memory, so that the source's other readers load it too.
 //  3. Everything else is inlined into the kernel that consumes it: elementwise chains, movement
 //     ops (index math), casts, and reductions together with their elementwise inputs and
 //     consumers. A value read with several indexings is recomputed at each, except:
@@ -467,6 +468,20 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
   for (const UOp* u : order)
     if (u->op == Op::Contiguous) realized.insert(u);
   for (const auto& [buf, value] : assigns.writes) realized.insert(value);  // copied into the buffer at the end
+  // A Contiguous is its source's value: that source is what is stored (2.), where it is computed (not
+  // an input or a constant, which a Contiguous copies) from memory, so every reader of it loads the
+  // one buffer. conv2d stores its computed input for its windows: ResNet's block output, relu(conv +
+  // bias + shortcut), is also read by the next block's residual add, which recomputed it, so the
+  // convolution was stored without its epilogue and applied it in a kernel of its own.
+  std::unordered_set<const UOp*> from_memory;  // nodes that read a buffer or constant bytes, or reduce
+  for (const UOp* u : order) {
+    bool m = u->op == Op::Buffer || u->op == Op::Binary || u->op == Op::Reduce;
+    for (const UOp* x : u->src()) m = m || from_memory.count(x);
+    if (m) from_memory.insert(u);
+  }
+  auto stores_its_source = [&](const UOp* c) {
+    return !base.stored_in.count(c->src(0)) && from_memory.count(c->src(0));
+  };
   // The only node reading each node (nullptr when several do, or an output does).
   std::unordered_map<const UOp*, const UOp*> sole_reader;
   for (const UOp* u : order)
@@ -481,8 +496,13 @@ Schedule schedule_graph(Graph& g, std::span<const UOp* const> outputs, std::span
     sched::Plan plan = base;
     std::vector<sched::KernelSpec> specs;
     std::vector<const UOp*> intermediates;
-    auto add_intermediate = [&](const UOp* u) {
+    std::function<void(const UOp*)> add_intermediate = [&](const UOp* u) {
       if (plan.stored_in.count(u)) return;
+      if (u->op == Op::Contiguous && stores_its_source(u)) {
+        add_intermediate(u->src(0));
+        plan.stored_in.emplace(u, plan.stored_in.at(u->src(0)));
+        return;
+      }
       int b = int(plan.buffers.size());
       plan.buffers.push_back({u->dtype, alloc_size(g, u), device_of(u)});
       plan.stored_in.emplace(u, b);

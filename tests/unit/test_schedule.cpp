@@ -307,6 +307,26 @@ TEST_F(ScheduleTest, AStoredReduceTakesItsElementwiseOpsAlong) {
   }
 }
 
+TEST_F(ScheduleTest, AContiguousStoresItsSourceForEveryReader) {
+  // A residual block's output h = relu(conv + bias + x) is read through the next convolution's
+  // windows (conv2d stores a computed input: a Contiguous of it) and by the next residual add. h
+  // itself is stored, once, by the first convolution's kernel, and both read it: no convolution is
+  // stored without its bias, shortcut and relu, to have them applied by a kernel of their own.
+  const UOp* x = in(dtypes::float32, {1, 16, 8, 8});
+  const UOp *w1 = in(dtypes::float32, {16, 16, 3, 3}), *b1 = in(dtypes::float32, {16});
+  const UOp *w2 = in(dtypes::float32, {16, 16, 3, 3}), *b2 = in(dtypes::float32, {16});
+  const UOp* h = relu(g, add(g, conv2d(g, x, w1, b1, {1, 1}, {1, 1}), x));
+  const UOp* y = relu(g, add(g, conv2d(g, h, w2, b2, {1, 1}, {1, 1}), h));
+  Schedule s = check({y}, 1e-4, 1e-4);
+  int stored_h = 0;
+  for (const ScheduleBuffer& b : s.buffers) {
+    if (b.kind != ScheduleBuffer::Kind::Intermediate) continue;
+    EXPECT_NE(b.source->op, Op::Reduce) << "a convolution stored without its epilogue";
+    stored_h += b.source == h;
+  }
+  EXPECT_EQ(stored_h, 1);
+}
+
 TEST_F(ScheduleTest, SoftmaxOverRowsIsOneKernel) {
   const UOp* x = in(dtypes::float32, {4, 7});
   const UOp* m = rmax(x, {1});
