@@ -955,6 +955,29 @@ TEST(Opts, AStrideTwoFilterTakesItsChannelsAsLanes) {
   }
 }
 
+// A pool's row of vectors is taken whole as copies (ResNet-18's 3x3 stride-2 max pool, pad 1): each
+// copy's window gates are constants, where a loop over the row computed them every step. Its 56
+// columns are padded to whole 16-lane vectors (an eighth wasted): 4 copies of 16 lanes; with 8
+// lanes they divide, 7 copies.
+TEST(Opts, APoolTakesItsRowWhole) {
+  Graph g;
+  const UOp* x = input(g, dtypes::float32, {1, 64, 112, 112});
+  std::vector<const UOp*> outs{max_pool2d(g, x, {3, 3}, {2, 2}, {1, 1})};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  for (int bits : {512, 256}) {
+    Target t = cpu_like();
+    t.vector_bits = bits;
+    t.vector_registers = 32;
+    LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
+    const std::vector<int64_t> want = bits == 512 ? std::vector<int64_t>{16, 4} : std::vector<int64_t>{8, 7};
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), want) << bits << ": " << opts_str(k.opts);
+    EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), (std::vector<int64_t>{3, 3}))
+        << bits << ": " << opts_str(k.opts);
+  }
+  EXPECT_EQ(expect_replays(g, outs, cpu_like(), "3x3 stride-2 pool"), 1);
+}
+
 // A 2x2 max pool over relu(x + bias) reads the bias inside its window but not per window tap:
 // copies along the output axes would share nothing, so the pool gets its vector lanes and no
 // register tile; its window is unrolled whole (2 x 2 steps: constant offsets, no loops of 2). (Over
