@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/llvm/llvm_errors.h"
 #include "backends/llvm/llvm_ir.h"
 #include "core/codegen/kernel_util.h"
 #include "core/pipeline.h"
@@ -536,8 +537,10 @@ struct Codegen {
 
   // The object file of an optimized module.
   std::string emit_object(llvm::Module& m) {
+    llvmir::LlvmErrors errors(m.getContext());
     buf.clear();
     pm.run(m);
+    errors.check(std::string("code generation of ") + m.getModuleIdentifier());
     return std::string(buf.data(), buf.size());
   }
 };

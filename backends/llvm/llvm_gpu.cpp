@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 
+#include "backends/llvm/llvm_errors.h"
 #include "core/util/error.h"
 
 #pragma GCC diagnostic push
@@ -98,7 +99,9 @@ std::string emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, type))
     fail(Code::Compile, "llvm: the ", tm.getTargetTriple().str(), " target machine cannot emit this file type");
+  llvmir::LlvmErrors errors(m.getContext());
   pm.run(m);
+  errors.check("code generation for " + tm.getTargetTriple().str());
   return std::string(buf.data(), buf.size());
 }
 

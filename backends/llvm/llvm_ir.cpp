@@ -794,7 +794,9 @@ class IrWriter {
   // cannot look through: its shuffle combiner otherwise analyses every shuffle through all the
   // rounds before it, and found nothing to merge (the same instructions come out). A 16 x 16 tile
   // took 4.6-5.1 ms of X86 instruction selection, 1.0 ms with the barriers (llc -time-passes, a Zen
-  // 5); 8 x 8 (AVX2) 0.65 ms. The asm emits no instruction.
+  // 5); 8 x 8 (AVX2) 0.65 ms. The asm emits no instruction. Only for vectors of whole registers
+  // (128 bits or more): a tile of 4 fp8 values has no register class for the asm's operand, and
+  // LLVM failed to compile it (found by tests/fuzz).
   void transpose(size_t tile) {
     auto& t = tiles_[tile];
     const int64_t k = int64_t(t.rows.size());
@@ -814,7 +816,7 @@ class IrWriter {
         next[size_t(i)] = emit(str("shufflevector ", pair, low, ">"));
         next[size_t(i + b)] = emit(str("shufflevector ", pair, high, ">"));
       }
-      if (b > 1 && x86())
+      if (b > 1 && x86() && k * t.rows[0]->dtype.base().bits() >= 128)
         for (std::string& x : next) x = emit(str("call ", vt, " asm \"\", \"=v,0\"(", vt, " ", x, ")"));
       cur.swap(next);
     }

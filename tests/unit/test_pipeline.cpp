@@ -276,6 +276,18 @@ TEST_F(PipelineTest, WidenedBoolsKeepTheirValues) {
   check({reduce(g, cast(g, lt, dtypes::int64), Op::Max, {1, 2})}, "max of int64(max(a, b) < c)");
 }
 
+// A softmax of fp8 values over rows of 8 stores 4 x 4 tiles of fp8 transposed (transpose_scatters):
+// the renderer passed their 32-bit vectors through its empty inline asm, which has no register
+// for them, and LLVM's code generation failed (and ended the process: its errors now throw, see
+// backends/llvm/llvm_errors.h). Found by tests/fuzz, regression input
+// transposed-tile-of-four-fp8-lanes.
+TEST_F(PipelineTest, Fp8TransposedTilesCompile) {
+  const UOp* f = cast(g, randn(g, {8, 8, 8, 8}, 7), dtypes::fp8e4m3);
+  const UOp* e = unary(g, Op::Exp2, sub(g, f, expand(g, reduce(g, f, Op::Max, {3}), {8, 8, 8, 8})));
+  const UOp* out = mul(g, e, expand(g, unary(g, Op::Recip, reduce(g, e, Op::Add, {3})), {8, 8, 8, 8}));
+  check({out, out}, "fp8 softmax", 0.2, 0.2);
+}
+
 TEST_F(PipelineTest, ReductionsFusedWithElementwise) {
   const UOp* x = in(dtypes::float32, {9, 11});
   const UOp* y = in(dtypes::float32, {9, 11});
