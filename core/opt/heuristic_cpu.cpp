@@ -811,7 +811,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   //     A pool's row of vectors (2a) is then taken whole as copies where it is at most 8 vectors: each
   //     copy's gates (a padded window's edges) become constants, true in all but the first and last,
   //     where a loop over the row computed every tap's gate every step (ResNet-18's 3x3 stride-2 max
-  //     pool over 112x112, a Zen 5, medians of 200 runs: 8 lanes x 7 steps 0.118 ms; 8 lanes x 7
+  //     pool over 112x112, a Zen 5, the fastest of 200 runs: 8 lanes x 7 steps 0.118 ms; 8 lanes x 7
   //     copies 0.060 ms; the 56 columns padded to 64, 16 lanes x 4 copies, 0.038 ms).
   {
     std::vector<Opt> windows;
