@@ -405,6 +405,13 @@ TEST_F(PipelineTest, ConvolutionAndPooling) {
   const UOp* stem = conv2d(g, img, in(dtypes::float32, {32, 3, 7, 7}), in(dtypes::float32, {32}), {2, 2}, {3, 3});
   check({stem}, "conv2d 7x7 stride 2 pad 3", 1e-5, 1e-4);
   check({max_pool2d(g, relu(g, stem), {3, 3}, {2, 2}, {1, 1})}, "stem + relu + max_pool2d 3x3/2 pad 1", 1e-5, 1e-4);
+  // A 3x3 stride-2 convolution's output channels as lanes (its stride-2 columns are moved by each filter tap), the
+  // tile stored transposed; a 3x3/2 max pool's row of 56 padded to whole vectors and taken whole as copies.
+  check({conv2d(g, in(dtypes::float32, {1, 8, 30, 128}), in(dtypes::float32, {32, 8, 3, 3}), in(dtypes::float32, {32}),
+                {2, 2}, {1, 1})},
+        "conv2d 8->32 3x3 stride 2 pad 1", 1e-5, 1e-4);
+  check({max_pool2d(g, in(dtypes::float32, {1, 4, 30, 112}), {3, 3}, {2, 2}, {1, 1})},
+        "max_pool2d 3x3/2 pad 1, 56 wide");
   // Rows narrower than 16 lanes (28, 14, 7): the weight copied with its output channels innermost, 32 channels as
   // lanes x 7 columns per tile on AVX-512; with a bias
   for (int64_t hw : {28, 14, 7}) {
