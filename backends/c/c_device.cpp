@@ -99,6 +99,10 @@ std::string spec_list(const std::vector<TensorSpec>& specs) {
 std::string CDevice::export_c(const Program& p, const std::string& name) const {
   if (name.empty() || c_identifier(name) != name)
     fail(Code::InvalidArg, "export_c: '", name, "' is not a C identifier");
+  // (a program over several devices runs the programs of its devices, compiled for them, not for C)
+  if (p.multi)
+    fail(Code::Unsupported, "export_c: the program spans several devices; exporting such programs is not supported ",
+         "(compile a graph whose values all live on one device)");
   if (!p.vars.empty())
     fail(Code::Unsupported, "export_c: the program has ", p.vars.size(), " launch-time variable(s) (", p.vars[0].name,
          "...); exporting programs with variables is not supported yet");
