@@ -34,7 +34,7 @@ inline bool same_nodes(std::span<const UOp* const> a, const UOp* const* b) {
 }
 }  // namespace
 
-Graph::Graph() { table_.assign(1024, nullptr); }
+Graph::Graph() { table_.assign(1024, Slot{0, nullptr}); }
 
 Graph::~Graph() {
   for (NodeBlock& b : node_blocks_) {
@@ -57,16 +57,22 @@ UOp* Graph::new_node() {
   return n;
 }
 
-void Graph::grow() {
-  decltype(table_) bigger(table_.size() * 2, nullptr);
+void Graph::rehash(size_t slots) {
+  decltype(table_) bigger(slots, Slot{0, nullptr});
   size_t mask = bigger.size() - 1;
-  for (UOp* u : table_) {
-    if (!u) continue;
-    size_t i = u->hash_ & mask;
-    while (bigger[i]) i = (i + 1) & mask;
-    bigger[i] = u;
+  for (const Slot& s : table_) {
+    if (!s.node) continue;
+    size_t i = s.hash & mask;
+    while (bigger[i].node) i = (i + 1) & mask;
+    bigger[i] = s;
   }
   table_.swap(bigger);
+}
+
+void Graph::reserve(size_t nodes) {
+  size_t slots = table_.size();
+  while (slots < 2 * nodes) slots *= 2;
+  if (slots != table_.size()) rehash(slots);
 }
 
 const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int64_t tag, Arg* owned,
@@ -78,9 +84,11 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
   uint64_t h = intern_hash(op, dtype, src, arg, tag);
   size_t mask = table_.size() - 1;
   size_t i = h & mask;
-  for (UOp* u = table_[i]; u; u = table_[i = (i + 1) & mask]) {
-    if (u->hash_ == h && u->op == op && u->dtype == dtype && u->tag == tag && u->nsrc_ == src.size() &&
-        same_nodes(src, u->srcs_) && arg_equal(u->arg, arg))
+  for (; table_[i].node; i = (i + 1) & mask) {
+    if (table_[i].hash != h) continue;
+    const UOp* u = table_[i].node;
+    if (u->op == op && u->dtype == dtype && u->tag == tag && u->nsrc_ == src.size() && same_nodes(src, u->srcs_) &&
+        arg_equal(u->arg, arg))
       return u;
   }
   // New node: verify it against the spec and derive its shape before it exists.
@@ -118,8 +126,8 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
     src_left_ -= src.size();
   }
   n.nsrc_ = uint32_t(src.size());
-  table_[i] = &n;
-  if (node_count_ * 2 > table_.size()) grow();
+  table_[i] = Slot{h, &n};
+  if (node_count_ * 2 > table_.size()) rehash(2 * table_.size());
   return &n;
 }
 

@@ -158,6 +158,23 @@ TEST(Graph, NodesKeepTheirAddressAcrossBlocks) {
   EXPECT_EQ(g.size(), first + made.size());
 }
 
+// reserve() sizes the node table for nodes to come, with the nodes already there found again in
+// it; a reserve smaller than the graph changes nothing.
+TEST(Graph, ReserveKeepsTheNodesFound) {
+  Graph g;
+  std::vector<const UOp*> made;
+  for (int64_t v = 0; v < 3000; v++) made.push_back(g.alu(Op::Mul, g.var("n", 0, 9), g.cint(v * 5 + 1)));
+  const size_t before = g.size();
+  g.reserve(100000);
+  g.reserve(10);
+  for (int64_t v = 0; v < 3000; v++)
+    EXPECT_EQ(g.alu(Op::Mul, g.var("n", 0, 9), g.cint(v * 5 + 1)), made[size_t(v)]) << v;
+  EXPECT_EQ(g.size(), before);
+  for (int64_t v = 3000; v < 60000; v++) made.push_back(g.alu(Op::Mul, g.var("n", 0, 9), g.cint(v * 5 + 1)));
+  for (int64_t v = 0; v < 60000; v += 7)
+    EXPECT_EQ(g.alu(Op::Mul, g.var("n", 0, 9), g.cint(v * 5 + 1)), made[size_t(v)]) << v;
+}
+
 // A graph's node, source and table blocks go to the block pool when it dies and the next graph
 // builds in them (already mapped: no page faults); the pool keeps at most kBlockPoolBytes.
 TEST(Graph, ASecondGraphBuildsInTheBlocksOfOneThatDied) {
