@@ -33,6 +33,7 @@
 #include "core/opt/opt.h"
 #include "core/opt/search.h"
 #include "core/runtime/precompute.h"
+#include "core/schedule/finite.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/tensor.h"
 #include "core/util/checked.h"
@@ -363,7 +364,7 @@ LoweredKernel lower_kernel(Graph& g, const UOp* ast, const Target& target, const
     s = simplify_indices(g, s);
     stage("simplified", s);
   }
-  s = lower_reduces(g, s);
+  s = lower_reduces(g, s, opts.finite_params);
   stage("reduce", s);
   s = index_group_axes(g, s, target, &dims);
   stage("parallel", s);
@@ -501,6 +502,9 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   // new nodes): the graph's table is sized for them once, not doubled five times on the way (each
   // doubling rehashes every node into pages not touched before: 0.4-0.5 ms for the last one, which
   // fell on one kernel's stages).
+  // which buffers each kernel reads are known finite (constants checked here): products of their
+  // values with a padding zero are left out of sums
+  const std::vector<std::vector<int64_t>> finite = finite_params(s);
   size_t ast_nodes = 0;
   for (const ScheduledKernel& sk : s.kernels) ast_nodes += toposort(sk.ast).size();
   g.reserve(g.size() + kNodesPerAstNode * ast_nodes);
@@ -509,6 +513,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
     const uint64_t id = sk.ast->content_hash();
     // optimize: forced opts, else BEAM's (searched once per kernel, core/opt/search.h), else the heuristic's
     LowerOptions klo = lo;
+    klo.finite_params = finite[k];
     auto forced = options.kernel_opts.find(id);
     if (forced != options.kernel_opts.end()) {
       klo.opts = forced->second;
@@ -518,7 +523,7 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
       bo.width = beam;
       bo.disk_cache = rt.devices().disk_cache();
       bo.debug = debug;
-      klo.opts = beam_search(sk.ast, *device, lo, bo);
+      klo.opts = beam_search(sk.ast, *device, klo, bo);
     }
     keys[k] = kernel_key(sk.ast, device->target(), klo);
     if (!dump.wants_graphs()) {

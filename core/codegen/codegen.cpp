@@ -84,6 +84,7 @@ uint64_t kernel_key(const UOp* ast, const Target& target, const LowerOptions& op
                           uint64_t(opts.simplify) << 3);
   if (opts.opts)
     for (const Opt& o : *opts.opts) h = hash_combine(h, fnv1a(opt_str(o)));
+  for (int64_t slot : opts.finite_params) h = hash_combine(h, uint64_t(slot) + 0x9e37);
   return hash_combine(h, uint64_t(opts.min_ops_per_thread));
 }
 

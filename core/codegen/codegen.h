@@ -16,7 +16,8 @@
 //              read a square tile of rows load each row once, the copies taking its columns
 //   simplify   index expressions, gates and loop bounds through the symbolic simplifier
 //   reduce     Reduce -> an accumulator (a Reg Buffer: init, update inside the loop, read after);
-//              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier
+//              GROUP_REDUCE partials meet in a Local Buffer behind a Barrier; a sum's products of a
+//              zero constant (a padded tap) and a load of a buffer known finite are left out
 //   parallel   LOCAL/GROUP_REDUCE -> lidx0..2, WARP -> lidx0: the work-group's indices, after
 //              reduce (which needs GROUP_REDUCE as a range)
 //   isel       emulated tensor cores through local memory, devectorize (targets without vector types), floor Idiv/Mod
@@ -78,6 +79,9 @@ struct LowerOptions {
   bool allow_threads = true;  // allow a THREAD split across the target's cores
   int64_t min_ops_per_thread = 1 << 16;
   bool simplify = true;  // run the symbolic simplifier over index math
+  // Param slots (ascending) whose every element is finite when the kernel runs (core/schedule/finite.h):
+  // a sum's products of their loads with a zero constant are left out (lower_reduces).
+  std::vector<int64_t> finite_params;
   // Called after each stage with its name and the graph ("ast", "optimized", "launch", "expanded",
   // "simplified", "reduce", "parallel", "isel", "linear"); SN_DEBUG printing hooks in here.
   std::function<void(std::string_view stage, const UOp* root)> on_stage;
@@ -130,7 +134,9 @@ const UOp* vectorize_store(Graph& g, const UOp* store, const UOp* range, LaneAcc
 // Symbolic simplification of index math; under_gates: also what each gated load's gate proves about
 // its address (a pad's i - 2 is non-negative where the load happens).
 const UOp* simplify_indices(Graph& g, const UOp* sink, bool under_gates = true);
-const UOp* lower_reduces(Graph& g, const UOp* sink);  // Reduce -> accumulators (+ local memory)
+// Reduce -> accumulators (+ local memory). A float sum's product of a zero constant and a load of a
+// `finite_params` slot is left out: it is +-0 and adds nothing (but the sign of an all-zero sum).
+const UOp* lower_reduces(Graph& g, const UOp* sink, std::span<const int64_t> finite_params = {});
 
 // The launch shape index_launch_axes and index_group_axes found.
 struct ParallelDims {

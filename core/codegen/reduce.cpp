@@ -48,6 +48,37 @@ bool sum_of_wmmas(const UOp* v, std::vector<const UOp*>* terms) {
   return v->op == Op::Add && sum_of_wmmas(v->src(0), terms) && sum_of_wmmas(v->src(1), terms);
 }
 
+// Whether every lane of v is a zero constant (+0 or -0).
+bool is_zero_const(const UOp* v) {
+  if (v->op == Op::Const) return v->dtype.is_float() && v->const_float() == 0.0;
+  if (v->op != Op::Vectorize) return false;
+  for (const UOp* x : v->src())
+    if (!is_zero_const(x)) return false;
+  return true;
+}
+
+// Whether v is a load of a `finite` slot (or lanes of such loads: 16 lanes as two loads of 8 on
+// AVX2), so never inf or NaN.
+bool finite_load(const UOp* v, std::span<const int64_t> finite) {
+  if (v->op == Op::Gep) return finite_load(v->src(0), finite);
+  if (v->op == Op::Vectorize) {
+    for (const UOp* x : v->src())
+      if (!finite_load(x, finite)) return false;
+    return true;
+  }
+  if (v->op != Op::Load || v->nsrc() != 1 || v->src(0)->op != Op::Index) return false;
+  const UOp* base = v->src(0)->src(0);
+  return base->op == Op::Param && std::binary_search(finite.begin(), finite.end(), base->as<ParamArg>().slot);
+}
+
+// A product that adds nothing to a sum: zero times a finite value is +-0, and the accumulator
+// (from -0) plus +-0 is itself except that -0 + +0 is +0: only an all-zero sum can change, in sign.
+bool adds_nothing(const UOp* product, std::span<const int64_t> finite) {
+  const UOp* a = product->src(0);
+  const UOp* b = product->src(1);
+  return (is_zero_const(a) && finite_load(b, finite)) || (is_zero_const(b) && finite_load(a, finite));
+}
+
 // Floats narrower than float32 (f16, bf16, fp8): their sums accumulate in float32.
 bool is_half(DType dt) {
   return dt.scalar == Scalar::Float16 || dt.scalar == Scalar::BFloat16 || dt.scalar == Scalar::Fp8E4M3 ||
@@ -64,7 +95,7 @@ struct Group {
 
 }  // namespace
 
-const UOp* lower_reduces(Graph& g, const UOp* sink) {
+const UOp* lower_reduces(Graph& g, const UOp* sink, std::span<const int64_t> finite_params) {
   std::vector<const UOp*> topo = toposort(sink);
   OpenRanges open(topo);
   uint64_t next_buf = 1;
@@ -144,7 +175,8 @@ const UOp* lower_reduces(Graph& g, const UOp* sink) {
       std::vector<const UOp*> terms;
       if (op == Op::Add && acc_dt.is_float() && sum_of_products(v, &terms)) {
         upd = cur;
-        for (const UOp* t : terms) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
+        for (const UOp* t : terms)
+          if (!adds_nothing(t, finite_params)) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
       } else if (std::vector<const UOp*> wmmas; op == Op::Add && sum_of_wmmas(v, &wmmas)) {
         upd = cur;
         for (const UOp* t : wmmas) upd = g.make(Op::Wmma, acc_dt, {t->src(0), t->src(1), upd}, t->arg, t->tag);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/schedule/finite.h"
 #include "core/schedule/indexing.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
@@ -538,6 +539,58 @@ TEST_F(ScheduleTest, ZeroSizeTensors) {
                                   add(g, e, c(1)), mm,           pad(g, x, {0, 1}, {3, 2})};
   Schedule s = check(outs);
   EXPECT_EQ(s.kernels.size(), 5u);  // the (0,4) elementwise kernel is skipped
+}
+
+// finite_params: a constant is finite when none of its elements is inf or NaN (by its dtype's
+// exponent bits: float32, float16), integers always; inputs never.
+TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
+  auto constant_of = [&](DType dt, std::vector<uint32_t> bits) {
+    std::string bytes;
+    for (uint32_t b : bits) bytes.append(reinterpret_cast<const char*>(&b), dt.itemsize());
+    return slice(g, binary_data(g, bytes), 0, int64_t(bits.size()), dt);
+  };
+  // 9000 elements (two whole blocks of the vector scan and a tail) of 1.0, with `bad` at `at`
+  auto long_constant = [&](DType dt, uint32_t one, uint32_t bad, size_t at) {
+    std::vector<uint32_t> bits(9000, one);
+    if (at < bits.size()) bits[at] = bad;
+    return reshape(g, constant_of(dt, bits), {2250, 4});
+  };
+  const UOp* rows = input(g, dtypes::float32, {2250, 4});
+  const std::vector<std::pair<const UOp*, bool>> long_cases = {
+      {long_constant(dtypes::float32, 0x3f800000, 0, 9000), true},
+      {long_constant(dtypes::float32, 0x3f800000, 0x7f800000, 5000), false},  // inf in the second block
+      {long_constant(dtypes::float32, 0x3f800000, 0xffc00001, 8999), false},  // NaN in the tail
+      {cast(g, long_constant(dtypes::float16, 0x3c00, 0xfc00, 17), dtypes::float32), false},
+      {cast(g, long_constant(dtypes::float16, 0x3c00, 0x7bff, 17), dtypes::float32), true},
+  };
+  for (size_t i = 0; i < long_cases.size(); i++) {
+    Schedule s = schedule_graph(g, std::vector<const UOp*>{add(g, rows, long_cases[i].first)});
+    ASSERT_EQ(s.kernels.size(), 1u) << i;
+    EXPECT_EQ(finite_params(s)[0].size(), long_cases[i].second ? 1u : 0u) << "long case " << i;
+  }
+  const UOp* x = input(g, dtypes::float32, {4});
+  struct Case {
+    const UOp* value;
+    bool finite;
+  };
+  const std::vector<Case> cases = {
+      {constant_of(dtypes::float32, {0x3f800000, 0xc0000000, 0x7f7fffff, 0x80000000}), true},   // 1 -2 max -0
+      {constant_of(dtypes::float32, {0x3f800000, 0x7fc00000, 0, 0}), false},                    // NaN
+      {constant_of(dtypes::float32, {0xff800000, 0, 0, 0}), false},                             // -inf
+      {cast(g, constant_of(dtypes::float16, {0x3c00, 0x7bff, 0, 0}), dtypes::float32), true},   // 1 65504
+      {cast(g, constant_of(dtypes::float16, {0x3c00, 0x7c00, 0, 0}), dtypes::float32), false},  // inf
+      {cast(g, constant_of(dtypes::int32, {0xffffffff, 0x7fffffff, 0, 0}), dtypes::float32), true},
+  };
+  for (size_t i = 0; i < cases.size(); i++) {
+    Schedule s = schedule_graph(g, std::vector<const UOp*>{add(g, x, cases[i].value)});
+    ASSERT_EQ(s.kernels.size(), 1u) << i;
+    const ScheduledKernel& k = s.kernels[0];
+    std::vector<int64_t> want;
+    for (size_t slot = 0; slot < k.buffers.size(); slot++)
+      if (s.buffers[size_t(k.buffers[slot])].kind == ScheduleBuffer::Kind::Constant && cases[i].finite)
+        want.push_back(int64_t(slot));
+    EXPECT_EQ(finite_params(s)[0], want) << "case " << i;
+  }
 }
 
 TEST_F(ScheduleTest, SymbolicShape) {
