@@ -3,6 +3,8 @@
 // generator keeps defined.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,10 +70,23 @@ class GraphGen {
   }
 
   const UOp* fresh(DType dt, const std::vector<int64_t>& shape) {
-    const UOp* t = input(g_, dt, shape, device_);
     double lo = dt.is_unsigned() ? 0 : dt.is_float() ? -2 : -50;
     double hi = dt.is_float() ? 2 : 50;
-    data_[buffer_of(t)] = random_array(rng_, dt, {numel(shape)}, lo, hi);
+    const int64_t n = numel(shape);
+    Array a = random_array(rng_, dt, {n}, lo, hi);
+    // Some values are constants of the program (Binary bytes), drawn from the second generator:
+    // kernels that read them know whether every value is finite (core/schedule/finite.h), and a
+    // third of the float ones hold an inf or a NaN.
+    if (!dt.is_bool() && n > 0 && side_.coin(0.12)) {
+      const bool ieee =
+          dt == dtypes::float32 || dt == dtypes::float64 || dt == dtypes::float16 || dt == dtypes::bfloat16;
+      if (ieee && side_.coin(0.3))
+        a.f[size_t(side_.integer(0, n - 1))] = side_.coin(0.5) ? std::numeric_limits<double>::infinity() : std::nan("");
+      std::vector<uint8_t> bytes = a.to_bytes();
+      return reshape(g_, slice(g_, binary_data(g_, std::string(bytes.begin(), bytes.end())), 0, n, dt), shape);
+    }
+    const UOp* t = input(g_, dt, shape, device_);
+    data_[buffer_of(t)] = std::move(a);
     return t;
   }
 
