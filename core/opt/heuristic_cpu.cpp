@@ -434,6 +434,26 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
             if (seen.insert(l).second) out.push_back(l);
       return out;
     };
+    // A row of at most 16 columns whose padded filter taps multiply weights known finite: taken
+    // whole as copies (2b) of one register of lanes (2a'), each copy's padded taps are constant
+    // zeros, whose products lower_reduces leaves out (a 14x14 map's 7-column tiles are a loop,
+    // their gates not constants). ResNet-18's 256x14x14 convolution with constant weights: 16
+    // channels x 14 columns, 2 of each 42 multiply-adds dropped. (32 channels x 14 columns: its 28
+    // accumulators and 6 weight registers spill, 4x slower.)
+    const UOp* row_axis = nloops > 0 ? loop_at(nloops - 1) : nullptr;
+    const int64_t row_len = row_axis ? const_bound(row_axis) : 0;
+    const bool padded_finite_row = [&] {
+      if (!row_axis || row_len <= 8 || row_len > 16) return false;
+      bool gated = false, finite = false;
+      for (const UOp* l : rloads_in(row_axis)) {
+        gated = gated || (l->nsrc() == 3 && open.contains(l->src(2), row_axis));
+        const UOp* base = l->src(0)->op == Op::Index ? l->src(0)->src(0) : nullptr;
+        finite = finite ||
+                 (base && base->op == Op::Param &&
+                  std::binary_search(opts.finite_params.begin(), opts.finite_params.end(), base->as<ParamArg>().slot));
+      }
+      return gated && finite;
+    }();
     // A filter 5 to 8 wide (a 7x7 stem's): unrolled whole below (2d); see 2b.
     bool wide_filter = false;
     for (const UOp* u : topo)
@@ -559,7 +579,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           // A wide filter's tile with 32 registers: one register of lanes, so that its copies (2b)
           // can be 16 (the stem, a Zen 5: 16 channels x 16 columns 0.45-0.46 ms, 32 x 8 0.47-0.49).
           int64_t lanes = div_amount(m_padded, {2 * vw, vw});
-          if (lanes == 2 * vw && wide_filter && target.vector_registers >= 32) lanes = vw;
+          if (lanes == 2 * vw && (wide_filter || padded_finite_row) && target.vector_registers >= 32) lanes = vw;
           if (lanes == 2 * vw) {
             const int64_t budget = std::min<int64_t>(8, target.vector_registers / 2 / 2);
             bool copies = false;
@@ -636,6 +656,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     //     1.40-1.51 -> 1.16-1.24 ms with 32 output channels x 7 columns per tile).
     auto copies_for = [&](const UOp* r) -> int64_t {
       int64_t n = const_bound(r);
+      if (padded_finite_row && r == row_axis && vregs == 1 && n + 4 <= target.vector_registers) return n;
       if (wide_filter && 16 <= limit && n >= 16 && n % 16 == 0) return 16;
       if (plain_product && limit >= 6 && limit < 8 && n >= 48) return 6;
       if (n < 0) {  // symbolic: padded to the copies

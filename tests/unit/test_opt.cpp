@@ -10,6 +10,7 @@
 #include "core/opt/opt.h"
 #include "core/opt/search.h"
 #include "core/pipeline.h"
+#include "core/schedule/finite.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
@@ -952,6 +953,40 @@ TEST(Opts, AStrideTwoFilterTakesItsChannelsAsLanes) {
     // the kernel's axes: output channels (0), rows (1), columns (2), then the reduce's
     EXPECT_EQ(first->axis, k == 3 ? 0 : 2) << k << "x" << k << ": " << opts_str(lk.opts);
     EXPECT_EQ(expect_replays(g, outs, cpu_like(), k == 3 ? "3x3 stride 2" : "1x1 stride 2"), 2);
+  }
+}
+
+// A 14-wide map's row is taken whole (14 copies of one register of output-channel lanes) where
+// its padded taps multiply weights known finite: each copy's padded taps are then constant zeros
+// whose products lower_reduces leaves out. With weights that may not be finite (an input), 32
+// channel lanes x 7 columns as before.
+TEST(Opts, ARowWithPaddedTapsOfFiniteWeightsIsTakenWhole) {
+  for (bool finite : {true, false}) {
+    Graph g;
+    const UOp* x = input(g, dtypes::float32, {1, 32, 14, 14});
+    const UOp* w = input(g, dtypes::float32, {64, 32, 3, 3});
+    if (finite) {
+      std::vector<float> v(size_t(64 * 32 * 9), 0.25f);
+      std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+      w = reshape(g, slice(g, binary_data(g, bytes), 0, int64_t(v.size()), dtypes::float32), {64, 32, 3, 3});
+    }
+    std::vector<const UOp*> outs{conv2d(g, x, w, nullptr, {1, 1}, {1, 1})};
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* conv = kernel_named(s, "r_");
+    ASSERT_NE(conv, nullptr);
+    Target t = cpu_like();
+    t.vector_bits = 512;
+    t.vector_registers = 32;
+    LowerOptions lo;
+    lo.finite_params = finite_params(s)[size_t(conv - s.kernels.data())];
+    EXPECT_EQ(lo.finite_params.empty(), !finite);
+    LoweredKernel lk = lower_kernel(g, conv->ast, t, lo);
+    std::map<int64_t, int64_t> upcasts;  // axis -> amount
+    for (const Opt& o : lk.opts)
+      if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcasts[o.axis] = o.amount;
+    // the kernel's axes: output channels (0), rows (1), columns (2), then the reduce's
+    EXPECT_EQ(upcasts[0], finite ? 16 : 32) << opts_str(lk.opts);
+    EXPECT_EQ(upcasts[2], finite ? 14 : 7) << opts_str(lk.opts);
   }
 }
 
