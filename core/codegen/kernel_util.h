@@ -1,5 +1,6 @@
 // Small helpers shared by the codegen and optimizer passes over kernel ASTs.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -90,6 +91,12 @@ inline const UOp* address_buffer(const UOp* addr) {
   const UOp* b = addr->src(0);
   while (b->op == Op::After) b = b->src(0);
   return b;
+}
+// Whether u is a Load of a Param whose slot is in `finite` (ascending: LowerOptions::finite_params),
+// so never inf or NaN.
+inline bool loads_finite_param(const UOp* u, std::span<const int64_t> finite) {
+  const UOp* b = u->op == Op::Load ? address_buffer(u->src(0)) : nullptr;
+  return b && b->op == Op::Param && std::binary_search(finite.begin(), finite.end(), b->as<ParamArg>().slot);
 }
 
 // Whether some load's or store's address in `order` (a kernel's nodes, sources first) depends on a

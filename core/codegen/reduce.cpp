@@ -66,9 +66,7 @@ bool finite_load(const UOp* v, std::span<const int64_t> finite) {
       if (!finite_load(x, finite)) return false;
     return true;
   }
-  if (v->op != Op::Load || v->nsrc() != 1 || v->src(0)->op != Op::Index) return false;
-  const UOp* base = v->src(0)->src(0);
-  return base->op == Op::Param && std::binary_search(finite.begin(), finite.end(), base->as<ParamArg>().slot);
+  return v->nsrc() == 1 && loads_finite_param(v, finite);  // (a gated load's alt is another value)
 }
 
 // A product that adds nothing to a sum: zero times a finite value is +-0, and the accumulator

@@ -438,8 +438,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
     // whole as copies (2b) of one register of lanes (2a'), each copy's padded taps are constant
     // zeros, whose products lower_reduces leaves out (a 14x14 map's 7-column tiles are a loop,
     // their gates not constants). ResNet-18's 256x14x14 convolution with constant weights: 16
-    // channels x 14 columns, 2 of each 42 multiply-adds dropped. (32 channels x 14 columns: its 28
-    // accumulators and 6 weight registers spill, 4x slower.)
+    // channels x 14 columns, 2 of each 42 multiply-adds dropped: 0.43 ms against 0.45 ms for 32 x 7
+    // (2 threads, medians of 200 runs). 32 x 14 (28 accumulators beside 6 weight registers): 0.65 ms.
     const UOp* row_axis = nloops > 0 ? loop_at(nloops - 1) : nullptr;
     const int64_t row_len = row_axis ? const_bound(row_axis) : 0;
     const bool padded_finite_row = [&] {
@@ -447,10 +447,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       bool gated = false, finite = false;
       for (const UOp* l : rloads_in(row_axis)) {
         gated = gated || (l->nsrc() == 3 && open.contains(l->src(2), row_axis));
-        const UOp* base = l->src(0)->op == Op::Index ? l->src(0)->src(0) : nullptr;
-        finite = finite ||
-                 (base && base->op == Op::Param &&
-                  std::binary_search(opts.finite_params.begin(), opts.finite_params.end(), base->as<ParamArg>().slot));
+        finite = finite || loads_finite_param(l, opts.finite_params);
       }
       return gated && finite;
     }();

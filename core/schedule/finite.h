@@ -15,7 +15,8 @@
 namespace sn {
 
 // For each kernel of s, in launch order: the Param slots (ascending) whose every element is finite
-// whenever that kernel runs.
+// whenever that kernel runs. Only kernels that sum over a gated (zero-padded) load are answered;
+// the others get no slots.
 std::vector<std::vector<int64_t>> finite_params(const Schedule& s);
 
 }  // namespace sn

@@ -544,6 +544,14 @@ TEST_F(ScheduleTest, ZeroSizeTensors) {
 // finite_params: a constant is finite when none of its elements is inf or NaN (by its dtype's
 // exponent bits: float32, float16), integers always; inputs never.
 TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
+  // The question is asked of kernels that sum over zero-padded loads: each case's constant c is
+  // summed against an input padded by one element on each side, sum(pad(x) * c) along the rows.
+  auto padded_sum = [&](const UOp* x, const UOp* c) {
+    std::vector<int64_t> shape = static_shape(x), padded = shape, offsets(shape.size(), 0);
+    padded.back() += 2;
+    offsets.back() = 1;
+    return reduce(g, mul(g, pad(g, x, offsets, padded), c), Op::Add, {int64_t(shape.size()) - 1});
+  };
   auto constant_of = [&](DType dt, std::vector<uint32_t> bits) {
     std::string bytes;
     for (uint32_t b : bits) bytes.append(reinterpret_cast<const char*>(&b), dt.itemsize());
@@ -553,9 +561,9 @@ TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
   auto long_constant = [&](DType dt, uint32_t one, uint32_t bad, size_t at) {
     std::vector<uint32_t> bits(9000, one);
     if (at < bits.size()) bits[at] = bad;
-    return reshape(g, constant_of(dt, bits), {2250, 4});
+    return reshape(g, constant_of(dt, bits), {1500, 6});
   };
-  const UOp* rows = input(g, dtypes::float32, {2250, 4});
+  const UOp* rows = input(g, dtypes::float32, {1500, 4});
   const std::vector<std::pair<const UOp*, bool>> long_cases = {
       {long_constant(dtypes::float32, 0x3f800000, 0, 9000), true},
       {long_constant(dtypes::float32, 0x3f800000, 0x7f800000, 5000), false},  // inf in the second block
@@ -564,11 +572,11 @@ TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
       {cast(g, long_constant(dtypes::float16, 0x3c00, 0x7bff, 17), dtypes::float32), true},
   };
   for (size_t i = 0; i < long_cases.size(); i++) {
-    Schedule s = schedule_graph(g, std::vector<const UOp*>{add(g, rows, long_cases[i].first)});
+    Schedule s = schedule_graph(g, std::vector<const UOp*>{padded_sum(rows, long_cases[i].first)});
     ASSERT_EQ(s.kernels.size(), 1u) << i;
     EXPECT_EQ(finite_params(s)[0].size(), long_cases[i].second ? 1u : 0u) << "long case " << i;
   }
-  const UOp* x = input(g, dtypes::float32, {4});
+  const UOp* x = input(g, dtypes::float32, {2});
   struct Case {
     const UOp* value;
     bool finite;
@@ -582,7 +590,7 @@ TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
       {cast(g, constant_of(dtypes::int32, {0xffffffff, 0x7fffffff, 0, 0}), dtypes::float32), true},
   };
   for (size_t i = 0; i < cases.size(); i++) {
-    Schedule s = schedule_graph(g, std::vector<const UOp*>{add(g, x, cases[i].value)});
+    Schedule s = schedule_graph(g, std::vector<const UOp*>{padded_sum(x, cases[i].value)});
     ASSERT_EQ(s.kernels.size(), 1u) << i;
     const ScheduledKernel& k = s.kernels[0];
     std::vector<int64_t> want;
@@ -591,6 +599,12 @@ TEST_F(ScheduleTest, FiniteParamsAreTheConstantsWithNoInfOrNaN) {
         want.push_back(int64_t(slot));
     EXPECT_EQ(finite_params(s)[0], want) << "case " << i;
   }
+  // A kernel with no padded sum is not answered (its constants are not scanned).
+  const UOp* wide = input(g, dtypes::float32, {1500, 6});
+  Schedule plain =
+      schedule_graph(g, std::vector<const UOp*>{add(g, wide, long_constant(dtypes::float32, 0x3f800000, 0, 9000))});
+  ASSERT_EQ(plain.kernels.size(), 1u);
+  EXPECT_TRUE(finite_params(plain)[0].empty());
 }
 
 TEST_F(ScheduleTest, SymbolicShape) {
