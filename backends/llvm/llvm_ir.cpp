@@ -1020,7 +1020,9 @@ class IrWriter {
       val_[u] = gather(v(u->src(2)), to_mem(v(u->src(1)), u->dtype, p));
       return;
     }
-    if (u->nsrc() < 3) {
+    // (inside If(gate) a load under the same gate reads as an ungated one: lower_reduces gates a
+    // padded step's update by its loads' gate)
+    if (u->nsrc() < 3 || std::find(open_gates_.begin(), open_gates_.end(), u->src(2)) != open_gates_.end()) {
       val_[u] = read();
       return;
     }
@@ -1152,12 +1154,14 @@ class IrWriter {
     label(str("if", n));
     open_region();
     ifs_[u] = n;
+    open_gates_.push_back(u->src(0));
   }
   void close_if(const UOp* u) {
     auto it = ifs_.find(u->src(0));
     if (it == ifs_.end()) fail(Code::Internal, "llvm: Endif of an If that is not open");
     line(str("br label %if", it->second, ".end"));
     close_region();
+    if (!open_gates_.empty()) open_gates_.pop_back();
     label(str("if", it->second, ".end"));
   }
 
@@ -1539,6 +1543,7 @@ class IrWriter {
   std::unordered_map<const UOp*, std::vector<int64_t>> strides_;  // find_strides: range -> its terms' strides
   std::map<std::pair<const UOp*, const UOp*>, bool> moves_;       // moves_with(term, range), memoized
   std::unordered_map<const UOp*, int> ifs_;                       // open If -> its label number
+  std::vector<const UOp*> open_gates_;                            // the conditions of the open Ifs, innermost last
   std::string block_ = "entry";
   int ntmp_ = 0, nlabel_ = 0, nacc_ = 0;
   std::vector<std::string> tile_loops_;          // loop metadata

@@ -10,7 +10,8 @@
 // outside the loops it does not depend on. Inside a loop, nodes and child loops (as one item
 // each) are emitted in dependency order, preferring the original toposort position; a child
 // loop emits Range, its body, then its End. Finally, stores with a scalar gate go inside
-// If(gate) ... Endif blocks.
+// If(gate) ... Endif blocks, with the work that only they use, and a loop whose whole body is such
+// a block runs inside it.
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -286,18 +287,112 @@ class Linearizer {
     return g_.make(Op::End, dtypes::void_, {body, r});
   }
 
-  // A store with a scalar gate runs inside If(gate) ... Endif; consecutive stores under the same
-  // gate share one block. (A gate with lanes masks a vector store; it stays on the store.)
+  // A store with a scalar gate runs inside If(gate) ... Endif. Where the stores between two loop
+  // boundaries (a run) share one gate, they share one block, and the work that only they use moves
+  // in with them: an accumulator update skipped at a padded step (lower_reduces) skips its loads and
+  // multiply-adds too. Otherwise consecutive stores under the same gate share one block. (A gate
+  // with lanes masks a vector store; it stays on the store.)
   std::vector<const UOp*> gate_stores() {
+    if (std::none_of(out_.begin(), out_.end(), scalar_gated)) return out_;
+    // The users of each node (by position in topo_), and where each is emitted (+1; 0: not emitted).
+    const size_t n = topo_.size();
+    user_first_.assign(n + 1, 0);
+    emitted_at_.assign(n, 0);
+    for (const UOp* u : topo_)
+      for (const UOp* x : u->src())
+        if (uint32_t p = pos_.get(x)) user_first_[p]++;
+    for (size_t i = 0; i < n; i++) user_first_[i + 1] += user_first_[i];
+    users_.assign(user_first_[n], 0);
+    std::vector<uint32_t> fill(user_first_.begin(), user_first_.end() - 1);
+    for (size_t i = 0; i < n; i++)
+      for (const UOp* x : topo_[i]->src())
+        if (uint32_t p = pos_.get(x)) users_[fill[p - 1]++] = uint32_t(i);
+    for (size_t i = 0; i < out_.size(); i++)
+      if (uint32_t p = pos_.get(out_[i])) emitted_at_[p - 1] = uint32_t(i + 1);
+
     std::vector<const UOp*> out;
+    for (size_t a = 0; a < out_.size();) {
+      size_t b = a;
+      while (b < out_.size() && !bounds_run(out_[b])) b++;
+      gate_run(a, b, out);
+      if (b < out_.size()) out.push_back(out_[b]);
+      a = b + 1;
+    }
+    hoist_ifs(out);
+    return out;
+  }
+
+  // A loop whose whole body is one If block, its gate computed before the loop, runs inside the If
+  // instead: Range r, If(g), ..., Endif, End(r) -> If(g), Range r, ..., End(r), Endif (then the same
+  // for the loops around it). A convolution's padded filter row then skips its loop over the input
+  // channels at once instead of testing the row in each of its steps: ResNet-18's 512x7x7 layers
+  // nest their filter rows outside the channels, and in the model took 0.54-0.57 ms with no row
+  // skipped, 0.63-0.65 ms testing in every step, 0.51-0.53 ms skipping the loop.
+  static void hoist_ifs(std::vector<const UOp*>& out) {
+    std::unordered_map<const UOp*, size_t> at;  // a node's position in out
+    for (bool changed = true; changed;) {
+      changed = false;
+      at.clear();
+      for (size_t i = 0; i < out.size(); i++) at.emplace(out[i], i);
+      std::vector<size_t> open;  // positions of the Ifs open at i
+      std::unordered_map<size_t, size_t> endif_of;
+      for (size_t i = 0; i < out.size(); i++) {
+        if (out[i]->op == Op::If) open.push_back(i);
+        if (out[i]->op == Op::Endif && !open.empty()) {
+          endif_of[open.back()] = i;
+          open.pop_back();
+        }
+      }
+      for (size_t i = 0; i + 1 < out.size() && !changed; i++) {
+        if (out[i]->op != Op::Range || out[i + 1]->op != Op::If) continue;
+        auto e = endif_of.find(i + 1);
+        if (e == endif_of.end() || e->second + 1 >= out.size()) continue;
+        const UOp* end = out[e->second + 1];
+        if (end->op != Op::End || end->src(1) != out[i]) continue;
+        auto g = at.find(out[i + 1]->src(0));
+        if (g == at.end() || g->second > i) continue;
+        std::swap(out[i], out[i + 1]);                  // If(g), Range
+        std::swap(out[e->second], out[e->second + 1]);  // End, Endif
+        changed = true;
+      }
+    }
+  }
+
+  static bool scalar_gated(const UOp* u) { return u->op == Op::Store && u->nsrc() == 3 && u->src(2)->dtype.lanes == 1; }
+  static bool bounds_run(const UOp* u) {
+    return u->op == Op::Range || u->op == Op::End || u->op == Op::Barrier || u->op == Op::If || u->op == Op::Endif;
+  }
+  // Work without effects, which may run later than placed (inside a block its users are in).
+  static bool movable(const UOp* u) {
+    return is_elementwise(u->op) || u->op == Op::Load || u->op == Op::Index || u->op == Op::After ||
+           u->op == Op::Vectorize || u->op == Op::Gep || u->op == Op::Bitcast || u->op == Op::Wmma;
+  }
+  const UOp* ungated(const UOp* st) {
+    return g_.make(Op::Store, dtypes::void_, {st->src(0), st->src(1)}, st->arg, st->tag);
+  }
+
+  // Emits out_[a, b), a run without loop boundaries, with its gated stores in If blocks.
+  void gate_run(size_t a, size_t b, std::vector<const UOp*>& out) {
+    const UOp* gate = nullptr;
+    bool one_gate = true;
+    for (size_t p = a; p < b; p++)
+      if (scalar_gated(out_[p])) {
+        one_gate = one_gate && (!gate || out_[p]->src(2) == gate);
+        gate = gate ? gate : out_[p]->src(2);
+      }
+    if (!gate) {
+      out.insert(out.end(), out_.begin() + a, out_.begin() + b);
+      return;
+    }
+    if (one_gate && gate_with_work(a, b, gate, out)) return;
     const UOp* open_if = nullptr;
     auto close = [&] {
       if (open_if) out.push_back(g_.make(Op::Endif, dtypes::void_, {open_if}));
       open_if = nullptr;
     };
-    for (const UOp* u : out_) {
-      bool gated = u->op == Op::Store && u->nsrc() == 3 && u->src(2)->dtype.lanes == 1;
-      if (!gated) {
+    for (size_t p = a; p < b; p++) {
+      const UOp* u = out_[p];
+      if (!scalar_gated(u)) {
         close();
         out.push_back(u);
         continue;
@@ -307,10 +402,72 @@ class Linearizer {
         open_if = g_.make(Op::If, dtypes::void_, {u->src(2)});
         out.push_back(open_if);
       }
-      out.push_back(g_.make(Op::Store, dtypes::void_, {u->src(0), u->src(1)}, u->arg, u->tag));
+      out.push_back(ungated(u));
     }
     close();
-    return out;
+  }
+
+  // The run's stores, all gated by `gate`, and the work only they use, in one If block after the
+  // rest of the run; false (nothing emitted) where that would reorder two accesses of one buffer.
+  bool gate_with_work(size_t a, size_t b, const UOp* gate, std::vector<const UOp*>& out) {
+    auto run_pos = [&](const UOp* u) -> size_t {  // u's position in the run, or b - a
+      uint32_t p = pos_.get(u);
+      uint32_t e = p ? emitted_at_[p - 1] : 0;
+      return e > a && e <= b ? e - 1 - a : b - a;
+    };
+    std::vector<char> inside(b - a, 0), pinned(b - a, 0);
+    // the gate, and what it is computed from, come before the If
+    std::vector<const UOp*> todo{gate};
+    while (!todo.empty()) {
+      const UOp* x = todo.back();
+      todo.pop_back();
+      size_t q = run_pos(x);
+      if (q == b - a || pinned[q]) continue;
+      pinned[q] = 1;
+      todo.insert(todo.end(), x->src().begin(), x->src().end());
+    }
+    for (size_t p = b; p-- > a;) {
+      const UOp* u = out_[p];
+      if (scalar_gated(u)) {
+        inside[p - a] = 1;
+        continue;
+      }
+      if (pinned[p - a] || !movable(u)) continue;
+      uint32_t t = pos_.get(u) - 1;
+      bool all_inside = user_first_[t] < user_first_[t + 1];
+      for (uint32_t k = user_first_[t]; k < user_first_[t + 1] && all_inside; k++) {
+        size_t q = run_pos(topo_[users_[k]]);
+        all_inside = q < b - a && inside[q];
+      }
+      inside[p - a] = all_inside;
+    }
+    // Memory order: what stays runs before everything moved, so a load or store that stays must not
+    // follow a moved store of its buffer, nor a store a moved load of it (an unknown buffer: any).
+    std::vector<const UOp*> wrote, read;
+    bool unknown = false;
+    auto touches = [&](const std::vector<const UOp*>& bufs, const UOp* buf) {
+      return unknown || !buf || std::find(bufs.begin(), bufs.end(), buf) != bufs.end();
+    };
+    for (size_t p = a; p < b; p++) {
+      const UOp* u = out_[p];
+      if (u->op != Op::Load && u->op != Op::Store) continue;
+      const UOp* buf = address_buffer(u->src(0));
+      bool store = u->op == Op::Store;
+      if (inside[p - a]) {
+        unknown = unknown || !buf;
+        (store ? wrote : read).push_back(buf);
+      } else if ((!wrote.empty() || !read.empty()) && (touches(wrote, buf) || (store && touches(read, buf)))) {
+        return false;
+      }
+    }
+    for (size_t p = a; p < b; p++)
+      if (!inside[p - a]) out.push_back(out_[p]);
+    const UOp* open_if = g_.make(Op::If, dtypes::void_, {gate});
+    out.push_back(open_if);
+    for (size_t p = a; p < b; p++)
+      if (inside[p - a]) out.push_back(scalar_gated(out_[p]) ? ungated(out_[p]) : out_[p]);
+    out.push_back(g_.make(Op::Endif, dtypes::void_, {open_if}));
+    return true;
   }
 
   void check_order() const {
@@ -342,6 +499,9 @@ class Linearizer {
   std::vector<std::vector<const UOp*>> children_, members_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> deps_;  // (user, dependency) by position
   std::vector<const UOp*> out_;
+  // gate_stores: the users of each node (by position in topo_: users_[user_first_[i] ..
+  // user_first_[i + 1]) of topo_[i]) and where each is emitted in out_ (+1; 0: not emitted)
+  std::vector<uint32_t> user_first_, users_, emitted_at_;
 };
 
 }  // namespace

@@ -10,7 +10,11 @@
 // GROUP_REDUCE ranges are not looped over: each work-item of a group accumulates its share, then
 // the partials meet in local memory (a Buffer(Local) slot per work-item, a Barrier) and every
 // work-item reduces its group's partials; the kernel's stores are gated to the first work-item.
+// Where the weights are known finite (LowerOptions::finite_params), products of zero padding drop
+// out of the update, and a step whose every product reads padding (a convolution's filter row
+// below the image) is skipped: its update is a store gated by the padding's condition.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,6 +79,87 @@ bool adds_nothing(const UOp* product, std::span<const int64_t> finite) {
   const UOp* a = product->src(0);
   const UOp* b = product->src(1);
   return (is_zero_const(a) && finite_load(b, finite)) || (is_zero_const(b) && finite_load(a, finite));
+}
+
+// The operands of a scalar condition's And tree (c itself when it is no And), by id, once each.
+std::vector<const UOp*> conjuncts(const UOp* c) {
+  std::vector<const UOp*> out, todo{c};
+  while (!todo.empty()) {
+    const UOp* x = todo.back();
+    todo.pop_back();
+    if (x->op == Op::And && x->dtype == dtypes::bool_)
+      todo.insert(todo.end(), x->src().begin(), x->src().end());
+    else
+      out.push_back(x);
+  }
+  std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The conditions in both lists (each by id, as conjuncts gives them).
+std::vector<const UOp*> intersect_conjuncts(std::span<const UOp* const> a, std::span<const UOp* const> b) {
+  std::vector<const UOp*> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out),
+                        [](const UOp* x, const UOp* y) { return x->id < y->id; });
+  return out;
+}
+
+// The conditions (an And's operands, by id) under which v, a factor of a product, may be nonzero:
+// v reads zero padding, a load gated with a zero alternative (or lanes of such loads), and is
+// zero where any of them is false. Empty for any other value. (`gates` gets the loads' gates.)
+std::vector<const UOp*> padding_conditions(const UOp* v, std::vector<const UOp*>* gates) {
+  if (v->op == Op::Gep) return padding_conditions(v->src(0), gates);
+  if (v->op == Op::Vectorize) {
+    std::vector<const UOp*> common;
+    for (size_t i = 0; i < v->nsrc(); i++) {
+      if (i > 0 && v->src(i) == v->src(i - 1)) continue;  // a broadcast: one load in every lane
+      std::vector<const UOp*> c = padding_conditions(v->src(i), gates);
+      if (i > 0) c = intersect_conjuncts(common, c);
+      if (c.empty()) return {};
+      common = std::move(c);
+    }
+    return common;
+  }
+  if (v->op != Op::Load || v->nsrc() != 3 || !is_zero_const(v->src(1)) || v->src(2)->dtype.lanes != 1) return {};
+  gates->push_back(v->src(2));
+  return conjuncts(v->src(2));
+}
+
+// A condition where it is false every product of a sum adds nothing, or nullptr: each multiplies a
+// finite value by zero padding whose gate has the condition among its conjuncts (the filter rows of
+// a convolution that fall below the image, its loop's step over them). The accumulators' updates
+// are then skipped there (gated stores, whose work the linearizer moves into the If): a branch
+// instead of a step of multiply-adds of zeros.
+// Only upper bounds (x < c) are taken, the padding at the end of the loops: a step skipped at their
+// start does not read its weights where they are first read, and the next row reads them instead,
+// a third of each filter's lines out of sequence from memory. ResNet-18's 512x7x7 convolution with
+// its weights out of the caches: 0.55 ms keeping every padded row, 0.77 skipping those above and
+// below the image, 0.53 skipping those below (with the weights in the caches 0.40, 0.37, 0.39).
+const UOp* padded_step_gate(Graph& g, std::span<const UOp* const> products, std::span<const int64_t> finite) {
+  if (finite.empty() || products.empty()) return nullptr;
+  std::vector<const UOp*> common, gates;
+  for (size_t i = 0; i < products.size(); i++) {
+    const UOp* a = products[i]->src(0);
+    const UOp* b = products[i]->src(1);
+    std::vector<const UOp*> c;
+    if (finite_load(b, finite)) c = padding_conditions(a, &gates);
+    if (c.empty() && finite_load(a, finite)) c = padding_conditions(b, &gates);
+    if (i > 0) c = intersect_conjuncts(common, c);
+    if (c.empty()) return nullptr;
+    common = std::move(c);
+  }
+  std::erase_if(common, [](const UOp* c) {
+    return c->op != Op::CmpLt || c->src(0)->op == Op::Const || c->src(1)->op != Op::Const;
+  });
+  if (common.empty()) return nullptr;
+  // A load's own gate where it is the whole condition (the same node: a renderer inside If(gate)
+  // knows that load's gate holds).
+  for (const UOp* x : gates)
+    if (conjuncts(x) == common) return x;
+  const UOp* gate = common[0];
+  for (size_t i = 1; i < common.size(); i++) gate = g.alu(Op::And, gate, common[i]);
+  return gate;
 }
 
 // Floats narrower than float32 (f16, bf16, fp8): their sums accumulate in float32.
@@ -170,18 +255,21 @@ const UOp* lower_reduces(Graph& g, const UOp* sink, std::span<const int64_t> fin
       const UOp* cur = g.make(Op::Load, acc_dt, {slot});
       // acc + a*b as one Mulacc: the renderer may fuse it (the reduction order is free anyway).
       const UOp* upd = nullptr;
+      const UOp* skip = nullptr;  // where false, the update adds nothing
       std::vector<const UOp*> terms;
       if (op == Op::Add && acc_dt.is_float() && sum_of_products(v, &terms)) {
         upd = cur;
-        for (const UOp* t : terms)
-          if (!adds_nothing(t, finite_params)) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
+        std::erase_if(terms, [&](const UOp* t) { return adds_nothing(t, finite_params); });
+        for (const UOp* t : terms) upd = g.alu(Op::Mulacc, t->src(0), t->src(1), upd);
+        skip = padded_step_gate(g, terms, finite_params);
       } else if (std::vector<const UOp*> wmmas; op == Op::Add && sum_of_wmmas(v, &wmmas)) {
         upd = cur;
         for (const UOp* t : wmmas) upd = g.make(Op::Wmma, acc_dt, {t->src(0), t->src(1), upd}, t->arg, t->tag);
       } else {
         upd = g.alu(op, cur, v);
       }
-      updates.push_back(g.make(Op::Store, dtypes::void_, {slot, upd}));
+      updates.push_back(skip ? g.make(Op::Store, dtypes::void_, {slot, upd, skip})
+                             : g.make(Op::Store, dtypes::void_, {slot, upd}));
       accs.push_back(acc);
     }
     const UOp* body = updates.size() == 1 ? updates[0] : g.make(Op::Group, dtypes::void_, updates);

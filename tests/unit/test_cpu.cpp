@@ -144,6 +144,44 @@ TEST(CpuBackend, ElementwiseAddMulF32) {
   }
 }
 
+// A store gated by a condition of its outer loop alone: its If block takes the work only the store
+// uses (the load and the product), and the inner loop runs inside the If, not the If inside every
+// step of the loop (linearize: hoist_ifs). Outputs the gate leaves out keep their values.
+TEST(CpuBackend, AStoreGatedByItsOuterLoopSkipsTheInnerLoop) {
+  Graph g;
+  KernelBuilder b{g};
+  const int64_t R = 6, C = 40;
+  auto *A = b.param(0, dtypes::float32, R * C), *O = b.param(1, dtypes::float32, R * C);
+  auto *i = b.range(R, 0), *j = b.range(C, 1);
+  const UOp* at = b.flat({i, j}, {R, C});
+  const UOp* x = b.load(A, at);
+  auto* sink = b.sink({b.store(O, at, b.mul(x, x), g.alu(Op::CmpLt, i, b.c(4)))});
+  LowerOptions o;
+  o.optimize = false;
+  std::vector<float> a(size_t(R * C)), out(size_t(R * C), -1);
+  for (size_t k = 0; k < a.size(); k++) a[k] = float(k) * 0.5f - 7;
+  auto ck = run_kernel(g, sink, {a.data(), out.data()}, {}, o);
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t c = 0; c < C; c++) {
+      const float v = a[size_t(r * C + c)];
+      ASSERT_EQ(out[size_t(r * C + c)], r < 4 ? v * v : -1.0f) << r << ", " << c;
+    }
+  const UOp* lin = lower_kernel(g, sink, jit().target(), o).linear;
+  std::map<Op, size_t> pos;  // the first of each op in the Linear
+  const UOp* inner = nullptr;
+  size_t inner_end = 0;
+  for (size_t p = 0; p < lin->nsrc(); p++) {
+    const UOp* u = lin->src(p);
+    pos.emplace(u->op, p);
+    if (u->op == Op::Range && u->as<RangeArg>().id == 1) inner = u, pos[Op::Range] = p;
+    if (u->op == Op::End && u->src(1) == inner) inner_end = p;
+  }
+  ASSERT_TRUE(inner && pos.count(Op::If) && pos.count(Op::Endif));
+  EXPECT_LT(pos[Op::If], pos[Op::Range]);  // If(i < 4), Range j, ..., End j, Endif
+  EXPECT_GT(pos[Op::Load], pos[Op::Range]);
+  EXPECT_GT(pos[Op::Endif], inner_end);
+}
+
 // An output at least Target::streaming_store_bytes large is written with non-temporal stores when
 // its buffer is aligned, and with ordinary stores when it is not (a view at an odd offset): both
 // give the sums. A small output keeps ordinary stores.

@@ -424,8 +424,10 @@ TEST_F(PipelineTest, ConvolutionAndPooling) {
 // A convolution whose weights are a constant of the program with every value finite leaves its
 // products with the zero padding out of its sums: with 7 columns a tile and the 3 taps of a row
 // unrolled, the first column's left tap and the last one's right tap read padding (2 of the 21
-// multiply-adds per filter row). A weight that is inf keeps them: the padded outputs of its channel
-// are NaN (0 * inf), as the oracle's pad, multiply and sum give.
+// multiply-adds per filter row). The filter rows below the image (the steps of the loop over them,
+// whose gate is the row's) are skipped: each step's loads and multiply-adds run in an If block
+// (those above are not: see padded_step_gate). A weight that is inf keeps them all: the padded
+// outputs of its channel are NaN (0 * inf), as the oracle's pad, multiply and sum give.
 TEST_F(PipelineTest, ConvolutionLeavesOutPaddingTimesFiniteConstantWeights) {
   Rng rng(11);
   std::vector<float> wv(size_t(16 * 8 * 3 * 3));
@@ -435,7 +437,8 @@ TEST_F(PipelineTest, ConvolutionLeavesOutPaddingTimesFiniteConstantWeights) {
     return reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(v.size()), dtypes::float32), {16, 8, 3, 3});
   };
   const UOp* x = in(dtypes::float32, {1, 8, 7, 7});
-  // The multiply-adds of the convolution's kernel, its opts forced to 16 channels x 7 columns a tile.
+  // The multiply-adds of the convolution's kernel, its opts forced to 16 channels x 7 columns a
+  // tile (and how many of them run in an If block), and those opts.
   auto mulaccs = [&](const UOp* out) {
     auto p = compile_program(runtime(), g, std::vector<const UOp*>{out});
     const Launch& conv = p->launches.back();
@@ -443,24 +446,24 @@ TEST_F(PipelineTest, ConvolutionLeavesOutPaddingTimesFiniteConstantWeights) {
     o.keep_stages = true;
     EXPECT_TRUE(parse_opts("UPCAST(0,16) UPCAST(2,7) UNROLL(5,3)", &o.kernel_opts[conv.ast_hash]));
     auto forced = compile_program(runtime(), g, std::vector<const UOp*>{out}, nullptr, o);
-    const std::string linear = forced->stage_text("linear");
-    size_t n = 0;
-    for (size_t at = linear.find("Mulacc"); at != std::string::npos; at = linear.find("Mulacc", at + 1)) n++;
-    return std::make_pair(n, o);
+    return std::make_pair(count_mulaccs(forced->stage_text("linear")), o);
   };
   const UOp* with_input = conv2d(g, x, in(dtypes::float32, {16, 8, 3, 3}), nullptr, {1, 1}, {1, 1});
   const UOp* with_constant = conv2d(g, x, constant_weights(wv), nullptr, {1, 1}, {1, 1});
-  auto [input_mulaccs, input_opts] = mulaccs(with_input);
-  auto [constant_mulaccs, constant_opts] = mulaccs(with_constant);
-  EXPECT_EQ(input_mulaccs, 21u);  // 7 columns x 3 taps, each over 16 channel lanes
-  EXPECT_EQ(constant_mulaccs, 19u);
+  auto [input, input_opts] = mulaccs(with_input);
+  auto [constant, constant_opts] = mulaccs(with_constant);
+  EXPECT_EQ(input.all, 21u);  // 7 columns x 3 taps, each over 16 channel lanes
+  EXPECT_EQ(input.gated, 0u);
+  EXPECT_EQ(constant.all, 19u);
+  EXPECT_EQ(constant.gated, 19u);
   check({with_constant}, "conv2d with finite constant weights", 1e-5, 1e-4, constant_opts);
   check({with_input}, "conv2d with input weights", 1e-5, 1e-4, input_opts);
 
   wv[0] = std::numeric_limits<float>::infinity();  // channel 0's top-left tap
   const UOp* with_inf = conv2d(g, x, constant_weights(wv), nullptr, {1, 1}, {1, 1});
-  auto [inf_mulaccs, inf_opts] = mulaccs(with_inf);
-  EXPECT_EQ(inf_mulaccs, 21u);
+  auto [inf, inf_opts] = mulaccs(with_inf);
+  EXPECT_EQ(inf.all, 21u);
+  EXPECT_EQ(inf.gated, 0u);
   check({with_inf}, "conv2d with an inf constant weight", 1e-5, 1e-4, inf_opts);
 
   // A quotient of finite constants is not known finite (1 / 0 is inf): arithmetic keeps the products.
@@ -469,9 +472,10 @@ TEST_F(PipelineTest, ConvolutionLeavesOutPaddingTimesFiniteConstantWeights) {
   divisors[0] = 0;
   const UOp* scaled = divide(g, constant_weights(wv), constant_weights(divisors));
   const UOp* with_scaled = conv2d(g, x, scaled, nullptr, {1, 1}, {1, 1});
-  auto [scaled_mulaccs, scaled_opts] = mulaccs(with_scaled);
-  EXPECT_EQ(scaled_mulaccs, 21u);
-  check({with_scaled}, "conv2d with a quotient of constants as weights", 1e-5, 1e-4, scaled_opts);
+  auto [quotient, quotient_opts] = mulaccs(with_scaled);
+  EXPECT_EQ(quotient.all, 21u);
+  EXPECT_EQ(quotient.gated, 0u);
+  check({with_scaled}, "conv2d with a quotient of constants as weights", 1e-5, 1e-4, quotient_opts);
 }
 
 TEST_F(PipelineTest, ActivationsAndNormalizations) {

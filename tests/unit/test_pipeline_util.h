@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,25 @@ inline void expect_matches_oracle(Graph& g, const std::vector<const UOp*>& outs,
     std::string why = mismatch(got[i], want[i], rt, at);
     EXPECT_EQ(why, "") << what << ": output " << i << "\n  got  " << got[i].str() << "\n  want " << want[i].str();
   }
+}
+
+// The multiply-adds in a program's "linear" stage text (Program::stage_text), and how many of them
+// run inside an If block.
+struct MulaccCount {
+  size_t all = 0, gated = 0;
+};
+inline MulaccCount count_mulaccs(const std::string& linear) {
+  std::istringstream lines(linear);
+  MulaccCount c;
+  bool in_if = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("= If ") != std::string::npos) in_if = true;
+    if (line.find("= Endif ") != std::string::npos) in_if = false;
+    if (line.find("= Mulacc ") == std::string::npos) continue;
+    c.all++;
+    c.gated += in_if;
+  }
+  return c;
 }
 
 // A test fixture: a graph, and the data of each input it makes (random from Seed, or given). check()
