@@ -294,19 +294,13 @@ class Linearizer {
   // with lanes masks a vector store; it stays on the store.)
   std::vector<const UOp*> gate_stores() {
     if (std::none_of(out_.begin(), out_.end(), scalar_gated)) return out_;
-    // The users of each node (by position in topo_), and where each is emitted (+1; 0: not emitted).
+    // How many users each node has (by position in topo_), and where each is emitted (+1; 0: not).
     const size_t n = topo_.size();
-    user_first_.assign(n + 1, 0);
+    nusers_.assign(n, 0);
     emitted_at_.assign(n, 0);
     for (const UOp* u : topo_)
       for (const UOp* x : u->src())
-        if (uint32_t p = pos_.get(x)) user_first_[p]++;
-    for (size_t i = 0; i < n; i++) user_first_[i + 1] += user_first_[i];
-    users_.assign(user_first_[n], 0);
-    std::vector<uint32_t> fill(user_first_.begin(), user_first_.end() - 1);
-    for (size_t i = 0; i < n; i++)
-      for (const UOp* x : topo_[i]->src())
-        if (uint32_t p = pos_.get(x)) users_[fill[p - 1]++] = uint32_t(i);
+        if (uint32_t p = pos_.get(x)) nusers_[p - 1]++;
     for (size_t i = 0; i < out_.size(); i++)
       if (uint32_t p = pos_.get(out_[i])) emitted_at_[p - 1] = uint32_t(i + 1);
 
@@ -328,14 +322,17 @@ class Linearizer {
   // channels at once instead of testing the row in each of its steps: ResNet-18's 512x7x7 layers
   // nest their filter rows outside the channels, and in the model took 0.54-0.57 ms with no row
   // skipped, 0.63-0.65 ms testing in every step, 0.51-0.53 ms skipping the loop.
-  static void hoist_ifs(std::vector<const UOp*>& out) {
-    std::unordered_map<const UOp*, size_t> at;  // a node's position in out
+  void hoist_ifs(std::vector<const UOp*>& out) const {
+    // (the gate comes before the Range in out where it does in out_: only a run's nodes were
+    // reordered, and a gate stays before its If)
+    auto before_loop = [&](const UOp* gate, const UOp* range) {
+      uint32_t pg = pos_.get(gate), pr = pos_.get(range);
+      return pg && pr && emitted_at_[pg - 1] && emitted_at_[pg - 1] < emitted_at_[pr - 1];
+    };
+    std::vector<size_t> endif_of(out.size(), 0), open;  // an If's Endif, by position
     for (bool changed = true; changed;) {
       changed = false;
-      at.clear();
-      for (size_t i = 0; i < out.size(); i++) at.emplace(out[i], i);
-      std::vector<size_t> open;  // positions of the Ifs open at i
-      std::unordered_map<size_t, size_t> endif_of;
+      open.clear();
       for (size_t i = 0; i < out.size(); i++) {
         if (out[i]->op == Op::If) open.push_back(i);
         if (out[i]->op == Op::Endif && !open.empty()) {
@@ -343,16 +340,13 @@ class Linearizer {
           open.pop_back();
         }
       }
-      for (size_t i = 0; i + 1 < out.size() && !changed; i++) {
+      for (size_t i = 0; i + 1 < out.size(); i++) {
         if (out[i]->op != Op::Range || out[i + 1]->op != Op::If) continue;
-        auto e = endif_of.find(i + 1);
-        if (e == endif_of.end() || e->second + 1 >= out.size()) continue;
-        const UOp* end = out[e->second + 1];
-        if (end->op != Op::End || end->src(1) != out[i]) continue;
-        auto g = at.find(out[i + 1]->src(0));
-        if (g == at.end() || g->second > i) continue;
-        std::swap(out[i], out[i + 1]);                  // If(g), Range
-        std::swap(out[e->second], out[e->second + 1]);  // End, Endif
+        const size_t e = endif_of[i + 1];
+        if (e == 0 || e + 1 >= out.size() || out[e + 1]->op != Op::End || out[e + 1]->src(1) != out[i]) continue;
+        if (!before_loop(out[i + 1]->src(0), out[i])) continue;
+        std::swap(out[i], out[i + 1]);  // If(g), Range
+        std::swap(out[e], out[e + 1]);  // End, Endif
         changed = true;
       }
     }
@@ -426,20 +420,18 @@ class Linearizer {
       pinned[q] = 1;
       todo.insert(todo.end(), x->src().begin(), x->src().end());
     }
+    // Backwards, so a node's users are decided before it: it moves when every one of them does.
+    std::vector<uint32_t> users_inside(b - a, 0);
     for (size_t p = b; p-- > a;) {
       const UOp* u = out_[p];
-      if (scalar_gated(u)) {
-        inside[p - a] = 1;
-        continue;
+      if (!scalar_gated(u)) {
+        if (pinned[p - a] || !movable(u)) continue;
+        const uint32_t all = nusers_[pos_.get(u) - 1];
+        if (all == 0 || users_inside[p - a] != all) continue;
       }
-      if (pinned[p - a] || !movable(u)) continue;
-      uint32_t t = pos_.get(u) - 1;
-      bool all_inside = user_first_[t] < user_first_[t + 1];
-      for (uint32_t k = user_first_[t]; k < user_first_[t + 1] && all_inside; k++) {
-        size_t q = run_pos(topo_[users_[k]]);
-        all_inside = q < b - a && inside[q];
-      }
-      inside[p - a] = all_inside;
+      inside[p - a] = 1;
+      for (const UOp* x : u->src())
+        if (size_t q = run_pos(x); q < b - a) users_inside[q]++;
     }
     // Memory order: what stays runs before everything moved, so a load or store that stays must not
     // follow a moved store of its buffer, nor a store a moved load of it (an unknown buffer: any).
@@ -499,9 +491,9 @@ class Linearizer {
   std::vector<std::vector<const UOp*>> children_, members_;
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> deps_;  // (user, dependency) by position
   std::vector<const UOp*> out_;
-  // gate_stores: the users of each node (by position in topo_: users_[user_first_[i] ..
-  // user_first_[i + 1]) of topo_[i]) and where each is emitted in out_ (+1; 0: not emitted)
-  std::vector<uint32_t> user_first_, users_, emitted_at_;
+  // gate_stores: how many users each node has (by position in topo_) and where each is emitted in
+  // out_ (+1; 0: not emitted)
+  std::vector<uint32_t> nusers_, emitted_at_;
 };
 
 }  // namespace
