@@ -105,9 +105,28 @@ std::vector<const UOp*> intersect_conjuncts(std::span<const UOp* const> a, std::
   return out;
 }
 
+// The scalar conditions (by id) where any is false every lane of `gate` is: a scalar gate's
+// conjuncts; of a conjunction of lanes, those of either side; of lanes built one by one, those of
+// every lane.
+std::vector<const UOp*> all_lanes_conditions(const UOp* gate) {
+  if (gate->dtype.lanes == 1) return conjuncts(gate);
+  std::vector<const UOp*> out;
+  if (gate->op == Op::And) {
+    std::vector<const UOp*> a = all_lanes_conditions(gate->src(0)), b = all_lanes_conditions(gate->src(1));
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out),
+                   [](const UOp* x, const UOp* y) { return x->id < y->id; });
+  } else if (gate->op == Op::Vectorize) {
+    out = all_lanes_conditions(gate->src(0));
+    for (size_t i = 1; i < gate->nsrc() && !out.empty(); i++)
+      if (gate->src(i) != gate->src(i - 1)) out = intersect_conjuncts(out, all_lanes_conditions(gate->src(i)));
+  }
+  return out;
+}
+
 // The conditions (an And's operands, by id) under which v, a factor of a product, may be nonzero:
 // v reads zero padding, a load gated with a zero alternative (or lanes of such loads), and is
-// zero where any of them is false. Empty for any other value. (`gates` gets the loads' gates.)
+// zero where any of them is false. Empty for any other value. (`gates` gets the loads' scalar
+// gates.)
 std::vector<const UOp*> padding_conditions(const UOp* v, std::vector<const UOp*>* gates) {
   if (v->op == Op::Gep) return padding_conditions(v->src(0), gates);
   if (v->op == Op::Vectorize) {
@@ -121,9 +140,9 @@ std::vector<const UOp*> padding_conditions(const UOp* v, std::vector<const UOp*>
     }
     return common;
   }
-  if (v->op != Op::Load || v->nsrc() != 3 || !is_zero_const(v->src(1)) || v->src(2)->dtype.lanes != 1) return {};
-  gates->push_back(v->src(2));
-  return conjuncts(v->src(2));
+  if (v->op != Op::Load || v->nsrc() != 3 || !is_zero_const(v->src(1))) return {};
+  if (v->src(2)->dtype.lanes == 1) gates->push_back(v->src(2));
+  return all_lanes_conditions(v->src(2));
 }
 
 // A condition where it is false every product of a sum adds nothing, or nullptr: each multiplies a

@@ -124,24 +124,28 @@ TEST_F(ClTest, AMatmulsInnermostAxisIsTheWorkGroupsFirstDimension) {
 }
 
 // A convolution whose weights are finite constants skips its filter rows below the image on a GPU
-// too (lower_reduces gates the step's update by the rows' condition, the linearizer moves
-// the step's loads and multiply-adds into the If block), with the oracle's results.
+// too (lower_reduces gates the step's update by the rows' condition, the linearizer moves the
+// step's loads and multiply-adds into the If block), with the oracle's results: with 16 output
+// channels its padded input is a gated scalar per tap; with 8, the taps are lanes of one load
+// whose gate has a condition per lane (the row's, the same in each, and the column's).
 TEST_F(ClTest, AConvolutionSkipsItsPaddedFilterRows) {
-  Rng weights(12);
-  std::vector<float> wv(size_t(16 * 8 * 3 * 3));
-  for (float& v : wv) v = float(weights.uniform(-1, 1));
-  std::string bytes(reinterpret_cast<const char*>(wv.data()), wv.size() * sizeof(float));
-  const UOp* w =
-      reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(wv.size()), dtypes::float32), {16, 8, 3, 3});
-  const UOp* conv = conv2d(g, cl_in(dtypes::float32, {1, 8, 7, 7}), w, nullptr, {1, 1}, {1, 1});
-  CompileOptions o;
-  o.keep_stages = true;
-  std::shared_ptr<const Program> p;
-  compile_and_run(g, {conv}, data, o, &p, "CL");
-  const MulaccCount n = count_mulaccs(p->stage_text("linear"));
-  EXPECT_GT(n.all, 0u);
-  EXPECT_EQ(n.gated, n.all);
-  check({conv}, "conv2d 8->16 3x3 pad 1 at 7x7 with finite constant weights");
+  for (int64_t co : {16, 8}) {
+    Rng weights(12);
+    std::vector<float> wv(size_t(co * 8 * 3 * 3));
+    for (float& v : wv) v = float(weights.uniform(-1, 1));
+    std::string bytes(reinterpret_cast<const char*>(wv.data()), wv.size() * sizeof(float));
+    const UOp* w =
+        reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(wv.size()), dtypes::float32), {co, 8, 3, 3});
+    const UOp* conv = conv2d(g, cl_in(dtypes::float32, {1, 8, 7, 7}), w, nullptr, {1, 1}, {1, 1});
+    CompileOptions o;
+    o.keep_stages = true;
+    std::shared_ptr<const Program> p;
+    compile_and_run(g, {conv}, data, o, &p, "CL");
+    const MulaccCount n = count_mulaccs(p->stage_text("linear"));
+    EXPECT_GT(n.all, 0u) << co;
+    EXPECT_EQ(n.gated, n.all) << co;
+    check({conv}, "conv2d 8->" + std::to_string(co) + " 3x3 pad 1 at 7x7 with finite constant weights");
+  }
 }
 
 TEST_F(ClTest, GridsWithMoreAxesThanDimensions) {

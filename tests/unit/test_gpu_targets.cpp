@@ -167,6 +167,21 @@ Compiled compile_all(const std::string& backend, const std::string& arch) {
       ADD_FAILURE() << backend << " " << arch << ": tensor-core matmul " << i << ": " << e.what();
     }
   }
+  try {  // a convolution with finite constant weights: its padded filter rows skipped in If blocks
+    Graph g;
+    std::vector<float> wv(16 * 8 * 3 * 3);
+    for (size_t i = 0; i < wv.size(); i++) wv[i] = float(i % 17) * 0.125f - 1;
+    std::string bytes(reinterpret_cast<const char*>(wv.data()), wv.size() * sizeof(float));
+    const UOp* w =
+        reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, int64_t(wv.size()), dtypes::float32), {16, 8, 3, 3});
+    const UOp* conv = conv2d(g, input(g, dtypes::float32, {1, 8, 7, 7}, backend), w, nullptr, {1, 1}, {1, 1});
+    auto p = compile_program(runtime(), g, std::vector<const UOp*>{conv}, dev);
+    EXPECT_GT(p->launches.back().kernel->features.gated_blocks, 0) << backend << " " << arch;
+    collect(*p, out);
+    out.programs++;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << backend << " " << arch << ": convolution with constant weights: " << e.what();
+  }
   // SN_FUZZ_CASES=N compiles N graphs instead (long local runs, as in test_fuzz_diff.cpp).
   const char* env = std::getenv("SN_FUZZ_CASES");
   const int cases = env && std::atoi(env) > 0 ? std::atoi(env) : kFuzzGraphs;
