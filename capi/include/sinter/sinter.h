@@ -639,7 +639,9 @@ SN_API sn_uop *sn_tensor_slice(sn_graph *graph, sn_uop *x, int64_t offset, int64
                                sn_error **err);
 /* The spec's Binary: a copy of data[0..nbytes-1] as a constant uint8 tensor of shape (nbytes,)
    (view it with sn_uop_bitcast or sn_tensor_slice). A program that reads it holds the bytes in
-   device memory, filled once when compiled; sn_program_export_c writes them as a static array. */
+   device memory, filled once when compiled; sn_program_export_c writes them as a static array.
+   Weights given this way are packed once, at compile time, and a convolution whose weights are all
+   finite (checked then) leaves out the products of its zero padding. */
 SN_API sn_uop *sn_tensor_binary(sn_graph *graph, const void *data, size_t nbytes, sn_error **err);
 
 /* ---- functions (API version 5) ---- */
