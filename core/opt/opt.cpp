@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/codegen/kernel_util.h"
+#include "core/util/checked.h"
 
 namespace sn {
 
@@ -327,9 +328,11 @@ const UOp* apply_padto(Graph& g, const OptState& k, const Opt& opt) {
   const UOp *nr, *valid, *clamped = nullptr;
   bool clamp_unless_contiguous = false;
   if (n > 0) {
-    int64_t padded = (n + opt.amount - 1) / opt.amount * opt.amount;
-    if (padded == n) return k.sink;
-    if (padded > 4 * n) fail(Code::InvalidArg, opt_str(opt), ": padding ", n, " to ", padded, " is over 4x the work");
+    const int64_t rest = n % opt.amount;
+    if (rest == 0) return k.sink;
+    const int64_t padded = checked_add(n, opt.amount - rest, opt_str(opt), ": the padded length");
+    if (i128(padded) > 4 * i128(n))
+      fail(Code::InvalidArg, opt_str(opt), ": padding ", n, " to ", padded, " is over 4x the work");
     nr = make_range(g, g.cint(padded), opt.axis, type);
     valid = g.alu(Op::CmpLt, nr, g.cint(n));
     // The padding iterations of an axis no reduce runs over recompute the last valid one, as for
@@ -636,11 +639,26 @@ void reorder_ranges(Graph& g, OptState& k, const std::vector<int64_t>& order, co
   }
 }
 
+// Whether the kernel's iterations (its ranges' largest bounds multiplied) pass 2^62: a tensor of
+// one-byte elements may have 2^63 - 2 of them and compile, though no device could hold it. The
+// heuristics leave such a kernel as it is: tiling it buys nothing, and the sizes its padding and
+// tiles compute would overflow int64.
+bool beyond_any_device(const OptState& k) {
+  constexpr i128 kLimit = i128(1) << 62;
+  i128 n = 1;
+  for (const UOp* r : k.ranges()) {
+    const i128 b = r->src(0)->minmax().hi;
+    if (b <= 0) continue;
+    if (b > kLimit || (n *= b) > kLimit) return true;
+  }
+  return false;
+}
+
 OptResult optimize_kernel(Graph& g, const UOp* sink, const Target& target, const LowerOptions& opts) {
   OptState k = start_optimization(g, sink, target);
   if (opts.opts) {
     for (const Opt& o : *opts.opts) apply_opt(g, k, o, target);
-  } else if (opts.optimize) {
+  } else if (opts.optimize && !beyond_any_device(k)) {
     if (target.has_local)
       gpu_heuristic(g, k, target, opts);
     else

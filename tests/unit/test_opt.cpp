@@ -2,6 +2,7 @@
 // and Swap (checked against the oracle through the compiled CPU path).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -149,6 +150,29 @@ TEST(Opts, MatvecWidensItsVectorAxis) {
   for (const Opt& o : k.opts) upcasts += o.op == OptOp::Split && o.type == AxisType::Upcast;
   EXPECT_EQ(upcasts, 2) << opts_str(k.opts);
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "matvec"), 1);
+}
+
+// A tensor of one-byte elements may have 2^63 - 2 of them and compile (no device could hold it):
+// the heuristics leave its kernels untiled, where padding the axis to whole vectors overflowed
+// int64 (libFuzzer, tests/fuzz/regressions/heuristic-pads-an-axis-of-2-pow-63-minus-2), and a
+// forced PADTO whose padded length passes int64 is an error that says so.
+TEST(Opts, AnAxisPastAnyDeviceIsLeftUntiledAndCannotBePadded) {
+  Graph g;
+  const int64_t n = std::numeric_limits<int64_t>::max() - 1;
+  const UOp* x = input(g, dtypes::fp8e4m3, {n});
+  std::vector<const UOp*> outs{mul(g, x, x)};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_TRUE(lower_kernel(g, s.kernels[0].ast, cpu_like()).opts.empty());
+  EXPECT_TRUE(optimize_kernel(g, s.kernels[0].ast, gpu_like(), LowerOptions{}).applied.empty());
+  OptState k = start_optimization(g, s.kernels[0].ast, cpu_like());
+  try {
+    apply_opt(g, k, Opt::padto(0, 16), cpu_like());
+    ADD_FAILURE() << "PADTO(0,16) of an axis of " << n << " was applied";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArg);
+    EXPECT_NE(e.message().find("padded length"), std::string::npos) << e.message();
+  }
 }
 
 // BEAM's steps split an axis by the amounts that divide it among 2, 3, 4, 5, 7, 8, 16, and by the
