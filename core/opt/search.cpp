@@ -302,7 +302,12 @@ std::vector<Opt> beam_search(const UOp* ast, ComputeDevice& device, const LowerO
   seeds[1].opts = {};
   compile_all(seeds, ast, device, base);
   if (!seeds[0].ok) return heuristic;
-  Buffers bufs = make_buffers(device, *seeds[0].kernel);
+  Buffers bufs;
+  try {
+    bufs = make_buffers(device, *seeds[0].kernel);
+  } catch (const Error&) {
+    return heuristic;  // its buffers do not fit this device (an input of 2^63 bytes compiles): nothing can be timed
+  }
   std::set<std::vector<std::string>> seen_lists;
   // Each kernel's timing (by optimized_hash), kept for both searches: different lists of opts often
   // give the same kernel, which is timed once and may still be grown by the search that meets it.

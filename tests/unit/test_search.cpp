@@ -4,6 +4,8 @@
 // side of BEAM (results kept, damaged entries replaced) is in test_disk_cache.cpp.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #if SN_BACKEND_CPU
 #include <algorithm>
 #include <chrono>
@@ -59,6 +61,20 @@ TEST_F(SearchTest, BeamKernelsMatchTheOracle) {
   // Kernels this small run their plain loop nest in far less than the limit: each search also
   // grows from there.
   EXPECT_EQ(after.from_scratch - before.from_scratch, after.searches - before.searches);
+}
+
+// A kernel whose buffers no device holds (an fp8 input of 2^63 - 2 elements, which compiles) keeps
+// the heuristic's opts under BEAM, as without it: nothing can be timed. (The search allocated its
+// buffers to time it and the compile failed with the allocation's error.)
+TEST_F(SearchTest, AKernelWhoseBuffersDoNotFitIsNotSearched) {
+  reset_beam_memory();
+  auto rt = fresh_runtime();
+  const UOp* x = input(g, dtypes::fp8e4m3, {std::numeric_limits<int64_t>::max() - 1});
+  CompileOptions o;
+  o.beam = 2;
+  auto p = compile_program(*rt, g, std::vector<const UOp*>{mul(g, x, x)}, nullptr, o);
+  ASSERT_EQ(p->launches.size(), 1u);
+  EXPECT_TRUE(p->launches[0].kernel->opts.empty()) << opts_str(p->launches[0].kernel->opts);
 }
 
 // Every candidate a search can reach within two steps, from the heuristic's opts or from none,
