@@ -21,6 +21,7 @@
 
 #include "core/codegen/codegen.h"
 #include "core/codegen/kernel_util.h"
+#include "core/symbolic/symbolic.h"
 
 namespace sn {
 
@@ -83,15 +84,8 @@ bool adds_nothing(const UOp* product, std::span<const int64_t> finite) {
 
 // The operands of a scalar condition's And tree (c itself when it is no And), by id, once each.
 std::vector<const UOp*> conjuncts(const UOp* c) {
-  std::vector<const UOp*> out, todo{c};
-  while (!todo.empty()) {
-    const UOp* x = todo.back();
-    todo.pop_back();
-    if (x->op == Op::And && x->dtype == dtypes::bool_)
-      todo.insert(todo.end(), x->src().begin(), x->src().end());
-    else
-      out.push_back(x);
-  }
+  std::vector<const UOp*> out;
+  flatten(c, Op::And, out);
   std::sort(out.begin(), out.end(), [](const UOp* a, const UOp* b) { return a->id < b->id; });
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

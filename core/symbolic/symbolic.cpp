@@ -66,20 +66,6 @@ const UOp* fold_max(Graph& g, const UOp* u) {
 
 // ---- bool algebra and bitwise ops --------------------------------------------------------
 
-void flatten(const UOp* u, Op op, std::vector<const UOp*>& out) {
-  std::vector<const UOp*> stack{u};
-  while (!stack.empty()) {
-    const UOp* n = stack.back();
-    stack.pop_back();
-    if (n->op == op && n->dtype == u->dtype) {
-      stack.push_back(n->src(1));
-      stack.push_back(n->src(0));
-    } else {
-      out.push_back(n);
-    }
-  }
-}
-
 // And / Or over bools: flatten, drop duplicates and neutral constants, detect x & !x, absorb
 // x & (x | y), and merge comparison clauses on the same value by their intervals.
 const UOp* fold_bool_chain(Graph& g, const UOp* u) {
@@ -435,6 +421,20 @@ std::vector<Rule> build_rules() {
 }
 
 }  // namespace
+
+void flatten(const UOp* u, Op op, std::vector<const UOp*>& out) {
+  std::vector<const UOp*> stack{u};
+  while (!stack.empty()) {
+    const UOp* n = stack.back();
+    stack.pop_back();
+    if (n->op == op && n->dtype == u->dtype) {
+      stack.push_back(n->src(1));
+      stack.push_back(n->src(0));
+    } else {
+      out.push_back(n);
+    }
+  }
+}
 
 const PatternMatcher& symbolic_rules() {
   static const PatternMatcher pm(build_rules());
