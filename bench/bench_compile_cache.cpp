@@ -4,7 +4,8 @@
 // stores it; process 2 (a new CpuCompiler: new LLJIT, empty memory cache) links each from disk.
 // One row per kernel:
 //   case  kernel  name  p1_ms  p2_ms  ratio     (p1 / p2; p1 = key + lower + LLVM + store, p2 = key + disk get + link)
-// then the mean per kernel and the target: process 2 at most 1 ms per kernel.
+// then the mean per kernel and the target: process 2 at most 1 ms per kernel (judged on the mean and
+// on the slowest kernel, the first, which waits for the cache if its open is not done).
 //   bench_compile_cache            runs both processes (this program again, with --child)
 //   bench_compile_cache --child    one process: prints "K case index name ms compiled|disk" lines
 #include <unistd.h>
@@ -143,7 +144,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("# CPU kernels compiled by process 1 (empty cache) and process 2 (same SN_CACHE_DIR); ms per kernel\n");
-  std::printf("# LLJIT setup: p1 %.2f ms, p2 %.2f ms (not in the rows)\n", setup1, setup2);
+  std::printf(
+      "# setup (a new CpuCompiler: LLJIT, and beside it the disk cache, opened where it exists): p1 %.2f ms, p2 %.2f "
+      "ms (not in "
+      "the rows)\n",
+      setup1, setup2);
   std::printf("%-20s %3s %-28s %10s %10s %8s  %s\n", "case", "k", "kernel", "p1_ms", "p2_ms", "ratio", "p1/p2");
   double sum1 = 0, sum2 = 0, max2 = 0;
   size_t n = 0, from_disk = 0;
@@ -161,8 +166,10 @@ int main(int argc, char** argv) {
   }
   std::printf("\n%-20s %3zu %-28s %10.3f %10.3f %8.1f\n", "mean per kernel", n, "", sum1 / double(n), sum2 / double(n),
               sum2 > 0 ? sum1 / sum2 : 0.0);
-  std::printf("# process 2: %zu of %zu kernels from disk, max %.3f ms; target <= 1 ms per kernel: %s\n", from_disk, n,
-              max2, sum2 / double(n) <= 1.0 ? "met" : "NOT met");
+  std::printf(
+      "# process 2: %zu of %zu kernels from disk, max %.3f ms; target <= 1 ms per kernel: %s (mean), %s (every "
+      "kernel)\n",
+      from_disk, n, max2, sum2 / double(n) <= 1.0 ? "met" : "NOT met", max2 <= 1.0 ? "met" : "NOT met");
   std::printf("# cache.db: %.1f KiB\n", double(db_bytes) / 1024.0);
   return from_disk == n ? 0 : 1;
 }

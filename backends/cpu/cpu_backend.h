@@ -77,8 +77,9 @@ struct CpuCompilerStats {
 // find() and compile() link a kernel found there instead of compiling it).
 class CpuCompiler {
  public:
-  // threads: width of the thread pool and of THREAD splits (0 = all cores).
-  explicit CpuCompiler(int threads = 0);
+  // threads: width of the thread pool and of THREAD splits (0 = all cores); disk_cache: whether
+  // to use the process's disk cache (opened here, beside the JIT's setup; set_disk_cache changes it).
+  explicit CpuCompiler(int threads = 0, bool disk_cache = true);
   ~CpuCompiler();
   CpuCompiler(const CpuCompiler&) = delete;
   CpuCompiler& operator=(const CpuCompiler&) = delete;

@@ -19,7 +19,8 @@ namespace {
 
 class CpuDevice final : public ComputeDevice {
  public:
-  CpuDevice(std::string name, int threads) : CpuDevice(std::move(name), std::make_unique<CpuCompiler>(threads)) {}
+  CpuDevice(std::string name, int threads, bool disk_cache)
+      : CpuDevice(std::move(name), std::make_unique<CpuCompiler>(threads, disk_cache)) {}
 
   std::shared_ptr<Storage> allocate(size_t bytes) override {
     return std::make_shared<Storage>(shared_from_this(), host_allocate(name(), bytes), bytes, &std::free);
@@ -84,7 +85,7 @@ int cpu_threads(int index, const DeviceOptions& options) {
               if (index < 0 || index >= kCpuDevices)
                 fail(Code::Device, "device '", name, "' is not available: the CPU backend has ", kCpuDevices,
                      " devices, CPU:0 .. CPU:", kCpuDevices - 1);
-              return std::make_shared<CpuDevice>(name, cpu_threads(index, options));
+              return std::make_shared<CpuDevice>(name, cpu_threads(index, options), options.disk_cache);
             }});
 
 }  // namespace

@@ -178,6 +178,12 @@ bool DiskCache::enabled() {
   return open_locked();
 }
 
+void DiskCache::open_existing() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::error_code ec;
+  if (!tried_ && !path_.empty() && std::filesystem::is_regular_file(path_, ec)) open_locked();
+}
+
 std::optional<std::string> DiskCache::get(std::string_view key) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!open_locked()) return std::nullopt;

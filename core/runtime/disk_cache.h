@@ -50,6 +50,9 @@ class DiskCache {
   const std::string& path() const { return path_; }
   // Whether it is on and (once opened) the database could be opened.
   bool enabled();
+  // Opens the database now if its file exists (a process after the first), so that a thread with
+  // nothing else to do pays the open instead of the first get. Creates nothing.
+  void open_existing();
 
   // The value stored under `key`, or nullopt (a miss, the cache off or unavailable).
   std::optional<std::string> get(std::string_view key);

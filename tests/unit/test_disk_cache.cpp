@@ -256,6 +256,30 @@ TEST(DiskCache, DamagedDatabaseFileIsReplaced) {
   }
 }
 
+// A CPU device opens a cache that exists as it starts (beside the JIT's setup), not at its first
+// kernel; one not there yet it leaves to the first kernel stored. (SQLite makes the -wal file when
+// a connection first reads the database and removes it when the last one closes.)
+TEST(DiskCache, ADeviceOpensAnExistingCacheAsItStarts) {
+  CacheDir cd("open_early");
+  const fs::path wal = cd.db().string() + "-wal";
+  {
+    Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+    rt.device("CPU");
+    EXPECT_TRUE(fs::is_empty(cd.dir())) << "a device must not create the cache before it stores a kernel";
+  }
+  CacheRun first = compile_and_run_fresh();
+  reset_disk_cache();  // closed: checkpointed into cache.db, the WAL removed
+  ASSERT_TRUE(fs::exists(cd.db()));
+  ASSERT_FALSE(fs::exists(wal));
+  Runtime rt(RuntimeOptions{.debug = 0, .threads = 2});
+  auto dev = rt.device("CPU");
+  EXPECT_TRUE(fs::exists(wal)) << "the device must have opened the cache as it started";
+  EXPECT_EQ(dev->stats().compiled + dev->stats().disk_hits, 0u);
+  CacheRun second = compile_and_run_fresh();
+  EXPECT_EQ(second.stats.compiled, 0u);
+  EXPECT_EQ(second.outputs, first.outputs);
+}
+
 // (c) SN_CACHE=0: nothing is written (not even the directory's database).
 TEST(DiskCache, OffWritesNothing) {
   CacheDir cd("off");
