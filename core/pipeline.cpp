@@ -498,13 +498,13 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   };
   std::vector<size_t> batch;
   size_t batch_instructions = 0;
+  // which buffers each kernel reads are known finite (constants checked here): products of their
+  // values with a padding zero are left out of sums
+  const std::vector<std::vector<int64_t>> finite = finite_params(s);
   // Lowering builds about 13 nodes per node of its kernels' ASTs (ResNet-18: 1.9k AST nodes, 24k
   // new nodes): the graph's table is sized for them once, not doubled five times on the way (each
   // doubling rehashes every node into pages not touched before: 0.4-0.5 ms for the last one, which
   // fell on one kernel's stages).
-  // which buffers each kernel reads are known finite (constants checked here): products of their
-  // values with a padding zero are left out of sums
-  const std::vector<std::vector<int64_t>> finite = finite_params(s);
   size_t ast_nodes = 0;
   for (const ScheduledKernel& sk : s.kernels) ast_nodes += toposort(sk.ast).size();
   g.reserve(g.size() + kNodesPerAstNode * ast_nodes);

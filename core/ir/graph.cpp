@@ -15,12 +15,13 @@ constexpr size_t kFirstNodeBlock = 64, kMaxNodeBlock = 4096;  // nodes per node 
 // final mix for the low bits the table indexes by, where hash_combine's full mix per word was a
 // twelfth of lowering a convolution (most interns find their node: expand's copies repeat).
 inline uint64_t intern_mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ULL; }
-uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, const Arg& arg, int64_t tag) {
+// (arg_h: hash_arg of the argument, 0 for none.)
+uint64_t intern_hash(Op op, DType dt, std::span<const UOp* const> src, uint64_t arg_h, int64_t tag) {
   uint64_t h = intern_mix(uint64_t(op) << 40 | uint64_t(dt.scalar) << 24 | uint64_t(dt.lanes) << 8 |
                               uint64_t(dt.ptr) << 4 | uint64_t(dt.addrspace),
                           uint64_t(tag));
   for (auto* s : src) h = intern_mix(h, s->id);
-  if (arg.index() != 0) h = intern_mix(h, hash_arg(arg));  // (most nodes carry none)
+  if (arg_h != 0) h = intern_mix(h, arg_h);
   h ^= h >> 32;
   h *= 0xbf58476d1ce4e5b9ULL;
   return h ^ (h >> 29);
@@ -81,7 +82,8 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
     if (s == nullptr) fail(Code::InvalidArg, op_name(op), ": source is null");
     if (s->graph_ != this) fail(Code::InvalidArg, op_name(op), ": source %", s->id, " belongs to another graph");
   }
-  uint64_t h = intern_hash(op, dtype, src, arg, tag);
+  const uint64_t arg_h = arg.index() != 0 ? hash_arg(arg) : 0;  // (most nodes carry none)
+  uint64_t h = intern_hash(op, dtype, src, arg_h, tag);
   size_t mask = table_.size() - 1;
   size_t i = h & mask;
   for (; table_[i].node; i = (i + 1) & mask) {
@@ -105,7 +107,12 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
   UOp& n = *new_node();
   n.op = op;
   n.dtype = dtype;
-  n.arg = owned ? std::move(*owned) : arg;
+  // (Not `owned ? std::move(*owned) : arg`: that conditional is a const prvalue, so it copied the
+  // argument, a program's constant weights too.)
+  if (owned)
+    n.arg = std::move(*owned);
+  else
+    n.arg = arg;
   n.tag = tag;
   n.id = uint32_t(node_count_ - 1);
   n.graph_ = this;
@@ -126,9 +133,19 @@ const UOp* Graph::intern(Op op, DType dtype, std::span<const UOp* const> src, co
     src_left_ -= src.size();
   }
   n.nsrc_ = uint32_t(src.size());
+  if (const auto* bytes = std::get_if<std::string>(&n.arg); bytes && bytes->size() >= kLargeArgBytes)
+    large_arg_hashes_.emplace(&n, arg_h);
   table_[i] = Slot{h, &n};
   if (node_count_ * 2 > table_.size()) rehash(2 * table_.size());
   return &n;
+}
+
+uint64_t Graph::arg_hash(const UOp* u) const {
+  if (const auto* bytes = std::get_if<std::string>(&u->arg); bytes && bytes->size() >= kLargeArgBytes) {
+    auto it = large_arg_hashes_.find(u);
+    if (it != large_arg_hashes_.end()) return it->second;
+  }
+  return hash_arg(u->arg);
 }
 
 const UOp* Graph::make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg, int64_t tag) {

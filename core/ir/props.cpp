@@ -424,7 +424,7 @@ uint64_t compute_hash(const UOp* u) {
   uint64_t h = hash_combine(0x5eed, uint64_t(u->op));
   h = hash_combine(h, (uint64_t(u->dtype.scalar) << 24) | (uint64_t(u->dtype.lanes) << 8) |
                           (uint64_t(u->dtype.ptr) << 4) | uint64_t(u->dtype.addrspace));
-  h = hash_combine(h, hash_arg(u->arg));
+  h = hash_combine(h, u->graph() ? u->graph()->arg_hash(u) : hash_arg(u->arg));
   h = hash_combine(h, uint64_t(u->tag));
   h = hash_combine(h, u->nsrc());
   for (auto* s : u->src()) h = hash_combine(h, s->content_hash());

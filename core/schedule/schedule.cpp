@@ -103,7 +103,7 @@ uint64_t program_hash(const std::vector<const UOp*>& order, std::span<const UOp*
       x = hash_combine(x, hash_arg(Arg{b.device.str()}));
       x = hash_combine(x, uint64_t(b.addrspace));
     } else {
-      x = hash_combine(x, hash_arg(u->arg));
+      x = hash_combine(x, u->graph()->arg_hash(u));
     }
     for (const UOp* s : u->src()) x = hash_combine(x, h.at(s));
     h.emplace(u, x);
