@@ -434,19 +434,16 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   auto p = std::make_shared<Program>();
   p->device = device;
   p->hash = s.hash;
+  std::vector<std::string_view> constant_bytes;  // by buffer
   for (const ScheduleBuffer& b : s.buffers) {
     ProgramBuffer pb;
     pb.role = b.kind == ScheduleBuffer::Kind::Input      ? ProgramBuffer::Role::Input
               : b.kind == ScheduleBuffer::Kind::Output   ? ProgramBuffer::Role::Output
               : b.kind == ScheduleBuffer::Kind::Constant ? ProgramBuffer::Role::Constant
                                                          : ProgramBuffer::Role::Intermediate;
-    if (b.kind == ScheduleBuffer::Kind::Constant) {  // filled once, here, from the graph's bytes
-      const std::string& bytes = b.source->as<std::string>();
-      if (!bytes.empty()) {
-        pb.storage = device->allocate(bytes.size());
-        device->copy_in(*pb.storage, 0, bytes.data(), bytes.size());
-      }
-    }
+    // (a constant's storage is filled by precompute_constants, from the graph's bytes)
+    constant_bytes.push_back(b.kind == ScheduleBuffer::Kind::Constant ? std::string_view(b.source->as<std::string>())
+                                                                      : std::string_view());
     pb.dtype = b.dtype;
     pb.size = b.size;
     // nbytes() and the memory plan multiply and add byte sizes without checks of their own.
@@ -602,8 +599,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   std::vector<std::shared_ptr<const DeviceKernel>> lowered;
   for (const Launch& l : p->launches) lowered.push_back(l.kernel);
 
-  // precompute: what no input or variable changes runs once, here
-  size_t precomputed = precompute_constants(*p);
+  // precompute: what no input or variable changes runs once, here; the constants get their storage
+  size_t precomputed = precompute_constants(*p, constant_bytes);
 
   // plan
   std::string plan = plan_memory(*p);

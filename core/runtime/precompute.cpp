@@ -59,10 +59,23 @@ std::vector<bool> input_independent(const Program& p) {
 
 }  // namespace
 
-size_t precompute_constants(Program& p) {
-  if (!p.device->cannot_run().empty() || p.launches.empty()) return 0;
-  std::vector<bool> pre = input_independent(p);
+size_t precompute_constants(Program& p, std::span<const std::string_view> constants) {
+  const bool runs = p.device->cannot_run().empty() && !p.launches.empty();
+  std::vector<bool> pre = runs ? input_independent(p) : std::vector<bool>(p.launches.size(), false);
   size_t count = size_t(std::count(pre.begin(), pre.end(), true));
+
+  // Which buffers the launches run here read, and which the others.
+  std::vector<bool> read_here(p.buffers.size(), false), read_later(p.buffers.size(), false);
+  for (size_t l = 0; l < p.launches.size(); l++)
+    for (int b : p.launches[l].buffers) (pre[l] ? read_here : read_later)[size_t(b)] = true;
+  auto in_place = [&](size_t b) { return p.device->host_memory() && read_here[b] && !read_later[b]; };
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    ProgramBuffer& pb = p.buffers[b];
+    const std::string_view bytes = b < constants.size() ? constants[b] : std::string_view();
+    if (pb.role != Role::Constant || pb.storage || bytes.empty() || in_place(b)) continue;
+    pb.storage = p.device->allocate(bytes.size());
+    p.device->copy_in(*pb.storage, 0, bytes.data(), bytes.size());
+  }
   if (count == 0) return 0;
 
   // Storage of their own for what they write; the other launches later read it as constants.
@@ -82,8 +95,15 @@ size_t precompute_constants(Program& p) {
     bufs.assign(launch.buffers.size(), DevicePtr{nullptr, 0});
     for (const KernelParam& kp : k.params) {
       size_t b = size_t(launch.buffers[size_t(kp.slot)]);
-      const std::shared_ptr<Storage>& s = p.buffers[b].role == Role::Constant ? p.buffers[b].storage : storage[b];
-      bufs[size_t(kp.slot)] = DevicePtr{s ? s->ptr() : nullptr, 0};
+      const ProgramBuffer& pb = p.buffers[b];
+      void* ptr = nullptr;
+      if (pb.role != Role::Constant)
+        ptr = storage[b] ? storage[b]->ptr() : nullptr;
+      else if (pb.storage)
+        ptr = pb.storage->ptr();
+      else if (b < constants.size() && !constants[b].empty())  // read in place (never written: only intermediates are)
+        ptr = const_cast<char*>(constants[b].data());
+      bufs[size_t(kp.slot)] = DevicePtr{ptr, 0};
     }
     LaunchSize size;
     for (size_t d = 0; d < 3; d++) {
@@ -105,11 +125,8 @@ size_t precompute_constants(Program& p) {
   p.launches = std::move(kept);
   // A constant that only launches run here read (a weight they packed) is read by no run: its
   // memory goes (a 4096x4096 weight kept twice, as given and packed, held 64 MiB for nothing).
-  std::vector<bool> read(p.buffers.size(), false);
-  for (const Launch& l : p.launches)
-    for (int b : l.buffers) read[size_t(b)] = true;
   for (size_t b = 0; b < p.buffers.size(); b++)
-    if (p.buffers[b].role == Role::Constant && !read[b]) p.buffers[b].storage.reset();
+    if (p.buffers[b].role == Role::Constant && !read_later[b]) p.buffers[b].storage.reset();
   return count;
 }
 

@@ -101,6 +101,30 @@ TEST(Precompute, ConstantMatrixOfAMatrixVectorProductIsPackedOnce) {
   EXPECT_EQ(launches_of(g, matmul(g, input(g, dtypes::float32, {1, k}, "C"), cw), "C"), 1u);
 }
 
+// The packing reads the matrix where the graph holds it (the CPU reads host memory), unless a run reads it
+// too: here the product reads it packed and a sum with an input reads it as given, so the program holds both.
+TEST(Precompute, AConstantThatARunReadsTooGetsDeviceMemory) {
+  const int64_t k = 96, n = 70;
+  std::vector<float> w(size_t(k * n));
+  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 5 % 29) - 14) / 8;
+  std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  Graph g;
+  Rng rng{5};
+  const UOp* x = input(g, dtypes::float32, {1, k});
+  const UOp* m = input(g, dtypes::float32, {k, n});
+  oracle::BufferData data{{buffer_of(x), random_array(rng, dtypes::float32, {k})},
+                          {buffer_of(m), random_array(rng, dtypes::float32, {k * n})}};
+  const UOp* cw = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, k * n, dtypes::float32), {k, n});
+  const std::vector<const UOp*> outs{matmul(g, x, cw), add(g, cw, m)};
+  std::shared_ptr<const Program> p;
+  compile_and_run(g, outs, data, {}, &p);
+  ASSERT_EQ(p->launches.size(), 2u) << "the packing should have run at compile";
+  size_t held = 0;
+  for (const ProgramBuffer& pb : p->buffers) held += pb.role == ProgramBuffer::Role::Constant && pb.storage;
+  EXPECT_EQ(held, 2u) << "the matrix as given and packed";
+  expect_matches_oracle(g, outs, data, "x @ w, w + m", 1e-5, 1e-5);
+}
+
 // What depends on an input runs every time: a seed given as an input makes the same kernel input-dependent.
 TEST(Precompute, InputDependentKernelsStay) {
   Graph g;
