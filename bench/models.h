@@ -1,5 +1,6 @@
 // Whole models as tensor graphs, for the benchmarks that time compiling and running them. Every
-// weight is an input (created in order after the data input), so a program takes the data first.
+// weight is an input (created in order after the data input), so a program takes the data first;
+// or, with const_weights, a constant of the program.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,35 +12,54 @@
 namespace sn::bench {
 
 struct Model {
-  std::vector<const UOp*> inputs;  // the data input, then every weight, in creation order
+  std::vector<const UOp*> inputs;  // the data input, then every weight that is an input, in creation order
   std::vector<const UOp*> outputs;
+  // Weights and biases as constants of the program (Binary data, fixed values in [-0.1, 0.1)), not
+  // inputs: their packing then runs once, at compile time.
+  bool const_weights = false;
+  uint32_t seed = 1;
+
+  const UOp* weight(Graph& g, const std::vector<int64_t>& shape) {
+    if (!const_weights) {
+      const UOp* w = input(g, dtypes::float32, shape);
+      inputs.push_back(w);
+      return w;
+    }
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    uint32_t x = seed++ * 2654435761u;
+    for (float& f : v) {
+      x = x * 1664525u + 1013904223u;
+      f = float(x >> 8) / float(1u << 24) * 0.2f - 0.1f;
+    }
+    std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    return reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, n, dtypes::float32), shape);
+  }
 };
 
 // A conv layer with bias (batch norm folded into it) and an optional relu.
 inline const UOp* conv_layer(Graph& g, Model& m, const UOp* x, int64_t ci, int64_t co, int64_t k, int64_t stride,
                              int64_t pad, bool with_relu) {
-  const UOp* w = input(g, dtypes::float32, {co, ci, k, k});
-  const UOp* b = input(g, dtypes::float32, {co});
-  m.inputs.push_back(w);
-  m.inputs.push_back(b);
+  const UOp* w = m.weight(g, {co, ci, k, k});
+  const UOp* b = m.weight(g, {co});
   const UOp* y = conv2d(g, x, w, b, {stride, stride}, {pad, pad});
   return with_relu ? relu(g, y) : y;
 }
 
 // x (n, k) @ w (k, o) + b (o)
 inline const UOp* linear_layer(Graph& g, Model& m, const UOp* x, int64_t k, int64_t o) {
-  const UOp* w = input(g, dtypes::float32, {k, o});
-  const UOp* b = input(g, dtypes::float32, {o});
-  m.inputs.push_back(w);
-  m.inputs.push_back(b);
+  const UOp* w = m.weight(g, {k, o});
+  const UOp* b = m.weight(g, {o});
   const int64_t n = (*x->shape())[0].value;
   return add(g, gemm(g, x, w), expand(g, reshape(g, b, {1, o}), {n, o}));
 }
 
 // The small CNN of issues 12 and 13: batch n of 3x32x32; conv 3->16 + relu + 2x2 max pool, conv
 // 16->32 + relu + 2x2 max pool, flatten 2048 -> linear 10, softmax.
-inline Model small_cnn(Graph& g, int64_t n) {
+inline Model small_cnn(Graph& g, int64_t n, bool const_weights = false) {
   Model m;
+  m.const_weights = const_weights;
   const UOp* x = input(g, dtypes::float32, {n, 3, 32, 32});
   m.inputs.push_back(x);
   const UOp* h = max_pool2d(g, conv_layer(g, m, x, 3, 16, 3, 1, 1, true), {2, 2}, {2, 2});
@@ -50,8 +70,9 @@ inline Model small_cnn(Graph& g, int64_t n) {
 }
 
 // ResNet-18 forward at batch n, 3x224x224, batch norm folded into the convolutions' biases.
-inline Model resnet18(Graph& g, int64_t n) {
+inline Model resnet18(Graph& g, int64_t n, bool const_weights = false) {
   Model m;
+  m.const_weights = const_weights;
   const UOp* x = input(g, dtypes::float32, {n, 3, 224, 224});
   m.inputs.push_back(x);
   const UOp* h = conv_layer(g, m, x, 3, 64, 7, 2, 3, true);  // 112x112
