@@ -128,12 +128,15 @@ uint64_t fnv1a(std::string_view s) {
 //   | u32 n x param {i64 slot, u8 scalar, u16 lanes, u8 ptr, u8 addrspace, i64 size, u8 read, u8 written}
 //   | u32 n x var {str name, i64 min, i64 max} | i64 threads | 3 x i64 global | 3 x i64 local
 //   | features {u8 local_axes, u8 group_reduce, i64 local_bytes, i32 barriers, i32 gated_blocks} | u8 slp
-//   | u32 n x opt {u8 op, i64 axis, i64 amount, u8 type, u8 top} | str object file | u64 FNV-1a of all before
+//   | u32 n x opt {u8 op, i64 axis, i64 amount, u8 type, u8 top} | str object file | u64 XXH3 of all before
 // Integers little-endian (the host's: a payload never leaves its target), str = u32 length + bytes.
 // The full key inside guards against a collision of the hashed key. Any payload that does not parse
 // exactly is a miss: the kernel is compiled and the entry replaced.
-constexpr uint32_t kPayloadFormat = 2;  // 2: CpuKernel::slp
+// 2: CpuKernel::slp. 3: the checksum is XXH3, not FNV-1a, whose multiply per byte took a third of
+// reading a kernel from disk (a convolution's payload, IR and object file, is some 100 KB).
+constexpr uint32_t kPayloadFormat = 3;
 constexpr char kPayloadMagic[4] = {'S', 'N', 'K', 'C'};
+uint64_t payload_sum(std::string_view bytes) { return llvm::xxh3_64bits(llvm::StringRef(bytes.data(), bytes.size())); }
 
 // The full identity of a cached kernel, and the short key it is stored under.
 std::string disk_identity(uint64_t key, const std::string& target_key) {
@@ -239,7 +242,7 @@ std::optional<std::string> encode_payload(const CpuKernel& k, const std::string&
     w.pod(uint8_t(o.top));
   }
   w.str(object);
-  w.pod(fnv1a(w.out));
+  w.pod(payload_sum(w.out));
   return std::move(w.out);
 }
 
@@ -249,7 +252,7 @@ std::optional<std::pair<CpuKernel, std::string>> decode_payload(std::string_view
   std::string_view body = bytes.substr(0, bytes.size() - 8);
   uint64_t sum;
   std::memcpy(&sum, bytes.data() + body.size(), 8);
-  if (sum != fnv1a(body)) return std::nullopt;
+  if (sum != payload_sum(body)) return std::nullopt;
   Reader r{body.substr(4)};
   std::pair<CpuKernel, std::string> out;
   CpuKernel& k = out.first;
