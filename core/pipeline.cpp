@@ -32,6 +32,7 @@
 #include "core/multi.h"
 #include "core/opt/opt.h"
 #include "core/opt/search.h"
+#include "core/runtime/disk_cache.h"
 #include "core/runtime/precompute.h"
 #include "core/schedule/finite.h"
 #include "core/schedule/schedule.h"
@@ -497,7 +498,8 @@ std::shared_ptr<const Program> compile_program(Runtime& rt, Graph& g, std::span<
   size_t batch_instructions = 0;
   // which buffers each kernel reads are known finite (constants checked here): products of their
   // values with a padding zero are left out of sums
-  const std::vector<std::vector<int64_t>> finite = finite_params(s);
+  const std::vector<std::vector<int64_t>> finite =
+      finite_params(s, rt.devices().disk_cache() ? disk_cache().get() : nullptr);
   // Lowering builds about 13 nodes per node of its kernels' ASTs (ResNet-18: 1.9k AST nodes, 24k
   // new nodes): the graph's table is sized for them once, not doubled five times on the way (each
   // doubling rehashes every node into pages not touched before: 0.4-0.5 ms for the last one, which

@@ -22,8 +22,10 @@
 #include "core/pipeline.h"
 #include "core/runtime/disk_cache.h"
 #include "core/runtime/runtime.h"
+#include "core/schedule/finite.h"
 #include "core/tensor/compose.h"
 #include "core/tensor/tensor.h"
+#include "tests/unit/test_pipeline_util.h"
 
 namespace sn {
 namespace {
@@ -278,6 +280,50 @@ TEST(DiskCache, ADeviceOpensAnExistingCacheAsItStarts) {
   CacheRun second = compile_and_run_fresh();
   EXPECT_EQ(second.stats.compiled, 0u);
   EXPECT_EQ(second.outputs, first.outputs);
+}
+
+// Whether a constant's values are all finite is kept on disk (core/schedule/finite.h): a compile
+// that does not find the program in memory (a second process) reads the answer instead of scanning
+// the weights again. An entry that holds no answer is scanned again and replaced; weights with an
+// inf are kept as not finite, so their padding products stay in the sum (NaN, as the oracle says).
+TEST(DiskCache, FinitenessOfConstantWeightsIsKept) {
+  CacheDir cd("finite");
+  const int64_t co = 64, ci = 1024;  // 2.25 MiB of weights: over kKeptScanBytes
+  static_assert(64 * 1024 * 9 * 4 >= kKeptScanBytes);
+  for (bool with_inf : {false, true}) {
+    SCOPED_TRACE(with_inf);
+    std::vector<float> w(size_t(co * ci * 9));
+    for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7 % 31) - 15) / 64;
+    if (with_inf) w[123457] = std::numeric_limits<float>::infinity();
+    std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+    auto compile = [&](const char* what) {
+      SCOPED_TRACE(what);
+      Graph g;
+      testrt::Rng rng{9};
+      const UOp* x = input(g, dtypes::float32, {1, ci, 2, 2});
+      oracle::BufferData data{{buffer_of(x), testrt::random_array(rng, dtypes::float32, {ci * 4}, -1, 1)}};
+      const UOp* cw = reshape(g, slice(g, binary_data(g, bytes), 0, co * ci * 9, dtypes::float32), {co, ci, 3, 3});
+      CompileOptions opts;
+      opts.use_cache = false;  // as a new process: schedule, scan and lower again
+      testrt::expect_matches_oracle(g, {conv2d(g, x, cw, nullptr, {1, 1}, {1, 1})}, data, "conv", 1e-4, 1e-4, opts);
+    };
+    const char* where = with_inf ? "key LIKE 'finite/%' AND value = CAST('not finite' AS BLOB)"
+                                 : "key LIKE 'finite/%' AND value = CAST('finite' AS BLOB)";
+    FiniteStats before = finite_stats();
+    compile("first");
+    FiniteStats first = finite_stats();
+    EXPECT_GE(first.scanned_bytes - before.scanned_bytes, bytes.size());
+    EXPECT_EQ(entries(cd.db(), where), 1);
+    compile("second");
+    FiniteStats second = finite_stats();
+    EXPECT_EQ(second.scanned_bytes, first.scanned_bytes) << "the second compile must read the kept answer";
+    EXPECT_EQ(second.disk_hits, first.disk_hits + 1);
+    sql(cd.db(), "UPDATE entries SET value = CAST('perhaps' AS BLOB) WHERE key LIKE 'finite/%'");
+    compile("damaged");
+    EXPECT_GE(finite_stats().scanned_bytes - second.scanned_bytes, bytes.size());
+    EXPECT_EQ(entries(cd.db(), where), 1) << "the damaged entry must have been replaced";
+    sql(cd.db(), "DELETE FROM entries WHERE key LIKE 'finite/%'");
+  }
 }
 
 // (c) SN_CACHE=0: nothing is written (not even the directory's database).
