@@ -351,13 +351,15 @@ const Device* compute_device(const UOp* u) {
 
 int compute_axis(const UOp* u) {
   auto src_axis = [&](size_t i) { return u->src(i)->axis(); };
+  // (A value of rank 0 on an n-tuple device has no axis 0 to shard: each device holds all of it.)
+  const bool has_axis0 = u->shape() && !u->shape()->empty();
   switch (u->op) {
     case Op::Buffer:
-      return u->as<BufferArg>().device.tuple ? 0 : -1;
+      return u->as<BufferArg>().device.tuple && has_axis0 ? 0 : -1;
     case Op::Param:
-      return u->as<ParamArg>().device.tuple ? 0 : -1;
+      return u->as<ParamArg>().device.tuple && has_axis0 ? 0 : -1;
     case Op::Copy:  // a copy to an n-tuple device reshards on axis 0
-      if (auto* m = std::get_if<MemArg>(&u->arg); m && m->device.tuple) return 0;
+      if (auto* m = std::get_if<MemArg>(&u->arg); m && m->device.tuple && has_axis0) return 0;
       return -1;
     case Op::Const:
     case Op::DefineVar:
@@ -373,7 +375,7 @@ int compute_axis(const UOp* u) {
     }
     case Op::Reshape: {
       int a = src_axis(0);
-      if (a < 0 || !u->shape() || !u->src(0)->shape()) return -1;
+      if (a < 0 || !u->shape() || !u->src(0)->shape() || size_t(a) >= u->src(0)->shape()->size()) return -1;
       // keep the shard boundary: the new axis starts at the same flat offset
       const Shape &in = *u->src(0)->shape(), &out = *u->shape();
       auto before = [](const Shape& s, size_t k) -> std::optional<int64_t> {

@@ -522,6 +522,24 @@ TEST(Props, DeviceAndAxis) {
   EXPECT_EQ(cp->axis(), -1);
 }
 
+// A value of rank 0 copied to a device tuple is on every device whole (it has no axis 0 to shard),
+// and what reshapes it asks no axis of an empty shape. (libFuzzer, through sn_uop_to_tree: a
+// reshape of such a copy indexed its empty shape at the axis 0 it claimed.)
+TEST(Props, AScalarOnADeviceTupleIsNotSharded) {
+  Graph g;
+  Device multi{{"CPU:0", "CPU:1"}, true};
+  const UOp* x = g.make(Op::Reshape, dtypes::float32,
+                        {g.make(Op::Buffer, dtypes::float32, {}, BufferArg{g.next_buffer_id(), 1, Device{{"CPU"}}}),
+                         g.shape_uop(std::vector<int64_t>{})});
+  const UOp* cp = g.make(Op::Copy, dtypes::float32, {x}, MemArg{multi});
+  EXPECT_EQ(cp->device().str(), "(CPU:0,CPU:1)");
+  EXPECT_EQ(cp->axis(), -1);
+  const UOp* r = g.make(Op::Reshape, dtypes::float32, {cp, g.shape_uop(std::vector<int64_t>{1, 1})});
+  EXPECT_EQ(r->axis(), -1);
+  const UOp* v = g.make(Op::Copy, dtypes::float32, {r}, MemArg{multi});  // rank 2: sharded on axis 0
+  EXPECT_EQ(v->axis(), 0);
+}
+
 TEST(Props, DeepChainDoesNotRecurse) {
   Graph g;
   const UOp* x = g.var("x", 0, 10);
