@@ -12,7 +12,8 @@
 //                                                                      another core once lowered; small ones
 //                                                                      batch (compile_together)
 //   precompute   launch list         input-independent launches run    core/runtime/precompute.cpp
-//                                    once; what they wrote = constants
+//                                    once; what they wrote = constants;
+//                                    the constants get device memory
 //   plan         launch list         intermediate arena offsets        plan_arena (core/runtime/program.cpp)
 //
 // Each stage can be dumped (CompileOptions::on_stage / keep_stages, SN_DEBUG >= 3).
