@@ -67,19 +67,34 @@ TEST(Precompute, RandomTensorOfAFixedSeedIsComputedOnce) {
 // depends on no input, so it runs at compile and the program keeps the packed copy as its constant; each
 // run launches the product alone. 70 columns: the last panel is padded with zeros, so the constant is
 // larger than the matrix. A matrix that depends on an input stays unpacked.
+// A row x (1, k) and a matrix m (k, n) as inputs with random data, and a (k, n) constant of `bytes`.
+struct RowAndMatrices {
+  const UOp *x, *m, *cw;
+  oracle::BufferData data;
+  RowAndMatrices(Graph& g, uint64_t seed, int64_t k, int64_t n, std::string bytes) {
+    Rng rng{seed};
+    x = input(g, dtypes::float32, {1, k});
+    m = input(g, dtypes::float32, {k, n});
+    data = {{buffer_of(x), random_array(rng, dtypes::float32, {k})},
+            {buffer_of(m), random_array(rng, dtypes::float32, {k * n})}};
+    cw = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, k * n, dtypes::float32), {k, n});
+  }
+};
+
+std::string float_bytes(int64_t count, int mul, int mod) {
+  std::vector<float> w(static_cast<size_t>(count));
+  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * size_t(mul) % size_t(mod)) - mod / 2) / 8;
+  return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+}
+
 TEST(Precompute, ConstantMatrixOfAMatrixVectorProductIsPackedOnce) {
   const int64_t k = 96, n = 70, panel = runtime().device("CPU")->target().packed_panel;
-  std::vector<float> w(size_t(k * n));
-  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 7 % 23) - 11) / 8;
-  std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  const std::string bytes = float_bytes(k * n, 7, 23);
   for (bool from_input : {false, true}) {
     Graph g;
-    Rng rng{3};
-    const UOp* x = input(g, dtypes::float32, {1, k});
-    const UOp* m = input(g, dtypes::float32, {k, n});
-    oracle::BufferData data{{buffer_of(x), random_array(rng, dtypes::float32, {k})},
-                            {buffer_of(m), random_array(rng, dtypes::float32, {k * n})}};
-    const UOp* cw = reshape(g, slice(g, binary_data(g, bytes), 0, k * n, dtypes::float32), {k, n});
+    RowAndMatrices in(g, 3, k, n, bytes);
+    const UOp *x = in.x, *m = in.m, *cw = in.cw;
+    oracle::BufferData& data = in.data;
     const UOp* b = from_input ? mul(g, cw, m) : cw;
     const UOp* y = matmul(g, x, b);
     if (!from_input) data.erase(buffer_of(m));
@@ -105,17 +120,10 @@ TEST(Precompute, ConstantMatrixOfAMatrixVectorProductIsPackedOnce) {
 // too: here the product reads it packed and a sum with an input reads it as given, so the program holds both.
 TEST(Precompute, AConstantThatARunReadsTooGetsDeviceMemory) {
   const int64_t k = 96, n = 70;
-  std::vector<float> w(size_t(k * n));
-  for (size_t i = 0; i < w.size(); i++) w[i] = float(int(i * 5 % 29) - 14) / 8;
-  std::string bytes(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
   Graph g;
-  Rng rng{5};
-  const UOp* x = input(g, dtypes::float32, {1, k});
-  const UOp* m = input(g, dtypes::float32, {k, n});
-  oracle::BufferData data{{buffer_of(x), random_array(rng, dtypes::float32, {k})},
-                          {buffer_of(m), random_array(rng, dtypes::float32, {k * n})}};
-  const UOp* cw = reshape(g, slice(g, binary_data(g, std::move(bytes)), 0, k * n, dtypes::float32), {k, n});
-  const std::vector<const UOp*> outs{matmul(g, x, cw), add(g, cw, m)};
+  RowAndMatrices in(g, 5, k, n, float_bytes(k * n, 5, 29));
+  const oracle::BufferData& data = in.data;
+  const std::vector<const UOp*> outs{matmul(g, in.x, in.cw), add(g, in.cw, in.m)};
   std::shared_ptr<const Program> p;
   compile_and_run(g, outs, data, {}, &p);
   ASSERT_EQ(p->launches.size(), 2u) << "the packing should have run at compile";
