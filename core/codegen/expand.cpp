@@ -446,8 +446,10 @@ class Vectorizer {
 
 // Whether a reduced value can take range r (an UNROLL range) as vector lanes with vector loads:
 // every load that moves with r walks it contiguously, and every other node that moves with r
-// is elementwise (or an address).
-bool streams_along(Graph& g, const UOp* value, const UOp* r) {
+// is elementwise (or an address). Inside a register tile only where no UPCAST range of the value
+// can be a store's lanes (`store_lanes`): its copies then each keep a vector accumulator (a
+// weight gradient's tile, whose outputs share no contiguous axis with its loads).
+bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordered_set<const UOp*>& store_lanes) {
   int64_t k = const_bound(r);
   if (k < 2 || k > 64 || value->dtype.lanes != 1) return false;
   std::vector<const UOp*> order = toposort(value);
@@ -455,7 +457,7 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r) {
   Vectorizer lanes(g, r, int(k));
   bool any_load = false;
   for (const UOp* x : order) {
-    if (is_type(x, AxisType::Upcast)) return false;  // a register tile: its stores take the lanes
+    if (is_type(x, AxisType::Upcast) && store_lanes.count(x)) return false;  // its stores take the lanes
     if (x == r || !open.contains(x, r)) continue;
     if (x->op == Op::Load) {
       if (!lanes.contiguous(x->src(0)->src(1))) return false;
@@ -827,6 +829,21 @@ const UOp* transpose_scatters(Graph& g, const UOp* sink) {
 
 const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
   Made made;  // what later passes look for
+  // The UPCAST ranges a store may take as lanes in 2. below (those it walks contiguously, or the
+  // first, where a reduction loads along it contiguously): a Reduce that depends on one keeps its
+  // unrolled copies scalar in 1., since those lanes then widen its value.
+  std::unordered_set<const UOp*> store_lanes;
+  for (const UOp* s : sink->src()) {
+    if (s->op != Op::Store || s->src(0)->op != Op::Index) continue;
+    bool first = true;
+    for (const UOp* r : ranges_of(s)) {
+      if (!is_type(r, AxisType::Upcast)) continue;
+      const int64_t k = const_bound(r);
+      Vectorizer lanes(g, r, int(std::max<int64_t>(k, 1)));
+      if (k >= 2 && (lanes.contiguous(s->src(0)->src(1)) || (first && reduces_along(g, s, r)))) store_lanes.insert(r);
+      first = false;
+    }
+  }
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -839,7 +856,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     Op op = u->as<ReduceArg>().op;
     const UOp* lanes = nullptr;
     for (size_t i = 0; i < unrolled.size() && !lanes && u->dtype.lanes == 1; i++)
-      if (streams_along(g, srcs[0], unrolled[i])) {
+      if (streams_along(g, srcs[0], unrolled[i], store_lanes)) {
         lanes = unrolled[i];
         unrolled.erase(unrolled.begin() + long(i));
       }

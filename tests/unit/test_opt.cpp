@@ -14,6 +14,7 @@
 #include "core/schedule/finite.h"
 #include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
+#include "core/tensor/gradient.h"
 #include "core/tensor/tensor.h"
 #include "tests/unit/test_codegen_kernels.h"
 #include "tests/unit/test_pipeline_util.h"
@@ -901,6 +902,56 @@ TEST_F(Avx2Tiles, OddChannelCountsPadTheirWeightPanelsAndLanes) {
   EXPECT_EQ(gated({opts[0]}), (std::pair<int, int>{unpadded.first, unpadded.second + 1}));
   EXPECT_EQ(expect_replays(g, outs, t, "conv 8->60 at 14x14"), 2);
   expect_forced_match(outs, conv, opts, "conv 8->60 at 14x14 " + opts_str(opts));
+}
+
+// A convolution's weight gradient, dW[co,ci,ky,kx] = sum over n, y, x of dy[n,co,y,x] *
+// x[n,ci,y+ky,x+kx]: no output axis is contiguous in either load, so none takes lanes. The columns
+// (the innermost reduce axis, contiguous in both) become vector accumulators, in a tile of output
+// channels (which move dy) x filter rows (which move x): 4 x 3 with 32 registers, 2 x 3 within
+// AVX2's 8 accumulators. 14 columns are padded to whole vectors. Each tile, compiled on this
+// machine, matches the oracle; so does the heuristic's own choice here.
+class WeightGradient : public testrt::OracleFixture<20261201> {};
+TEST_F(WeightGradient, TakesVectorAccumulatorsInATile) {
+  for (int64_t width : {16, 14}) {
+    const int64_t c = width == 16 ? 16 : 8;
+    const UOp* x = in(dtypes::float32, {8, c, width, width}, -1, 1);
+    const UOp* w = in(dtypes::float32, {2 * c, c, 3, 3}, -1, 1);
+    const UOp* r = in(dtypes::float32, {8, 2 * c, width, width}, -1, 1);
+    const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
+    std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{w});
+    const std::string what = cat(width, " columns");
+    Schedule s = schedule_graph(g, outs);
+    ASSERT_EQ(s.kernels.size(), 1u) << what;  // dW reads x and dy (r) only
+    for (bool avx2 : {false, true}) {
+      Target t = cpu_like();
+      t.vector_bits = avx2 ? 256 : 512;
+      t.vector_registers = avx2 ? 16 : 32;
+      LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
+      const int64_t lanes = avx2 ? 8 : 16;
+      // the kernel's axes: co (0), ci (1), ky (2), kx (3), then the reduce's n (4), y (5), x (6)
+      EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), std::vector<int64_t>{lanes})
+          << what << ": " << opts_str(k.opts);
+      EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), (std::vector<int64_t>{avx2 ? 2 : 4, 3}))
+          << what << ": " << opts_str(k.opts);
+      std::set<int64_t> upcast_axes;
+      bool padded = false;
+      for (const Opt& o : k.opts) {
+        if (o.op == OptOp::Split && o.type == AxisType::Upcast) upcast_axes.insert(o.axis);
+        padded = padded || (o.op == OptOp::Padto && o.axis == 6 && o.amount == lanes);
+      }
+      EXPECT_EQ(upcast_axes, (std::set<int64_t>{0, 2})) << what << ": " << opts_str(k.opts);
+      EXPECT_EQ(padded, width % lanes != 0) << what << ": " << opts_str(k.opts);
+      // each copy keeps a vector accumulator: the columns' lanes are vector loads and adds
+      const std::string linear = linear_str(k.linear);
+      EXPECT_NE(linear.find(avx2 ? "float32x8" : "float32x16"), std::string::npos) << what << ": " << linear;
+      CompileOptions forced;
+      forced.kernel_opts[s.kernels[0].ast->content_hash()] = k.opts;
+      testrt::expect_matches_oracle(g, outs, data, what + (avx2 ? ", AVX2's tile" : ", AVX-512's tile"), 1e-4, 1e-4,
+                                    forced);
+    }
+    testrt::expect_matches_oracle(g, outs, data, what + ", the heuristic here", 1e-4, 1e-4);
+    EXPECT_EQ(expect_replays(g, outs, cpu_like(), what), 1);
+  }
 }
 
 // PADTO of an axis a load walks contiguously leaves the load ungated where its padded index stays
