@@ -910,8 +910,8 @@ TEST_F(Avx2Tiles, OddChannelCountsPadTheirWeightPanelsAndLanes) {
 // channels (which move dy) x filter rows (which move x): 4 x 3 with 32 registers, 2 x 3 within
 // AVX2's 8 accumulators. 14 columns are padded to whole vectors. Each tile, compiled on this
 // machine, matches the oracle; so does the heuristic's own choice here.
-class WeightGradient : public testrt::OracleFixture<20261201> {};
-TEST_F(WeightGradient, TakesVectorAccumulatorsInATile) {
+class ConvolutionGradients : public testrt::OracleFixture<20261201> {};
+TEST_F(ConvolutionGradients, TheWeightGradientTakesVectorAccumulatorsInATile) {
   for (int64_t width : {16, 14}) {
     const int64_t c = width == 16 ? 16 : 8;
     const UOp* x = in(dtypes::float32, {8, c, width, width}, -1, 1);
@@ -951,6 +951,37 @@ TEST_F(WeightGradient, TakesVectorAccumulatorsInATile) {
     }
     testrt::expect_matches_oracle(g, outs, data, what + ", the heuristic here", 1e-4, 1e-4);
     EXPECT_EQ(expect_replays(g, outs, cpu_like(), what), 1);
+  }
+}
+
+// A convolution's input gradient sums over the output channels per filter tap (its taps then
+// summed into place by another kernel): the columns, walked by dy, are the only axis a load walks
+// contiguously. A 14- or 7-wide map's columns take lanes padded to a whole or a half vector (16 or
+// 8 on AVX-512), where before no axis took lanes. Compiled here, the gradient matches the oracle.
+TEST_F(ConvolutionGradients, TheInputGradientPadsShortColumnsToLanes) {
+  for (int64_t width : {14, 7}) {
+    const UOp* x = in(dtypes::float32, {1, 32, width, width}, -1, 1);
+    const UOp* w = in(dtypes::float32, {32, 32, 3, 3}, -1, 1);
+    const UOp* r = in(dtypes::float32, {1, 32, width, width}, -1, 1);
+    const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
+    std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{x});
+    const std::string what = cat(width, " columns");
+    Schedule s = schedule_graph(g, outs);
+    const ScheduledKernel* taps = kernel_named(s, cat("r_32_", width, "_", width, "_3_3_32"));
+    ASSERT_NE(taps, nullptr) << what;
+    Target t = cpu_like();
+    t.vector_bits = 512;
+    t.vector_registers = 32;
+    LoweredKernel k = lower_kernel(g, taps->ast, t);
+    const int64_t lanes = width == 14 ? 16 : 8;
+    // the kernel's axes: input channels (0), rows (1), columns (2), ky (3), kx (4), then the reduce's
+    bool padded = false, upcast = false;
+    for (const Opt& o : k.opts) {
+      padded = padded || (o.op == OptOp::Padto && o.axis == 2 && o.amount == lanes);
+      upcast = upcast || (o.op == OptOp::Split && o.type == AxisType::Upcast && o.axis == 2 && o.amount == lanes);
+    }
+    EXPECT_TRUE(padded && upcast) << what << ": " << opts_str(k.opts);
+    testrt::expect_matches_oracle(g, outs, data, what, 1e-4, 1e-4);
   }
 }
 
