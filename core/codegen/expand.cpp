@@ -159,6 +159,12 @@ class Vectorizer {
     if (auto c = coefficient(idx)) return *c == 1;  // a sum with u in plain terms: no simplifier calls
     return simplifies_contiguous(idx);
   }
+  // Whether idx walks the lanes with a constant stride of 2 to 4 that strided_load reads as one
+  // wide load and a shuffle.
+  bool strided(const UOp* idx) {
+    auto c = coefficient(idx);
+    return c && *c >= 2 && *c <= 4 && k_ * *c <= 64;
+  }
   // The same asked of the simplifier, lane by lane (where coefficient cannot tell).
   bool simplifies_contiguous(const UOp* idx) {
     const UOp* neg_base = g_.alu(Op::Mul, lane(idx, 0), g_.cint(-1, idx->dtype));
@@ -445,11 +451,13 @@ class Vectorizer {
 };
 
 // Whether a reduced value can take range r (an UNROLL range) as vector lanes with vector loads:
-// every load that moves with r walks it contiguously, and every other node that moves with r
-// is elementwise (or an address). Inside a register tile only where no UPCAST range of the value
-// can be a store's lanes (`store_lanes`): its copies then each keep a vector accumulator (a
-// weight gradient's tile, whose outputs share no contiguous axis with its loads).
-bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordered_set<const UOp*>& store_lanes) {
+// every load that moves with r walks it contiguously, or with a stride of 2 to 4 beside one that
+// does where the target reads those as wide loads (a stride-2 convolution's input in its weight
+// gradient), and every other node that moves with r is elementwise (or an address). Inside a register tile only where
+// no UPCAST range of the value can be a store's lanes (`store_lanes`): its copies then each keep a vector accumulator
+// (a weight gradient's tile, whose outputs share no contiguous axis with its loads).
+bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordered_set<const UOp*>& store_lanes,
+                   LaneAccess access) {
   int64_t k = const_bound(r);
   if (k < 2 || k > 64 || value->dtype.lanes != 1) return false;
   std::vector<const UOp*> order = toposort(value);
@@ -460,6 +468,7 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordere
     if (is_type(x, AxisType::Upcast) && store_lanes.count(x)) return false;  // its stores take the lanes
     if (x == r || !open.contains(x, r)) continue;
     if (x->op == Op::Load) {
+      if (access.strided && lanes.strided(x->src(0)->src(1))) continue;
       if (!lanes.contiguous(x->src(0)->src(1))) return false;
       any_load = true;
     } else if (!is_elementwise(x->op) && x->op != Op::Index && x->op != Op::Cast) {
@@ -856,7 +865,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     Op op = u->as<ReduceArg>().op;
     const UOp* lanes = nullptr;
     for (size_t i = 0; i < unrolled.size() && !lanes && u->dtype.lanes == 1; i++)
-      if (streams_along(g, srcs[0], unrolled[i], store_lanes)) {
+      if (streams_along(g, srcs[0], unrolled[i], store_lanes, access)) {
         lanes = unrolled[i];
         unrolled.erase(unrolled.begin() + long(i));
       }

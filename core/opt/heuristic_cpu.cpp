@@ -664,9 +664,16 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
         if (!lanes && along_len > 1 && 8 * (round_up(along_len, c) - along_len) <= round_up(along_len, c))
           lanes = pad_lanes = c;
       const UOp* idx[2] = {address_index(ls[0]->src(0)), address_index(ls[1]->src(0))};
+      // one load walks the axis contiguously, the other with a stride of 1 to 4 (a stride-2
+      // convolution's input: two vector loads and a shuffle per step)
       bool streams = lanes > 0 && idx[0] && idx[1] && !contains_reduce(red->src(0));
-      for (const UOp* i : idx)
-        if (streams) streams = stride_of(i, along, env).value_or(0) == 1;
+      int64_t unit = 0;
+      for (const UOp* i : idx) {
+        const int64_t st = streams ? stride_of(i, along, env).value_or(0) : 0;
+        streams = streams && st >= 1 && st <= 4 && lanes * st <= 64;
+        unit += st == 1;
+      }
+      streams = streams && unit >= 1;
       // Output axes that move exactly one of the loads (`moves`: which), and walk no load or store contiguously.
       struct Axis {
         const UOp* r;

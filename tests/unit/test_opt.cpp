@@ -954,6 +954,31 @@ TEST_F(ConvolutionGradients, TheWeightGradientTakesVectorAccumulatorsInATile) {
   }
 }
 
+// A stride-2 convolution's weight gradient reads its input at stride 2 along the columns: that
+// load's lanes are two vector loads and a shuffle (expand's strided load) beside dy's contiguous
+// one, so the columns still become vector accumulators.
+TEST_F(ConvolutionGradients, AStrideTwoWeightGradientReadsItsInputInWideLoads) {
+  const UOp* x = in(dtypes::float32, {4, 8, 32, 32}, -1, 1);
+  const UOp* w = in(dtypes::float32, {16, 8, 3, 3}, -1, 1);
+  const UOp* r = in(dtypes::float32, {4, 16, 16, 16}, -1, 1);
+  const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {2, 2}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
+  std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{w});
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  Target t = cpu_like();
+  t.vector_bits = 512;
+  t.vector_registers = 32;
+  LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
+  EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), std::vector<int64_t>{16}) << opts_str(k.opts);
+  EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), (std::vector<int64_t>{4, 3})) << opts_str(k.opts);
+  // the input's 16 lanes at stride 2: one load of 32 lanes
+  EXPECT_NE(linear_str(k.linear).find("float32x32"), std::string::npos) << opts_str(k.opts);
+  CompileOptions forced;
+  forced.kernel_opts[s.kernels[0].ast->content_hash()] = k.opts;
+  testrt::expect_matches_oracle(g, outs, data, "stride-2 weight gradient, AVX-512's tile", 1e-4, 1e-4, forced);
+  testrt::expect_matches_oracle(g, outs, data, "stride-2 weight gradient, the heuristic here", 1e-4, 1e-4);
+}
+
 // A convolution's input gradient sums over the output channels per filter tap (its taps then
 // summed into place by another kernel): the columns, walked by dy, are the only axis a load walks
 // contiguously. A 14- or 7-wide map's columns take lanes padded to a whole or a half vector (16 or
