@@ -234,6 +234,20 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
     return r;
   };
   const UOp* t = x;
+  // Windows that do not overlap (a 2x2 pool of stride 2): the axis cut into O rows of s, each
+  // row's first k elements, with no tiling. Their gradient is then a pad and a reshape, one plain
+  // elementwise kernel; through the tiles it was a sum over them whose indexes were remainders and
+  // quotients of the tiled row (a small CNN's training step: its two pools' gradients took 0.38
+  // of its 0.65 ms).
+  if (d == 1 && k <= s) {
+    if (os != len) t = move_sym(g, os > len ? Op::Pad : Op::Shrink, t, Dims(shape.size(), 0), with({os}));
+    t = reshape_sym(g, t, with({o, s}));
+    if (k < s) t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 1, 0), with({o, k}));
+    std::vector<int64_t> order(shape.size() + 1);
+    for (size_t a = 0; a < order.size(); a++) order[a] = int64_t(a);
+    std::swap(order[axis], order[axis + 1]);
+    return permute(g, t, order);
+  }
   if (padded > len) t = move_sym(g, Op::Pad, t, Dims(shape.size(), 0), with({padded}));
   int64_t row = checked_add(padded, d, "window: row of ", padded, " elements + dilation");
   int64_t span = checked_mul(k, row, "window: ", k, " kernel taps of rows of ", row);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "core/schedule/schedule.h"
 #include "core/tensor/compose.h"
 #include "tests/unit/test_pipeline_util.h"
 
@@ -186,6 +187,16 @@ std::vector<Case> op_cases() {
        {{{1, 2, 4, 4}}},
        [](Graph& g, auto& x) {
          return max_pool2d(g, x[0], {2, 2}, {2, 2});
+       }},
+      {"max_pool2d, windows shorter than the stride (rows cut at the end)",
+       {{{1, 2, 7, 8}}},
+       [](Graph& g, auto& x) {
+         return max_pool2d(g, x[0], {2, 1}, {3, 2});
+       }},
+      {"avg_pool2d 2x2 stride 2, padded",
+       {{{1, 2, 5, 5}}},
+       [](Graph& g, auto& x) {
+         return avg_pool2d(g, x[0], {2, 2}, {2, 2}, {1, 1});
        }},
       {"avg_pool2d padded",
        {{{1, 2, 4, 4}}},
@@ -433,6 +444,23 @@ TEST(Gradient, DetachStopsTheGradient) {
   const UOp* d = gradient(g, loss, {&x, 1})[0];
   std::vector<Array> got = compile_and_run(g, {d}, data);
   for (size_t k = 0; k < 5; k++) EXPECT_DOUBLE_EQ(got[0].f[k], data[buffer_of(x)].f[k]);
+}
+
+// Windows that do not overlap (a 2x2 pool of stride 2) are rows of the input cut by a reshape, not
+// tiles: the pool's gradient is one kernel, the max recomputed beside its mask (through tiles it was
+// four, one a sum over the tiles with remainders in its indexes). Its values against the oracle.
+TEST(Gradient, APoolOfWindowsThatDoNotOverlapHasAOneKernelGradient) {
+  Graph g;
+  Rng rng(9);
+  oracle::BufferData data;
+  const UOp* x = input(g, dtypes::float32, {2, 4, 16, 16});
+  const UOp* r = input(g, dtypes::float32, {2, 4, 8, 8});
+  data[buffer_of(x)] = random_array(rng, dtypes::float32, {2 * 4 * 16 * 16});
+  data[buffer_of(r)] = random_array(rng, dtypes::float32, {2 * 4 * 8 * 8});
+  const UOp* loss = reduce(g, mul(g, max_pool2d(g, x, {2, 2}, {2, 2}), r), Op::Add, {0, 1, 2, 3});
+  std::vector<const UOp*> d = gradient(g, loss, {&x, 1});
+  EXPECT_EQ(schedule_graph(g, d).kernels.size(), 1u);
+  expect_matches_oracle(g, d, data, "2x2 max pool's gradient");
 }
 
 TEST(Gradient, UnusedInputsGetZerosAndWrtMayBeIntermediate) {
