@@ -14,7 +14,9 @@ namespace {
 
 // An elementwise value reached with more distinct indexings than this in one kernel is stored
 // instead of being recomputed at each (stencils of stencils would otherwise grow without bound).
-constexpr int kMaxRecompute = 8;
+// 9: a 3x3 pool's taps, each a view of its own (compose.cpp's window_axis_taps), read a computed
+// input (ResNet-18's stem's bias and relu) in the pool's kernel, as the one tiled view did.
+constexpr int kMaxRecompute = 9;
 // The largest window of an enclosing reduce a reduce is fused into (a 2x2 or 4x4 pool stays fused).
 constexpr double kMaxFusedWindow = 16;
 // An elementwise value inlined at several places (other indexings or other kernels) is stored
