@@ -218,6 +218,19 @@ DType compare_dtype(DType idx, int64_t n) {
   return idx.bits() == 64 || n > kInt32Safe ? dtypes::int64 : dtypes::int32;
 }
 
+// Shapes of x with its axis `axis` replaced by other axes (window_axis's steps).
+struct AroundAxis {
+  Shape pre, post;
+  AroundAxis(const Shape& shape, size_t axis)
+      : pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end()) {}
+  Shape with(std::initializer_list<int64_t> mid) const {
+    Shape r = pre;
+    for (int64_t m : mid) r.push_back(Dim::of(m));
+    r.insert(r.end(), post.begin(), post.end());
+    return r;
+  }
+};
+
 // The (..., I_axis, ...) axis of x split into (k, O) windows: element (kk, o) is
 // x[o*s + kk*d] along that axis. The axis is tiled e times and cut into rows of I'+d, so that row
 // kk starts kk*d elements later (mod I'); I' >= I (zero tail, never read) makes O*s fit in a row.
@@ -226,13 +239,8 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
   int64_t len = const_dim("window", shape, axis);
   int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
   int64_t padded = std::max(len, os - d);
-  Shape pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
-  auto with = [&](std::initializer_list<int64_t> mid) {
-    Shape r = pre;
-    for (int64_t m : mid) r.push_back(Dim::of(m));
-    r.insert(r.end(), post.begin(), post.end());
-    return r;
-  };
+  const AroundAxis around(shape, axis);
+  auto with = [&](std::initializer_list<int64_t> mid) { return around.with(mid); };
   const UOp* t = x;
   // Windows that do not overlap (a 2x2 pool of stride 2): the axis cut into O rows of s, each
   // row's first k elements, with no tiling. Their gradient is then a pad and a reshape, one plain
@@ -274,13 +282,8 @@ const UOp* window_axis_taps(Graph& g, const UOp* x, size_t axis, int64_t k, int6
   const Shape& shape = sym_shape(x);
   const int64_t len = const_dim("window", shape, axis);
   const int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
-  Shape pre(shape.begin(), shape.begin() + int64_t(axis)), post(shape.begin() + int64_t(axis) + 1, shape.end());
-  auto with = [&](std::initializer_list<int64_t> mid) {
-    Shape r = pre;
-    for (int64_t m : mid) r.push_back(Dim::of(m));
-    r.insert(r.end(), post.begin(), post.end());
-    return r;
-  };
+  const AroundAxis around(shape, axis);
+  auto with = [&](std::initializer_list<int64_t> mid) { return around.with(mid); };
   std::vector<const UOp*> taps;
   for (int64_t kk = 0; kk < k; kk++) {
     const int64_t start = checked_mul(kk, d, "window: tap offset");

@@ -6,6 +6,7 @@
 #include "core/tensor/gradient.h"
 
 #if SN_BACKEND_CPU
+#include <array>
 #include <cstdlib>
 #include <functional>
 
@@ -455,16 +456,29 @@ TEST(Gradient, DetachStopsTheGradient) {
 // Windows that do not overlap (a 2x2 pool of stride 2) are rows of the input cut by a reshape, not
 // tiles: the pool's gradient is one kernel, the max recomputed beside its mask (through tiles it was
 // four, one a sum over the tiles with remainders in its indexes). Its values against the oracle.
-TEST(Gradient, APoolOfWindowsThatDoNotOverlapHasAOneKernelGradient) {
+// The gradient of sum(max_pool2d(x) * r) by x, x of (2, 4, 16, 16) and r of the pool's (2, 4, 8, 8)
+// shape, random in `data`.
+struct PoolGradient {
   Graph g;
-  Rng rng(9);
   oracle::BufferData data;
-  const UOp* x = input(g, dtypes::float32, {2, 4, 16, 16});
-  const UOp* r = input(g, dtypes::float32, {2, 4, 8, 8});
-  data[buffer_of(x)] = random_array(rng, dtypes::float32, {2 * 4 * 16 * 16});
-  data[buffer_of(r)] = random_array(rng, dtypes::float32, {2 * 4 * 8 * 8});
-  const UOp* loss = reduce(g, mul(g, max_pool2d(g, x, {2, 2}, {2, 2}), r), Op::Add, {0, 1, 2, 3});
-  std::vector<const UOp*> d = gradient(g, loss, {&x, 1});
+  const UOp* x = nullptr;
+  std::vector<const UOp*> d;
+  PoolGradient(uint64_t seed, std::array<int64_t, 2> kernel, std::array<int64_t, 2> padding) {
+    Rng rng(seed);
+    x = input(g, dtypes::float32, {2, 4, 16, 16});
+    const UOp* r = input(g, dtypes::float32, {2, 4, 8, 8});
+    data[buffer_of(x)] = random_array(rng, dtypes::float32, {2 * 4 * 16 * 16});
+    data[buffer_of(r)] = random_array(rng, dtypes::float32, {2 * 4 * 8 * 8});
+    const UOp* loss = reduce(g, mul(g, max_pool2d(g, x, kernel, {2, 2}, padding), r), Op::Add, {0, 1, 2, 3});
+    d = gradient(g, loss, {&x, 1});
+  }
+};
+
+TEST(Gradient, APoolOfWindowsThatDoNotOverlapHasAOneKernelGradient) {
+  PoolGradient p(9, {2, 2}, {0, 0});
+  Graph& g = p.g;
+  const std::vector<const UOp*>& d = p.d;
+  oracle::BufferData& data = p.data;
   EXPECT_EQ(schedule_graph(g, d).kernels.size(), 1u);
   expect_matches_oracle(g, d, data, "2x2 max pool's gradient");
 }
@@ -474,15 +488,11 @@ TEST(Gradient, APoolOfWindowsThatDoNotOverlapHasAOneKernelGradient) {
 // expand (ResNet-18's training step ran that one in 10.8 ms, now 0.8 ms): the only reductions are
 // over the 3x3 windows (the max, recomputed, and its ties).
 TEST(Gradient, AnOverlappingPoolsGradientSumsNoTiles) {
-  Graph g;
-  Rng rng(10);
-  oracle::BufferData data;
-  const UOp* x = input(g, dtypes::float32, {2, 4, 16, 16});
-  const UOp* r = input(g, dtypes::float32, {2, 4, 8, 8});
-  data[buffer_of(x)] = random_array(rng, dtypes::float32, {2 * 4 * 16 * 16});
-  data[buffer_of(r)] = random_array(rng, dtypes::float32, {2 * 4 * 8 * 8});
-  const UOp* loss = reduce(g, mul(g, max_pool2d(g, x, {3, 3}, {2, 2}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
-  std::vector<const UOp*> d = gradient(g, loss, {&x, 1});
+  PoolGradient p(10, {3, 3}, {1, 1});
+  Graph& g = p.g;
+  const std::vector<const UOp*>& d = p.d;
+  oracle::BufferData& data = p.data;
+  const UOp* x = p.x;
   for (const auto& k : schedule_graph(g, d).kernels) {
     const std::string name = kernel_name(k.ast);
     if (name.rfind("r_", 0) == 0) {
