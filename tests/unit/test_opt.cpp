@@ -33,6 +33,13 @@ Target cpu_like() {
   t.vector_bits = 256;
   return t;
 }
+// cpu_like with AVX-512's registers: 32 of 512 bits.
+Target avx512_like() {
+  Target t = cpu_like();
+  t.vector_bits = 512;
+  t.vector_registers = 32;
+  return t;
+}
 Target gpu_like() {
   Target t;
   t.renderer = "TEST_GPU";
@@ -318,9 +325,7 @@ TEST(Opts, ConvolutionUnrollsItsFilterWidthIntoFmaChains) {
 // weight with the output channels innermost and makes 32 of them the vector lanes, with 7 columns as copies:
 // no row padded to 16 lanes (14), no 4 copies where 7 divide (28). The kernels replay.
 TEST(Opts, NarrowRowsTakeOutputChannelLanesAndSevenColumns) {
-  Target t = cpu_like();
-  t.vector_bits = 512;
-  t.vector_registers = 32;
+  Target t = avx512_like();
   for (int64_t hw : {28, 14, 7}) {
     Graph g;
     const UOp *x = input(g, dtypes::float32, {1, 16, hw, hw}), *w = input(g, dtypes::float32, {64, 16, 3, 3});
@@ -910,15 +915,23 @@ TEST_F(Avx2Tiles, OddChannelCountsPadTheirWeightPanelsAndLanes) {
 // channels (which move dy) x filter rows (which move x): 4 x 3 with 32 registers, 2 x 3 within
 // AVX2's 8 accumulators. 14 columns are padded to whole vectors. Each tile, compiled on this
 // machine, matches the oracle; so does the heuristic's own choice here.
-class ConvolutionGradients : public testrt::OracleFixture<20261201> {};
+class ConvolutionGradients : public testrt::OracleFixture<20261201> {
+ protected:
+  // The gradient of sum(conv2d(x, w) * r) (3x3, padding 1) by w or by x, x of shape `xs`, w of
+  // (co, ci, 3, 3) and r of the output's shape random in [-1, 1].
+  std::vector<const UOp*> conv_gradient(std::vector<int64_t> xs, int64_t co, int64_t stride, bool by_weight) {
+    const UOp* x = in(dtypes::float32, xs, -1, 1);
+    const UOp* w = in(dtypes::float32, {co, xs[1], 3, 3}, -1, 1);
+    const UOp* y = conv2d(g, x, w, nullptr, {stride, stride}, {1, 1});
+    const UOp* r = in(dtypes::float32, static_shape(y), -1, 1);
+    const UOp* loss = reduce(g, mul(g, y, r), Op::Add, {0, 1, 2, 3});
+    return gradient(g, loss, std::vector<const UOp*>{by_weight ? w : x});
+  }
+};
 TEST_F(ConvolutionGradients, TheWeightGradientTakesVectorAccumulatorsInATile) {
   for (int64_t width : {16, 14}) {
     const int64_t c = width == 16 ? 16 : 8;
-    const UOp* x = in(dtypes::float32, {8, c, width, width}, -1, 1);
-    const UOp* w = in(dtypes::float32, {2 * c, c, 3, 3}, -1, 1);
-    const UOp* r = in(dtypes::float32, {8, 2 * c, width, width}, -1, 1);
-    const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
-    std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{w});
+    std::vector<const UOp*> outs = conv_gradient({8, c, width, width}, 2 * c, 1, true);
     const std::string what = cat(width, " columns");
     Schedule s = schedule_graph(g, outs);
     ASSERT_EQ(s.kernels.size(), 1u) << what;  // dW reads x and dy (r) only
@@ -958,16 +971,10 @@ TEST_F(ConvolutionGradients, TheWeightGradientTakesVectorAccumulatorsInATile) {
 // load's lanes are two vector loads and a shuffle (expand's strided load) beside dy's contiguous
 // one, so the columns still become vector accumulators.
 TEST_F(ConvolutionGradients, AStrideTwoWeightGradientReadsItsInputInWideLoads) {
-  const UOp* x = in(dtypes::float32, {4, 8, 32, 32}, -1, 1);
-  const UOp* w = in(dtypes::float32, {16, 8, 3, 3}, -1, 1);
-  const UOp* r = in(dtypes::float32, {4, 16, 16, 16}, -1, 1);
-  const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {2, 2}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
-  std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{w});
+  std::vector<const UOp*> outs = conv_gradient({4, 8, 32, 32}, 16, 2, true);
   Schedule s = schedule_graph(g, outs);
   ASSERT_EQ(s.kernels.size(), 1u);
-  Target t = cpu_like();
-  t.vector_bits = 512;
-  t.vector_registers = 32;
+  Target t = avx512_like();
   LoweredKernel k = lower_kernel(g, s.kernels[0].ast, t);
   EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), std::vector<int64_t>{16}) << opts_str(k.opts);
   EXPECT_EQ(split_amounts(k.opts, AxisType::Upcast), (std::vector<int64_t>{4, 3})) << opts_str(k.opts);
@@ -979,24 +986,35 @@ TEST_F(ConvolutionGradients, AStrideTwoWeightGradientReadsItsInputInWideLoads) {
   testrt::expect_matches_oracle(g, outs, data, "stride-2 weight gradient, the heuristic here", 1e-4, 1e-4);
 }
 
+// A convolution's input gradient sums each filter tap's tiles into place (the windows' expand):
+// a window of 4 tiles unrolled whole (3b) inside its innermost loop, which the stores walk
+// contiguously. That loop takes vector lanes
+// as an elementwise one would (its loads gather: their indexes are remainders of the tiled row),
+// 58 columns padded to 4 x 16. Compiled here, the gradient matches the oracle.
+TEST_F(ConvolutionGradients, TheInputGradientsTilesAreSummedInLanes) {
+  std::vector<const UOp*> outs = conv_gradient({1, 16, 56, 56}, 16, 1, false);
+  Schedule s = schedule_graph(g, outs);
+  const ScheduledKernel* tiles = kernel_named(s, "r_16_3_56_58_4");
+  ASSERT_NE(tiles, nullptr);
+  Target t = avx512_like();
+  LoweredKernel k = lower_kernel(g, tiles->ast, t);
+  // the kernel's axes: channels (0), taps (1), rows (2), columns (3), then the tiles (4)
+  EXPECT_EQ(opts_str(k.opts), "UNROLL(4,4) PADTO(3,16) UPCAST(3,16) THREAD(0,4)");
+  testrt::expect_matches_oracle(g, outs, data, "input gradient", 1e-4, 1e-4);
+}
+
 // A convolution's input gradient sums over the output channels per filter tap (its taps then
 // summed into place by another kernel): the columns, walked by dy, are the only axis a load walks
 // contiguously. A 14- or 7-wide map's columns take lanes padded to a whole or a half vector (16 or
 // 8 on AVX-512), where before no axis took lanes. Compiled here, the gradient matches the oracle.
 TEST_F(ConvolutionGradients, TheInputGradientPadsShortColumnsToLanes) {
   for (int64_t width : {14, 7}) {
-    const UOp* x = in(dtypes::float32, {1, 32, width, width}, -1, 1);
-    const UOp* w = in(dtypes::float32, {32, 32, 3, 3}, -1, 1);
-    const UOp* r = in(dtypes::float32, {1, 32, width, width}, -1, 1);
-    const UOp* loss = reduce(g, mul(g, conv2d(g, x, w, nullptr, {1, 1}, {1, 1}), r), Op::Add, {0, 1, 2, 3});
-    std::vector<const UOp*> outs = gradient(g, loss, std::vector<const UOp*>{x});
+    std::vector<const UOp*> outs = conv_gradient({1, 32, width, width}, 32, 1, false);
     const std::string what = cat(width, " columns");
     Schedule s = schedule_graph(g, outs);
     const ScheduledKernel* taps = kernel_named(s, cat("r_32_", width, "_", width, "_3_3_32"));
     ASSERT_NE(taps, nullptr) << what;
-    Target t = cpu_like();
-    t.vector_bits = 512;
-    t.vector_registers = 32;
+    Target t = avx512_like();
     LoweredKernel k = lower_kernel(g, taps->ast, t);
     const int64_t lanes = width == 14 ? 16 : 8;
     // the kernel's axes: input channels (0), rows (1), columns (2), ky (3), kx (4), then the reduce's
@@ -1105,9 +1123,7 @@ TEST(Opts, ARowWithPaddedTapsOfFiniteWeightsIsTakenWhole) {
     Schedule s = schedule_graph(g, outs);
     const ScheduledKernel* conv = kernel_named(s, "r_");
     ASSERT_NE(conv, nullptr);
-    Target t = cpu_like();
-    t.vector_bits = 512;
-    t.vector_registers = 32;
+    Target t = avx512_like();
     LowerOptions lo;
     lo.finite_params = finite_params(s)[size_t(conv - s.kernels.data())];
     EXPECT_EQ(lo.finite_params.empty(), !finite);
