@@ -4,10 +4,13 @@
 //   2. register tiles for reduces whose loads are reused across output axes (matmul, conv): the
 //      innermost output axis as vector lanes (or, where it fills less than a vector, an output
 //      axis loaded contiguously: a convolution's output channels), one more output axis unrolled,
-//      a short innermost reduce axis (a filter's width) unrolled
+//      a short innermost reduce axis (a filter's width) unrolled; where no output axis takes lanes
+//      and both loads walk the innermost reduce axis (a weight gradient), that axis as the lanes of
+//      vector accumulators in a tile of two output axes (2e)
 //   3. vector accumulators for reduces that stream memory (UNROLL of the innermost reduce axis);
 //      pooling windows (every reduce axis short) unrolled whole
-//   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST); in kernels without
+//   4. vector lanes for the elementwise tail of kernels with reduces (UPCAST; a window unrolled
+//      whole counts as elementwise: an input gradient's sum of tiles); in kernels without
 //      reduces, for transposing copies and for outputs large enough for streaming stores; a copy
 //      that reads a few columns of rows far apart per outer step (packing into panels) reads its
 //      rows in blocks of 16 (SPLIT, SWAP) from beyond the caches, 4 panels per step (UPCAST) from them

@@ -1160,6 +1160,27 @@ TEST(Opts, APoolTakesItsRowWhole) {
   EXPECT_EQ(expect_replays(g, outs, cpu_like(), "3x3 stride-2 pool"), 1);
 }
 
+// On a GPU too a pool's window is unrolled whole: each tap reads a strided view of its own (the
+// pool's windows are stacked views, compose.cpp), which a loop over the window's rows would load at
+// every row, masked. Run on OpenCL, the pool matches the oracle.
+TEST(Opts, AGpuPoolUnrollsItsWindowWhole) {
+  Graph g;
+  testutil::Rng rng(11);
+  oracle::BufferData data;
+  const UOp* x = input(g, dtypes::float32, {1, 8, 28, 28}, "CL");
+  data[buffer_of(x)] = testrt::random_array(rng, dtypes::float32, {8 * 28 * 28});
+  std::vector<const UOp*> outs{max_pool2d(g, x, {3, 3}, {2, 2}, {1, 1})};
+  Schedule s = schedule_graph(g, outs);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  LoweredKernel k = lower_kernel(g, s.kernels[0].ast, gpu_like());
+  EXPECT_EQ(split_amounts(k.opts, AxisType::Unroll), (std::vector<int64_t>{3, 3})) << opts_str(k.opts);
+  size_t window_loops = 0;
+  for (const UOp* u : k.linear->src()) window_loops += u->op == Op::Range && u->as<RangeArg>().type == AxisType::Reduce;
+  EXPECT_EQ(window_loops, 0u) << linear_str(k.linear);
+  SN_SKIP_WITHOUT_DEVICE("CL", testrt::cl_required());
+  testrt::expect_matches_oracle(g, outs, data, "3x3 stride-2 max pool on OpenCL", -1, -1, {}, "CL");
+}
+
 // A 2x2 max pool over relu(x + bias) reads the bias inside its window but not per window tap:
 // copies along the output axes would share nothing, so the pool gets its vector lanes and no
 // register tile; its window is unrolled whole (2 x 2 steps: constant offsets, no loops of 2). (Over
