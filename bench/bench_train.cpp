@@ -7,7 +7,8 @@
 //                                       convolution runs as fast as its forward one)
 //   and the slowest kernel of the step (name, ms); with --kernels, the step's 12 slowest launches.
 // Times are the median of 30 runs after 3 warm-ups (2 threads unless SN_BENCH_THREADS). The step
-// compiles once; its compile time is printed too. No goal of the issues yet: report rows.
+// compiles once; its compile time is printed too (with the disk cache as SN_CACHE leaves it: a
+// second run reads the kernels from disk). No goal of the issues yet: report rows.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
