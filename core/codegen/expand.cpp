@@ -454,9 +454,9 @@ class Vectorizer {
 // every load that moves with r walks it contiguously, or with a stride of 2 to 4 beside one that
 // does where the target reads those as wide loads (a stride-2 convolution's input in its weight
 // gradient), and every other node that moves with r is elementwise (or an address). Inside a register tile only where
-// no UPCAST range of the value can be a store's lanes (`store_lanes`): its copies then each keep a vector accumulator
+// no UPCAST range of the value can be a store's lanes (`store_lane`): its copies then each keep a vector accumulator
 // (a weight gradient's tile, whose outputs share no contiguous axis with its loads).
-bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordered_set<const UOp*>& store_lanes,
+bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::function<bool(const UOp*)>& store_lane,
                    LaneAccess access) {
   int64_t k = const_bound(r);
   if (k < 2 || k > 64 || value->dtype.lanes != 1) return false;
@@ -465,7 +465,7 @@ bool streams_along(Graph& g, const UOp* value, const UOp* r, const std::unordere
   Vectorizer lanes(g, r, int(k));
   bool any_load = false;
   for (const UOp* x : order) {
-    if (is_type(x, AxisType::Upcast) && store_lanes.count(x)) return false;  // its stores take the lanes
+    if (is_type(x, AxisType::Upcast) && store_lane(x)) return false;  // its stores take the lanes
     if (x == r || !open.contains(x, r)) continue;
     if (x->op == Op::Load) {
       if (access.strided && lanes.strided(x->src(0)->src(1))) continue;
@@ -840,19 +840,27 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
   Made made;  // what later passes look for
   // The UPCAST ranges a store may take as lanes in 2. below (those it walks contiguously, or the
   // first, where a reduction loads along it contiguously): a Reduce that depends on one keeps its
-  // unrolled copies scalar in 1., since those lanes then widen its value.
-  std::unordered_set<const UOp*> store_lanes;
-  for (const UOp* s : sink->src()) {
-    if (s->op != Op::Store || s->src(0)->op != Op::Index) continue;
-    bool first = true;
-    for (const UOp* r : ranges_of(s)) {
-      if (!is_type(r, AxisType::Upcast)) continue;
-      const int64_t k = const_bound(r);
-      Vectorizer lanes(g, r, int(std::max<int64_t>(k, 1)));
-      if (k >= 2 && (lanes.contiguous(s->src(0)->src(1)) || (first && reduces_along(g, s, r)))) store_lanes.insert(r);
-      first = false;
+  // unrolled copies scalar in 1., since those lanes then widen its value. Worked out when first
+  // asked (an unrolled reduce inside a register tile), not for every kernel.
+  std::optional<std::unordered_set<const UOp*>> store_lanes;
+  auto store_lane = [&](const UOp* r) {
+    if (!store_lanes) {
+      store_lanes.emplace();
+      for (const UOp* s : sink->src()) {
+        if (s->op != Op::Store || s->src(0)->op != Op::Index) continue;
+        bool first = true;
+        for (const UOp* u : ranges_of(s)) {
+          if (!is_type(u, AxisType::Upcast)) continue;
+          const int64_t k = const_bound(u);
+          Vectorizer lanes(g, u, int(std::max<int64_t>(k, 1)));
+          if (k >= 2 && (lanes.contiguous(s->src(0)->src(1)) || (first && reduces_along(g, s, u))))
+            store_lanes->insert(u);
+          first = false;
+        }
+      }
     }
-  }
+    return store_lanes->count(r) != 0;
+  };
   // 1. UNROLL: a Reduce over unroll ranges reduces the copies of its value first. The first
   //    unroll range its loads walk contiguously becomes the lanes of a vector accumulator
   //    instead (one vector load per step, no per-step horizontal work); the lanes are folded
@@ -865,7 +873,7 @@ const UOp* expand_kernel(Graph& g, const UOp* sink, LaneAccess access) {
     Op op = u->as<ReduceArg>().op;
     const UOp* lanes = nullptr;
     for (size_t i = 0; i < unrolled.size() && !lanes && u->dtype.lanes == 1; i++)
-      if (streams_along(g, srcs[0], unrolled[i], store_lanes, access)) {
+      if (streams_along(g, srcs[0], unrolled[i], store_lane, access)) {
         lanes = unrolled[i];
         unrolled.erase(unrolled.begin() + long(i));
       }

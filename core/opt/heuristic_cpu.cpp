@@ -78,6 +78,19 @@ int64_t div_amount(int64_t n, std::initializer_list<int64_t> choices) {
 
 int64_t id_of(const UOp* r) { return r->as<RangeArg>().id; }
 
+// Lanes for an axis of n: the first of `choices` that divides n, else the first that n padded to
+// a multiple of wastes at most an eighth of (*padded then set: the axis needs PADTO), else 0.
+int64_t lanes_within_an_eighth(int64_t n, std::initializer_list<int64_t> choices, bool* padded) {
+  *padded = false;
+  if (const int64_t c = div_amount(n, choices)) return c;
+  for (int64_t c : choices)
+    if (n > 1 && 8 * (round_up(n, c) - n) <= round_up(n, c)) {
+      *padded = true;
+      return c;
+    }
+  return 0;
+}
+
 // A kernel of fewer iterations in all runs in microseconds however it is tiled: register tiles
 // (step 2) and square tiles (4e) would cost more compile time than they save.
 constexpr double kTinyIterations = 1 << 14;
@@ -91,34 +104,6 @@ const UOp* innermost_reduce_axis(const UOp* reduce) {
       inner = r;
   }
   return inner;
-}
-
-// Whether a Reduce sits in the value (a convolution inside a max pool's window).
-bool contains_reduce(const UOp* value) {
-  for (const UOp* x : toposort(value))
-    if (x->op == Op::Reduce) return true;
-  return false;
-}
-
-// A pooling window: a Reduce whose axes are each at most 4 long, at most 16 steps in all, around no
-// other reduce (3b unrolls it whole); `windows` gets the unrolls of its axes longer than 1. (Axes
-// unrolled already count: they are copies.)
-bool window_reduce(const UOp* u, std::vector<Opt>* windows = nullptr) {
-  if (u->op != Op::Reduce || u->nsrc() < 2 || contains_reduce(u->src(0))) return false;
-  std::vector<Opt> axes;
-  int64_t steps = 1;
-  for (size_t i = 1; i < u->nsrc() && steps <= 16; i++) {
-    const UOp* r = u->src(i);
-    const bool reduce = r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce;
-    const int64_t n = r->op == Op::Range ? const_bound(r) : -1;
-    steps = n < 1 || (reduce && n > 4) ? 17 : steps * n;
-    if (reduce && n > 1) axes.push_back(Opt::unroll(id_of(r), n));
-  }
-  if (steps > 16) return false;
-  if (windows)
-    for (const Opt& o : axes)
-      if (std::find(windows->begin(), windows->end(), o) == windows->end()) windows->push_back(o);
-  return true;
 }
 
 // Whether every store of the kernel walks loop axis `inner` contiguously (stride 1), and the widest
@@ -575,26 +560,18 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           // kernel), and no other axis is contiguous. ResNet-18's shapes, a Zen 5 guest, 2 threads:
           // 256 channels at 14x14 12.2 -> 0.77 ms (16 lanes x 3 taps x 4 channels), 512 at 7x7
           // 9.1 -> 1.3 ms (8 lanes).
-          const int64_t short_lanes = m < vw ? (8 * (vw - m) <= vw ? vw : 16 * (vw / 2 - m) <= vw ? vw / 2 : 0) : 0;
+          bool short_padded = false;
+          const int64_t short_lanes = m > 1 && m < vw ? lanes_within_an_eighth(m, {vw, vw / 2}, &short_padded) : 0;
           if (m < vw ? short_lanes == 0 : 8 * (m_padded - m) > m_padded) continue;
           // a load of every reduce step (the weight), not one per output (a bias added after it)
           if (!walked_per_step(r)) continue;
-          if (short_lanes) {
-            apply(Opt::padto(id_of(r), short_lanes));
-            apply(Opt::upcast(id_of(r), short_lanes));
-            vec_axis = r;
-            vec_pos = pos;
-            vregs = 1;
-            amt = 0;
-            break;
-          }
           // Two registers of lanes halve the copy budget below (2b): where that leaves no count of 4
           // or more copies for any other output axis (AVX2's 4 copies against a 7- or 14-wide map),
           // one register of lanes with 7 copies of a column instead (ResNet-18's 512x7x7 convolution
           // on a Zen 3, constant weights: 16 channels x 1 column 9.4-10.2 ms, 8 x 7 1.9-2.1 ms).
           // A wide filter's tile with 32 registers: one register of lanes, so that its copies (2b)
           // can be 16 (the stem, a Zen 5: 16 channels x 16 columns 0.45-0.46 ms, 32 x 8 0.47-0.49).
-          int64_t lanes = div_amount(m_padded, {2 * vw, vw});
+          int64_t lanes = short_lanes ? short_lanes : div_amount(m_padded, {2 * vw, vw});
           if (lanes == 2 * vw && (wide_filter || padded_finite_row) && target.vector_registers >= 32) lanes = vw;
           if (lanes == 2 * vw) {
             const int64_t budget = std::min<int64_t>(8, target.vector_registers / 2 / 2);
@@ -606,11 +583,12 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
             }
             if (!copies) lanes = vw;
           }
-          if (m_padded != m) apply(Opt::padto(id_of(r), vw));
+          if (short_padded) apply(Opt::padto(id_of(r), short_lanes));
+          if (!short_lanes && m_padded != m) apply(Opt::padto(id_of(r), vw));
           apply(Opt::upcast(id_of(r), lanes));
           vec_axis = r;
           vec_pos = pos;
-          vregs = lanes / vw;
+          vregs = std::max<int64_t>(1, lanes / vw);
           amt = 0;
           break;
         }
@@ -661,11 +639,8 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
       //        16 lanes of 32 (128x128 channels: 13.6 -> 1.3 ms; 8 lanes of 32: 2.2 ms), 14 of 16
       //        (256x256: 11.3 -> 1.2 ms), 7 of 8. A 56-wide map as 7 x 8 lanes ran faster than 4
       //        x 16 padded to 64 (0.89 against 1.15 ms).
-      const int64_t along_len = along ? const_bound(along) : 0;
-      int64_t lanes = div_amount(along_len, {vw, vw / 2}), pad_lanes = 0;
-      for (int64_t c : {vw, vw / 2})
-        if (!lanes && along_len > 1 && 8 * (round_up(along_len, c) - along_len) <= round_up(along_len, c))
-          lanes = pad_lanes = c;
+      bool pad_lanes = false;
+      const int64_t lanes = along ? lanes_within_an_eighth(const_bound(along), {vw, vw / 2}, &pad_lanes) : 0;
       const UOp* idx[2] = {address_index(ls[0]->src(0)), address_index(ls[1]->src(0))};
       // one load walks the axis contiguously, the other with a stride of 1 to 4 (a stride-2
       // convolution's input: two vector loads and a shuffle per step)
@@ -711,7 +686,7 @@ void cpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
           }
       if (tap && other) {
         const int64_t along_id = id_of(along), tap_id = id_of(tap->r), other_id = id_of(other->r), tap_len = tap->len;
-        if (pad_lanes) apply(Opt::padto(along_id, pad_lanes));
+        if (pad_lanes) apply(Opt::padto(along_id, lanes));
         apply(Opt::unroll(along_id, lanes));
         apply(Opt::upcast(other_id, copies));
         apply(Opt::upcast(tap_id, tap_len));

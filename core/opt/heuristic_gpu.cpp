@@ -11,7 +11,7 @@
 //      or 8 (4x2) where the innermost is reused too and step 5 gives it 8 (an 8x8 matmul tile);
 //      smaller tiles where the work-items left would not give every multiprocessor 4 work-groups
 //   3. UNROLL the innermost reduce axis of an ungrouped reduce (fully when short, else by 4; by 4
-//      what a tensor core leaves of it); a pooling window whole
+//      what a tensor core leaves of it); a pooling window (window_reduce) whole
 //   4. LOCAL: up to three output axes, innermost first, split into the work-group (at most 128
 //      work-items, fewer when a group reduce already uses some; at most 32 on an axis with an
 //      outer axis after it); an axis that no local size divides is padded to a multiple of 8 when
@@ -192,14 +192,17 @@ void gpu_heuristic(Graph& g, OptState& k, const Target& target, const LowerOptio
   // 3. UNROLL the innermost reduce axis of reduces that were not grouped.
   {
     std::vector<const UOp*> rs = ranges_typed(k.sink, AxisType::Reduce);
-    // A pooling window (every reduce axis at most 4, at most 16 steps in all) is unrolled whole: a
-    // pool reads each tap from a view of its own (compose.cpp's window_axis_taps), which a loop
-    // over the window's rows would load for every row, masked.
-    int64_t window = rs.size() >= 2 && !tensor_core ? 1 : 0;
-    for (const UOp* r : rs) window = const_bound(r) >= 1 && const_bound(r) <= 4 ? window * const_bound(r) : 0;
-    if (window > 0 && window <= 16 && upcast * window <= 64 && group_items == 1) {
-      for (const UOp* r : rs)
-        if (const_bound(r) > 1) apply(Opt::unroll(id_of(r), const_bound(r)));
+    // Pooling windows (window_reduce) are unrolled whole, as on the CPU: a pool reads each tap from
+    // a view of its own (compose.cpp's window_axis_taps), which a loop over the window's rows would
+    // load for every row, masked.
+    std::vector<Opt> windows;
+    bool pools = !rs.empty() && !tensor_core;
+    for (const UOp* u : toposort(k.sink))
+      if (u->op == Op::Reduce) pools = pools && window_reduce(u, &windows);
+    int64_t steps = 1;
+    for (const Opt& o : windows) steps *= o.amount;
+    if (pools && windows.size() >= 2 && upcast * steps <= 64 && group_items == 1) {
+      for (const Opt& o : windows) apply(o);
     } else if (!rs.empty() && group_items == 1) {
       const UOp* last = rs.back();
       int64_t n = const_bound(last);

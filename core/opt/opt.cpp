@@ -22,6 +22,30 @@ void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vecto
   for (const UOp* r : all) (closed.count(r) ? reduces : loops)->push_back(r);
 }
 
+bool contains_reduce(const UOp* value) {
+  for (const UOp* x : toposort(value))
+    if (x->op == Op::Reduce) return true;
+  return false;
+}
+
+bool window_reduce(const UOp* u, std::vector<Opt>* windows) {
+  if (u->op != Op::Reduce || u->nsrc() < 2 || contains_reduce(u->src(0))) return false;
+  std::vector<Opt> axes;
+  int64_t steps = 1;
+  for (size_t i = 1; i < u->nsrc() && steps <= 16; i++) {
+    const UOp* r = u->src(i);
+    const bool reduce = r->op == Op::Range && r->as<RangeArg>().type == AxisType::Reduce;
+    const int64_t n = r->op == Op::Range ? const_bound(r) : -1;
+    steps = n < 1 || (reduce && n > 4) ? 17 : steps * n;
+    if (reduce && n > 1) axes.push_back(Opt::unroll(r->as<RangeArg>().id, n));
+  }
+  if (steps > 16) return false;
+  if (windows)
+    for (const Opt& o : axes)
+      if (std::find(windows->begin(), windows->end(), o) == windows->end()) windows->push_back(o);
+  return true;
+}
+
 const UOp* range_with_id(const UOp* sink, int64_t id) {
   for (const UOp* r : ranges_of(sink))
     if (r->as<RangeArg>().id == id) return r;

@@ -89,6 +89,12 @@ std::string reduce_blocks_rule(const UOp* sink, const UOp* r);
 void classify_ranges(const UOp* sink, std::vector<const UOp*>* loops, std::vector<const UOp*>* reduces);
 // The Range with this id, or nullptr.
 const UOp* range_with_id(const UOp* sink, int64_t id);
+// Whether a Reduce sits in the value (a convolution inside a max pool's window).
+bool contains_reduce(const UOp* value);
+// A pooling window: a Reduce whose axes are each at most 4 long, at most 16 steps in all, around no
+// other reduce, which the heuristics unroll whole; `windows` gets the unrolls of its axes longer
+// than 1. (Axes unrolled already count: they are copies.)
+bool window_reduce(const UOp* u, std::vector<Opt>* windows = nullptr);
 // Swaps that give the listed ranges (ids, in the wanted order) the ascending ids they hold now
 // between them: after them, order[i] sits at the i-th smallest of those ids.
 void reorder_ranges(Graph& g, OptState& k, const std::vector<int64_t>& order, const Target& target);

@@ -231,6 +231,27 @@ struct AroundAxis {
   }
 };
 
+// The (..., I_axis, ...) axis of x from `start` cut into O rows of s, each row's first k <= s
+// elements: (..., O, k, ...), element (o, kk) being x[start + o*s + kk]. A tail past I is padded
+// (never read where the rows fit the windows that use them).
+const UOp* row_heads(Graph& g, const UOp* x, size_t axis, int64_t start, int64_t o, int64_t s, int64_t k) {
+  const Shape& shape = sym_shape(x);
+  const AroundAxis around(shape, axis);
+  const int64_t len = const_dim("window", shape, axis);
+  const int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
+  const int64_t end = checked_add(start, os, "window: rows' end");
+  const UOp* t = x;
+  if (end > len) t = move_sym(g, Op::Pad, t, Dims(shape.size(), 0), around.with({end}));
+  if (start > 0 || end < len) {
+    Dims at(shape.size(), 0);
+    at[axis] = start;
+    t = move_sym(g, Op::Shrink, t, at, around.with({os}));
+  }
+  t = reshape_sym(g, t, around.with({o, s}));
+  if (k < s) t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 1, 0), around.with({o, k}));
+  return t;
+}
+
 // The (..., I_axis, ...) axis of x split into (k, O) windows: element (kk, o) is
 // x[o*s + kk*d] along that axis. The axis is tiled e times and cut into rows of I'+d, so that row
 // kk starts kk*d elements later (mod I'); I' >= I (zero tail, never read) makes O*s fit in a row.
@@ -248,9 +269,7 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
   // quotients of the tiled row (a small CNN's training step: its two pools' gradients took 0.38
   // of its 0.65 ms).
   if (d == 1 && k <= s) {
-    if (os != len) t = move_sym(g, os > len ? Op::Pad : Op::Shrink, t, Dims(shape.size(), 0), with({os}));
-    t = reshape_sym(g, t, with({o, s}));
-    if (k < s) t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 1, 0), with({o, k}));
+    t = row_heads(g, x, axis, 0, o, s, k);
     std::vector<int64_t> order(shape.size() + 1);
     for (size_t a = 0; a < order.size(); a++) order[a] = int64_t(a);
     std::swap(order[axis], order[axis + 1]);
@@ -279,24 +298,11 @@ const UOp* window_axis(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s
 // are remainders and quotients of the tiled row (ResNet-18's 3x3 stride-2 max pool: 10.8 ms of its
 // 78 ms training step). A convolution's taps are loops, which would load every view at every step.
 const UOp* window_axis_taps(Graph& g, const UOp* x, size_t axis, int64_t k, int64_t s, int64_t d, int64_t o) {
-  const Shape& shape = sym_shape(x);
-  const int64_t len = const_dim("window", shape, axis);
-  const int64_t os = checked_mul(o, s, "window: ", o, " windows of stride ", s);
-  const AroundAxis around(shape, axis);
-  auto with = [&](std::initializer_list<int64_t> mid) { return around.with(mid); };
+  const AroundAxis around(sym_shape(x), axis);
   std::vector<const UOp*> taps;
-  for (int64_t kk = 0; kk < k; kk++) {
-    const int64_t start = checked_mul(kk, d, "window: tap offset");
-    const int64_t end = checked_add(start, os, "window: tap end");
-    const UOp* t = x;
-    if (end > len) t = move_sym(g, Op::Pad, t, Dims(shape.size(), 0), with({end}));  // a tail never read
-    Dims at(shape.size(), 0);
-    at[axis] = start;
-    t = move_sym(g, Op::Shrink, t, at, with({os}));
-    t = reshape_sym(g, t, with({o, s}));
-    if (s > 1) t = move_sym(g, Op::Shrink, t, Dims(shape.size() + 1, 0), with({o, 1}));
-    taps.push_back(reshape_sym(g, t, with({1, o})));
-  }
+  for (int64_t kk = 0; kk < k; kk++)
+    taps.push_back(
+        reshape_sym(g, row_heads(g, x, axis, checked_mul(kk, d, "window: tap offset"), o, s, 1), around.with({1, o})));
   return concat(g, taps, int64_t(axis));
 }
 
