@@ -1267,6 +1267,15 @@ class IrWriter {
     label(str("L", L.n, ".exit"));
   }
 
+  // Whether every lane of x is an integer zero constant.
+  static bool is_zero_value(const UOp* x) {
+    if (x->op == Op::Const) return x->dtype.is_int() && x->const_int() == 0;
+    if (x->op != Op::Vectorize) return false;
+    for (const UOp* c : x->src())
+      if (!is_zero_value(c)) return false;
+    return true;
+  }
+
   std::string alu(const UOp* u) {
     Op op = u->op;
     DType d = op == Op::Where ? u->src(1)->dtype : u->src(0)->dtype;  // operand dtype
@@ -1350,8 +1359,22 @@ class IrWriter {
       case Op::Shl:
       case Op::Shr:
         return shift(u, d);
-      case Op::Where:
+      case Op::Where: {
+        // LLVM 19's X86 backend drops a select of constant lanes between an integer truncation and
+        // zero that a truncating store writes (AVX-512's vpmovqb): store(select(<1,1,0,0>, trunc x,
+        // 0)) stored every lane of trunc x (FuzzDiff, CPU seed 5006627: a padded int8 cast of
+        // uint64s). The select on the wide value, truncated after, is the same and compiles right.
+        const UOp* cast = u->src(1);
+        if (d.lanes > 1 && d.is_int() && cast->op == Op::Cast && cast->src(0)->dtype.is_int() &&
+            int_bits(cast->src(0)->dtype) > int_bits(d) && is_zero_value(u->src(2))) {
+          const DType wide = cast->src(0)->dtype;
+          const std::string wt = reg_type(wide);
+          const std::string sel = emit(str("select ", reg_type(u->src(0)->dtype), " ", a(0), ", ", wt, " ",
+                                           v(cast->src(0)), ", ", wt, " ", splat(wide, "0")));
+          return emit(str("trunc ", wt, " ", sel, " to ", t));
+        }
         return emit(str("select ", reg_type(u->src(0)->dtype), " ", a(0), ", ", t, " ", a(1), ", ", t, " ", a(2)));
+      }
       case Op::Not: {
         std::string bt = reg_type(dtypes::bool_.vec(d.lanes));
         if (d.is_bool()) return emit(str("xor ", t, " ", a(0), ", ", splat(d, "true")));

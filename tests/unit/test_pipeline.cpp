@@ -276,6 +276,22 @@ TEST_F(PipelineTest, WidenedBoolsKeepTheirValues) {
   check({reduce(g, cast(g, lt, dtypes::int64), Op::Max, {1, 2})}, "max of int64(max(a, b) < c)");
 }
 
+// An integer narrowed into a zero padding: the padding's lanes of the vector are a select of a
+// constant mask between the truncation and zero, which LLVM 19's AVX-512 code generation dropped
+// where a truncating store (vpmovqb) wrote the result: the padding held the truncated values
+// (FuzzDiff, CPU seed 5006627). The renderer selects on the wide value and truncates after.
+TEST_F(PipelineTest, ANarrowedIntegerKeepsItsZeroPadding) {
+  for (DType wide : {dtypes::uint64, dtypes::int32, dtypes::int16}) {
+    const UOp* a = in(wide, {2}, 1, 100);
+    const UOp* b = in(wide, {2}, 1, 100);
+    const UOp* c = in(wide, {2}, 1, 100);
+    const UOp* d = in(wide, {1}, 1, 100);
+    const UOp* m = where(g, cmplt(g, a, expand(g, reshape(g, constant_int(g, wide, 50), {1}), {2})), a, b);
+    const UOp* v = sub(g, where(g, cmplt(g, m, c), m, expand(g, d, {2})), a);
+    check({pad(g, cast(g, v, dtypes::int8), {0}, {4})}, "int8(" + wide.name() + ") padded");
+  }
+}
+
 // A softmax of fp8 values over rows of 8 stores 4 x 4 tiles of fp8 transposed (transpose_scatters):
 // the renderer passed their 32-bit vectors through its empty inline asm, which has no register
 // for them, and LLVM's code generation failed (and ended the process: its errors now throw, see
